@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs every Debian package densa needs to build, test and benchmark. Idempotent.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git curl
+      libgtest-dev libgmock-dev libbenchmark-dev
+      libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
+      libucx-dev ucx-utils)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "densa dependencies: ok"

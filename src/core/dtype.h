@@ -1,0 +1,54 @@
+#pragma once
+// Element types densa stores, and the scalar conversions every kernel and reader shares.
+// Block-quantized types (Q8_0, Q4_0, FP8 block-scaled, INT4 group-wise) describe how a row of
+// `cols` logical elements is laid out in bytes; see dtype_row_bytes().
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace densa {
+
+enum class DType : uint8_t {
+  kF32,
+  kF16,
+  kBF16,
+  kQ8_0,     // GGUF: blocks of 32 = f16 scale + 32 x int8 (34 bytes)
+  kQ4_0,     // GGUF: blocks of 32 = f16 scale + 16 bytes of nibbles (18 bytes), value = (q - 8) * d
+  kFP8E4M3,  // OCP e4m3fn, one byte; scales live beside the tensor
+  kI4,       // signed int4 group-wise, packed two per byte; scales live beside the tensor
+  kI8,
+  kI32,
+  kU8,
+};
+
+std::string_view dtype_name(DType t);
+std::optional<DType> dtype_from_name(std::string_view name);
+
+// Logical elements per storage block (1 for plain types).
+int64_t dtype_block_elems(DType t);
+// Bytes per storage block.
+int64_t dtype_block_bytes(DType t);
+// Bytes of one row of `cols` elements; cols must be a multiple of the block size.
+inline int64_t dtype_row_bytes(DType t, int64_t cols) {
+  return cols / dtype_block_elems(t) * dtype_block_bytes(t);
+}
+
+// ---- scalar conversions (exact, round-to-nearest-even where they narrow) ----
+
+inline float f32_from_bits(uint32_t b) { return std::bit_cast<float>(b); }
+inline uint32_t bits_from_f32(float f) { return std::bit_cast<uint32_t>(f); }
+
+inline float bf16_to_f32(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t b = bits_from_f32(f);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((b >> 16) | 0x40);  // quiet NaN
+  b += 0x7fffu + ((b >> 16) & 1u);
+  return static_cast<uint16_t>(b >> 16);
+}
+
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
+}  // namespace densa

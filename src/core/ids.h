@@ -1,0 +1,31 @@
+#pragma once
+// Strong integer IDs: distinct types so a PageId never passes for a SeqId. Absence is
+// std::optional<Id>, never -1.
+#include <cstdint>
+#include <functional>
+
+namespace densa {
+
+template <typename Tag, typename Rep = int32_t>
+struct StrongId {
+  Rep value{};
+  constexpr StrongId() = default;
+  constexpr explicit StrongId(Rep v) : value(v) {}
+  constexpr auto operator<=>(const StrongId&) const = default;
+};
+
+using PageId = StrongId<struct PageIdTag>;
+using SeqId = StrongId<struct SeqIdTag, int64_t>;
+using LayerId = StrongId<struct LayerIdTag>;
+using ExpertId = StrongId<struct ExpertIdTag>;
+// Token ids are stored in bulk (prompts, vocab tables), so they stay a plain int32 alias.
+using TokenId = int32_t;
+
+}  // namespace densa
+
+template <typename Tag, typename Rep>
+struct std::hash<densa::StrongId<Tag, Rep>> {
+  size_t operator()(const densa::StrongId<Tag, Rep>& id) const noexcept {
+    return std::hash<Rep>{}(id.value);
+  }
+};

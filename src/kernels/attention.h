@@ -1,0 +1,23 @@
+#pragma once
+// Causal GQA attention over a paged KV cache (kernels/kv_view.h).
+#include <cstdint>
+#include <span>
+
+#include "core/thread_pool.h"
+#include "kernels/kv_view.h"
+
+namespace densa {
+
+// Writes K and V rows of n tokens into their slots. k, v: [n, num_kv_heads * head_dim];
+// token i goes to sequence seq_idx[i] at position positions[i] (its page must be mapped).
+void kv_store(const KvView& kv, int layer, const float* k, const float* v,
+              std::span<const int32_t> seq_idx, std::span<const int32_t> positions);
+
+// out[i] = softmax(q[i] . K[0..pos_i]^T * scale) . V[0..pos_i] per query head, for token i of
+// sequence seq_idx[i] at position positions[i]; keys at positions <= pos_i must be stored.
+// q, out: [n, num_heads * head_dim]; query head h uses kv head h / (num_heads / num_kv_heads).
+void paged_attention(const KvView& kv, int layer, const float* q, int num_heads, float scale,
+                     std::span<const int32_t> seq_idx, std::span<const int32_t> positions,
+                     float* out, ThreadPool* pool);
+
+}  // namespace densa

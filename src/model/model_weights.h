@@ -1,0 +1,59 @@
+#pragma once
+// ModelWeights: every tensor of a loaded model as views, plus the storage that owns them
+// (memory-mapped files, and buffers for tensors that had to be converted at load, such as
+// GGUF's permuted Q/K rows or F16 norms). GGUF and Hugging Face loads produce the same
+// ModelWeights: HF [out, in] matrices, rotate-half (NeoX) RoPE layout for Q and K.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor_view.h"
+#include "io/mapped_file.h"
+#include "io/model_config.h"
+#include "io/tokenizer.h"
+
+namespace densa {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [hidden]
+  WeightView wq;                 // [num_heads*head_dim, hidden]
+  WeightView wk;                 // [num_kv_heads*head_dim, hidden]
+  WeightView wv;                 // [num_kv_heads*head_dim, hidden]
+  WeightView wo;                 // [hidden, num_heads*head_dim]
+  std::vector<float> ffn_norm;   // [hidden]
+  // Dense FFN (num_experts == 0).
+  WeightView w_gate;             // [intermediate, hidden]
+  WeightView w_up;               // [intermediate, hidden]
+  WeightView w_down;             // [hidden, intermediate]
+  // MoE FFN: router plus one SwiGLU per expert.
+  WeightView router;                    // [num_experts, hidden]
+  std::vector<WeightView> expert_gate;  // [num_experts] x [intermediate, hidden]
+  std::vector<WeightView> expert_up;    // [num_experts] x [intermediate, hidden]
+  std::vector<WeightView> expert_down;  // [num_experts] x [hidden, intermediate]
+};
+
+struct ModelWeights {
+  ModelConfig config;
+  std::string source;            // path it was loaded from
+  std::string format;            // "gguf" or "hf"
+  WeightView tok_embeddings;     // [vocab, hidden]
+  std::vector<float> final_norm; // [hidden]
+  WeightView lm_head;            // [vocab, hidden]
+  std::vector<LayerWeights> layers;  // [num_layers]
+  std::unique_ptr<Tokenizer> tokenizer;  // null if the model ships none
+
+  // Storage behind the views above.
+  std::vector<std::unique_ptr<MappedFile>> files;
+  std::vector<std::unique_ptr<uint8_t[]>> owned;
+
+  // Allocates an owned buffer of `bytes` and returns it (views may point into it).
+  uint8_t* alloc_owned(size_t bytes) {
+    owned.push_back(std::make_unique<uint8_t[]>(bytes));
+    return owned.back().get();
+  }
+  int64_t num_params() const;
+  int64_t weight_bytes() const;  // bytes of all matrices + norms as stored
+};
+
+}  // namespace densa

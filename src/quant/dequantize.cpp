@@ -1,0 +1,61 @@
+#include "quant/dequantize.h"
+
+#include <cstring>
+
+#include "core/check.h"
+
+namespace densa {
+
+void dequantize_row(const WeightView& w, int64_t row, float* out) {
+  const uint8_t* p = w.row_ptr(row);
+  switch (w.dtype) {
+    case DType::kF32:
+      std::memcpy(out, p, static_cast<size_t>(w.cols) * 4);
+      return;
+    case DType::kF16:
+      for (int64_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
+      return;
+    case DType::kBF16:
+      for (int64_t i = 0; i < w.cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+      }
+      return;
+    case DType::kQ8_0:
+      for (int64_t b = 0; b < w.cols / 32; ++b) {
+        const uint8_t* blk = p + b * 34;
+        uint16_t dh;
+        std::memcpy(&dh, blk, 2);
+        const float d = f16_to_f32(dh);
+        for (int i = 0; i < 32; ++i) out[b * 32 + i] = d * static_cast<float>(static_cast<int8_t>(blk[2 + i]));
+      }
+      return;
+    case DType::kQ4_0:
+      // 16 bytes of nibbles: low nibble of byte j is element j, high nibble is element j + 16.
+      for (int64_t b = 0; b < w.cols / 32; ++b) {
+        const uint8_t* blk = p + b * 18;
+        uint16_t dh;
+        std::memcpy(&dh, blk, 2);
+        const float d = f16_to_f32(dh);
+        for (int j = 0; j < 16; ++j) {
+          out[b * 32 + j] = d * static_cast<float>((blk[2 + j] & 0x0f) - 8);
+          out[b * 32 + j + 16] = d * static_cast<float>((blk[2 + j] >> 4) - 8);
+        }
+      }
+      return;
+    case DType::kFP8E4M3:
+    case DType::kI4:
+    case DType::kI8:
+    case DType::kI32:
+    case DType::kU8:
+      break;
+  }
+  CHECK(false) << "dequantize_row: unsupported weight dtype " << dtype_name(w.dtype);
+}
+
+}  // namespace densa
