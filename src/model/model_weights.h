@@ -42,6 +42,7 @@ struct ModelWeights {
   WeightView lm_head;            // [vocab, hidden]
   std::vector<LayerWeights> layers;  // [num_layers]
   std::unique_ptr<Tokenizer> tokenizer;  // null if the model ships none
+  std::string chat_template;     // Jinja text from GGUF / tokenizer_config.json; empty if none
 
   // Storage behind the views above.
   std::vector<std::unique_ptr<MappedFile>> files;

@@ -1,0 +1,327 @@
+#include "model/model_loader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "io/gguf_file.h"
+#include "io/safetensors.h"
+
+namespace densa {
+namespace {
+
+// A tensor from either format; shape is outermost first ([out, in] for matrices).
+struct RawTensor {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;
+};
+
+// Tensor lookup in one model source. `gguf` selects GGUF names and ne-order shape messages.
+struct TensorSource {
+  std::string origin;
+  bool gguf = false;
+  std::function<Result<RawTensor>(const std::string&)> get;
+};
+
+std::string shape_string(std::vector<int64_t> shape, bool gguf) {
+  if (gguf) std::reverse(shape.begin(), shape.end());  // GGUF lists ne0 first
+  std::string s = gguf ? "ne=[" : "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Status check_shape(const TensorSource& src, const RawTensor& t, const std::vector<int64_t>& expected) {
+  if (t.shape == expected) return Status::ok();
+  return invalid_argument(src.origin + ": tensor '" + t.name + "' has shape " + shape_string(t.shape, src.gguf) +
+                          " but the config expects " + shape_string(expected, src.gguf));
+}
+
+bool is_matrix_dtype(DType t) {
+  switch (t) {
+    case DType::kF32: case DType::kF16: case DType::kBF16: case DType::kQ8_0: case DType::kQ4_0: return true;
+    case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8: return false;
+  }
+  return false;
+}
+
+// A [rows, cols] matrix, or `count` stacked [rows, cols] matrices when count > 0.
+Result<std::vector<WeightView>> load_matrices(const TensorSource& src, const std::string& name, int64_t count,
+                                              int64_t rows, int64_t cols) {
+  DENSA_ASSIGN_OR_RETURN(RawTensor t, src.get(name));
+  if (!is_matrix_dtype(t.dtype)) {
+    return unimplemented(src.origin + ": tensor '" + name + "' has dtype " + std::string(dtype_name(t.dtype)) +
+                         ", unsupported for weight matrices (supported: f32, f16, bf16, q8_0, q4_0)");
+  }
+  std::vector<int64_t> expected = {rows, cols};
+  if (count > 0) expected.insert(expected.begin(), count);
+  DENSA_RETURN_IF_ERROR(check_shape(src, t, expected));
+  std::vector<WeightView> out;
+  for (int64_t e = 0; e < std::max<int64_t>(count, 1); ++e) {
+    WeightView v;
+    v.dtype = t.dtype;
+    v.rows = rows;
+    v.cols = cols;
+    v.data = t.data + e * rows * dtype_row_bytes(t.dtype, cols);
+    out.push_back(v);
+  }
+  return out;
+}
+
+Result<WeightView> load_matrix(const TensorSource& src, const std::string& name, int64_t rows, int64_t cols) {
+  DENSA_ASSIGN_OR_RETURN(auto views, load_matrices(src, name, 0, rows, cols));
+  return views[0];
+}
+
+Result<std::vector<float>> load_vector(const TensorSource& src, const std::string& name, int64_t n) {
+  DENSA_ASSIGN_OR_RETURN(RawTensor t, src.get(name));
+  DENSA_RETURN_IF_ERROR(check_shape(src, t, {n}));
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype) {
+      case DType::kF32: std::memcpy(&out[i], t.data + 4 * i, 4); break;
+      case DType::kF16: case DType::kBF16: {
+        uint16_t h;
+        std::memcpy(&h, t.data + 2 * i, 2);
+        out[i] = t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+        break;
+      }
+      case DType::kQ8_0: case DType::kQ4_0: case DType::kFP8E4M3: case DType::kI4: case DType::kI8:
+      case DType::kI32: case DType::kU8:
+        return unimplemented(src.origin + ": tensor '" + name + "' has dtype " + std::string(dtype_name(t.dtype)) +
+                             ", unsupported for norm vectors (supported: f32, f16, bf16)");
+    }
+  }
+  return out;
+}
+
+// GGUF stores Q/K rows per head as interleaved pairs: GGUF row 2i+h = HF row h*(head_dim/2)+i.
+// Copies the rows back into rotate-half order in an owned buffer (whole rows, so any dtype).
+WeightView unpermute_rows(ModelWeights& w, const WeightView& v, int num_heads, int head_dim) {
+  uint8_t* dst = w.alloc_owned(static_cast<size_t>(v.bytes()));
+  const int64_t rb = v.row_bytes();
+  const int half = head_dim / 2;
+  for (int head = 0; head < num_heads; ++head) {
+    const int64_t base = static_cast<int64_t>(head) * head_dim;
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < half; ++i) {
+        std::memcpy(dst + (base + h * half + i) * rb, v.row_ptr(base + 2 * i + h), static_cast<size_t>(rb));
+      }
+    }
+  }
+  WeightView out = v;
+  out.data = dst;
+  return out;
+}
+
+std::string layer_name(bool gguf, int i, const char* hf_suffix, const char* gguf_suffix) {
+  return gguf ? "blk." + std::to_string(i) + "." + gguf_suffix + ".weight"
+              : "model.layers." + std::to_string(i) + "." + hf_suffix + ".weight";
+}
+
+Status load_layer(const TensorSource& src, int i, ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  const bool g = src.gguf;
+  const int64_t hidden = c.hidden_size, q_dim = int64_t{c.num_heads} * c.head_dim;
+  const int64_t kv_dim = int64_t{c.num_kv_heads} * c.head_dim, inter = c.intermediate_size;
+  LayerWeights& l = w.layers[static_cast<size_t>(i)];
+  DENSA_ASSIGN_OR_RETURN(l.attn_norm, load_vector(src, layer_name(g, i, "input_layernorm", "attn_norm"), hidden));
+  DENSA_ASSIGN_OR_RETURN(l.ffn_norm,
+                         load_vector(src, layer_name(g, i, "post_attention_layernorm", "ffn_norm"), hidden));
+  DENSA_ASSIGN_OR_RETURN(l.wq, load_matrix(src, layer_name(g, i, "self_attn.q_proj", "attn_q"), q_dim, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.wk, load_matrix(src, layer_name(g, i, "self_attn.k_proj", "attn_k"), kv_dim, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.wv, load_matrix(src, layer_name(g, i, "self_attn.v_proj", "attn_v"), kv_dim, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, layer_name(g, i, "self_attn.o_proj", "attn_output"), hidden, q_dim));
+  if (g) {
+    l.wq = unpermute_rows(w, l.wq, c.num_heads, c.head_dim);
+    l.wk = unpermute_rows(w, l.wk, c.num_kv_heads, c.head_dim);
+  }
+  if (!c.is_moe()) {
+    DENSA_ASSIGN_OR_RETURN(l.w_gate, load_matrix(src, layer_name(g, i, "mlp.gate_proj", "ffn_gate"), inter, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.w_up, load_matrix(src, layer_name(g, i, "mlp.up_proj", "ffn_up"), inter, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.w_down, load_matrix(src, layer_name(g, i, "mlp.down_proj", "ffn_down"), hidden, inter));
+    return Status::ok();
+  }
+  const int64_t n = c.num_experts;
+  DENSA_ASSIGN_OR_RETURN(l.router,
+                         load_matrix(src, layer_name(g, i, "block_sparse_moe.gate", "ffn_gate_inp"), n, hidden));
+  if (g) {
+    DENSA_ASSIGN_OR_RETURN(l.expert_gate, load_matrices(src, layer_name(g, i, "", "ffn_gate_exps"), n, inter, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.expert_up, load_matrices(src, layer_name(g, i, "", "ffn_up_exps"), n, inter, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.expert_down, load_matrices(src, layer_name(g, i, "", "ffn_down_exps"), n, hidden, inter));
+    return Status::ok();
+  }
+  for (int e = 0; e < n; ++e) {
+    const std::string prefix = "block_sparse_moe.experts." + std::to_string(e) + ".";
+    DENSA_ASSIGN_OR_RETURN(WeightView gate, load_matrix(src, layer_name(g, i, (prefix + "w1").c_str(), ""), inter, hidden));
+    DENSA_ASSIGN_OR_RETURN(WeightView up, load_matrix(src, layer_name(g, i, (prefix + "w3").c_str(), ""), inter, hidden));
+    DENSA_ASSIGN_OR_RETURN(WeightView down, load_matrix(src, layer_name(g, i, (prefix + "w2").c_str(), ""), hidden, inter));
+    l.expert_gate.push_back(gate);
+    l.expert_up.push_back(up);
+    l.expert_down.push_back(down);
+  }
+  return Status::ok();
+}
+
+// Fills every tensor of `w` (config already set) from `src`.
+Status load_tensors(const TensorSource& src, ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  const bool g = src.gguf;
+  const std::string embed = g ? "token_embd.weight" : "model.embed_tokens.weight";
+  const std::string head = g ? "output.weight" : "lm_head.weight";
+  DENSA_ASSIGN_OR_RETURN(w.tok_embeddings, load_matrix(src, embed, c.vocab_size, c.hidden_size));
+  DENSA_ASSIGN_OR_RETURN(w.final_norm, load_vector(src, g ? "output_norm.weight" : "model.norm.weight", c.hidden_size));
+  if (c.tie_word_embeddings) {
+    w.lm_head = w.tok_embeddings;
+  } else {
+    DENSA_ASSIGN_OR_RETURN(w.lm_head, load_matrix(src, head, c.vocab_size, c.hidden_size));
+  }
+  w.layers.resize(static_cast<size_t>(c.num_layers));
+  for (int i = 0; i < c.num_layers; ++i) DENSA_RETURN_IF_ERROR(load_layer(src, i, w));
+  return Status::ok();
+}
+
+// ---- GGUF ----
+
+Result<ModelConfig> gguf_config(const GgufFile& f) {
+  const std::string fname = f.path().string();
+  const auto arch = f.get_string("general.architecture");
+  if (!arch) return invalid_argument(fname + ": missing metadata 'general.architecture'");
+  if (*arch != "llama") {
+    return unimplemented(fname + ": unsupported GGUF architecture '" + *arch + "' (supported: llama)");
+  }
+  auto required = [&](const std::string& key) -> Result<int> {
+    const auto v = f.get_int("llama." + key);
+    if (!v) return invalid_argument(fname + ": missing integer metadata 'llama." + key + "'");
+    if (*v <= 0 || *v > INT32_MAX) return invalid_argument(fname + ": metadata 'llama." + key + "' out of range");
+    return static_cast<int>(*v);
+  };
+  ModelConfig c;
+  DENSA_ASSIGN_OR_RETURN(c.num_layers, required("block_count"));
+  DENSA_ASSIGN_OR_RETURN(c.hidden_size, required("embedding_length"));
+  DENSA_ASSIGN_OR_RETURN(c.intermediate_size, required("feed_forward_length"));
+  DENSA_ASSIGN_OR_RETURN(c.num_heads, required("attention.head_count"));
+  c.num_kv_heads = static_cast<int>(f.get_int("llama.attention.head_count_kv").value_or(c.num_heads));
+  c.head_dim = static_cast<int>(f.get_int("llama.attention.key_length").value_or(c.hidden_size / c.num_heads));
+  c.max_position_embeddings = static_cast<int>(f.get_int("llama.context_length").value_or(2048));
+  c.rope_theta = static_cast<float>(f.get_float("llama.rope.freq_base").value_or(10000.0));
+  c.rms_norm_eps = static_cast<float>(f.get_float("llama.attention.layer_norm_rms_epsilon").value_or(1e-5));
+  c.num_experts = static_cast<int>(f.get_int("llama.expert_count").value_or(0));
+  c.num_experts_per_tok = static_cast<int>(f.get_int("llama.expert_used_count").value_or(0));
+  c.architecture = c.num_experts > 0 ? "MixtralForCausalLM" : "LlamaForCausalLM";
+  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.head_dim <= 0 || c.head_dim % 2 != 0) {
+    return invalid_argument(fname + ": inconsistent attention metadata (heads " + std::to_string(c.num_heads) +
+                            ", kv heads " + std::to_string(c.num_kv_heads) + ", head_dim " +
+                            std::to_string(c.head_dim) + ")");
+  }
+  if (c.num_experts > 0 && (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts)) {
+    return invalid_argument(fname + ": need 0 < llama.expert_used_count <= llama.expert_count");
+  }
+  if (auto v = f.get_int("llama.vocab_size")) {
+    c.vocab_size = static_cast<int>(*v);
+  } else if (auto tokens = f.find("tokenizer.ggml.tokens")) {
+    c.vocab_size = static_cast<int>(tokens->strings.size());
+  } else if (auto t = f.tensor("token_embd.weight"); t.is_ok() && t->ne.size() == 2) {
+    c.vocab_size = static_cast<int>(t->ne[1]);
+  }
+  if (c.vocab_size <= 0) return invalid_argument(fname + ": cannot determine the vocabulary size");
+  c.tie_word_embeddings = !f.has_tensor("output.weight");
+  c.bos_token_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.bos_token_id").value_or(1));
+  c.eos_token_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.eos_token_id").value_or(2));
+  return c;
+}
+
+// Builds the SentencePiece-style tokenizer from tokenizer.ggml.*; null if the file has none.
+Result<std::unique_ptr<Tokenizer>> gguf_tokenizer(const GgufFile& f) {
+  const std::string fname = f.path().string();
+  auto pieces = f.get_string_array("tokenizer.ggml.tokens");
+  if (!pieces || f.get_string("tokenizer.ggml.model").value_or("llama") != "llama") return std::unique_ptr<Tokenizer>();
+  TokenizerVocab v;
+  v.pieces = std::move(*pieces);
+  const size_t n = v.pieces.size();
+  v.scores = f.get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>(n, 0.0f));
+  const auto types = f.get_int_array("tokenizer.ggml.token_type").value_or(std::vector<int64_t>(n, 1));
+  if (v.scores.size() != n || types.size() != n) {
+    return data_loss(fname + ": tokenizer.ggml.scores/token_type lengths disagree with tokenizer.ggml.tokens (" +
+                     std::to_string(n) + ")");
+  }
+  for (int64_t t : types) v.types.push_back(static_cast<TokenType>(t));
+  v.bos_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.bos_token_id").value_or(1));
+  v.eos_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.eos_token_id").value_or(2));
+  v.unk_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.unknown_token_id").value_or(0));
+  v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(true);
+  DENSA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_vocab(std::move(v)));
+  return std::make_unique<Tokenizer>(std::move(tok));
+}
+
+Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
+  DENSA_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path));
+  ModelWeights w;
+  w.source = path.string();
+  w.format = "gguf";
+  DENSA_ASSIGN_OR_RETURN(w.config, gguf_config(f));
+  TensorSource src;
+  src.origin = path.string();
+  src.gguf = true;
+  src.get = [&f](const std::string& name) -> Result<RawTensor> {
+    DENSA_ASSIGN_OR_RETURN(GgufTensor t, f.tensor(name));
+    return RawTensor{t.name, t.dtype, {t.ne.rbegin(), t.ne.rend()}, t.data};
+  };
+  DENSA_RETURN_IF_ERROR(load_tensors(src, w));
+  DENSA_ASSIGN_OR_RETURN(w.tokenizer, gguf_tokenizer(f));
+  w.chat_template = f.get_string("tokenizer.chat_template").value_or("");
+  w.files.push_back(f.release_file());
+  return w;
+}
+
+// ---- Hugging Face directory ----
+
+std::string hf_chat_template(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "tokenizer_config.json", std::ios::binary);
+  if (!in) return "";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const auto j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "";
+  const auto it = j.find("chat_template");
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
+  ModelWeights w;
+  w.source = dir.string();
+  w.format = "hf";
+  DENSA_ASSIGN_OR_RETURN(w.config, parse_hf_config(dir / "config.json"));
+  DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(dir));
+  TensorSource src;
+  src.origin = dir.string();
+  src.get = [&st](const std::string& name) -> Result<RawTensor> {
+    DENSA_ASSIGN_OR_RETURN(SafetensorsTensor t, st.tensor(name));
+    return RawTensor{t.name, *t.dtype, t.shape, t.data};
+  };
+  DENSA_RETURN_IF_ERROR(load_tensors(src, w));
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "tokenizer.model", ec)) {
+    DENSA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_sentencepiece_file(dir / "tokenizer.model"));
+    w.tokenizer = std::make_unique<Tokenizer>(std::move(tok));
+  }
+  w.chat_template = hf_chat_template(dir);
+  for (auto& file : st.release_files()) w.files.push_back(std::move(file));
+  return w;
+}
+
+}  // namespace
+
+Result<ModelWeights> load_model(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return load_hf(path);
+  if (!std::filesystem::exists(path, ec)) return not_found(path.string() + ": no such file or directory");
+  return load_gguf(path);
+}
+
+}  // namespace densa

@@ -1,0 +1,42 @@
+#include "model/model_weights.h"
+
+namespace densa {
+namespace {
+
+int64_t matrix_params(const WeightView& v) { return v.empty() ? 0 : v.rows * v.cols; }
+int64_t matrix_bytes(const WeightView& v) { return v.empty() ? 0 : v.bytes(); }
+
+// Calls fn on every distinct matrix (a tied lm_head counts once).
+template <typename Fn>
+void for_each_matrix(const ModelWeights& w, Fn fn) {
+  fn(w.tok_embeddings);
+  if (w.lm_head.data != w.tok_embeddings.data) fn(w.lm_head);
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) fn(*v);
+    for (const auto* experts : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
+      for (const WeightView& v : *experts) fn(v);
+    }
+  }
+}
+
+int64_t norm_params(const ModelWeights& w) {
+  int64_t n = static_cast<int64_t>(w.final_norm.size());
+  for (const LayerWeights& l : w.layers) n += static_cast<int64_t>(l.attn_norm.size() + l.ffn_norm.size());
+  return n;
+}
+
+}  // namespace
+
+int64_t ModelWeights::num_params() const {
+  int64_t n = norm_params(*this);
+  for_each_matrix(*this, [&](const WeightView& v) { n += matrix_params(v); });
+  return n;
+}
+
+int64_t ModelWeights::weight_bytes() const {
+  int64_t n = norm_params(*this) * static_cast<int64_t>(sizeof(float));
+  for_each_matrix(*this, [&](const WeightView& v) { n += matrix_bytes(v); });
+  return n;
+}
+
+}  // namespace densa
