@@ -1,0 +1,81 @@
+// `densa capacity`: KV tokens and concurrent requests that fit a memory budget, for any model
+// given as a config.json, an HF directory or a GGUF file.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "tools/capacity.h"
+
+namespace densa::cli {
+namespace {
+
+struct CapacityFlags {
+  std::string model;
+  std::string memory;
+  std::string kv_memory;
+  std::string weight_dtype = "bf16";
+  std::string kv_dtype = "bf16";
+  std::string kv_scales = "dynamic";
+  int64_t context = 0;
+  int32_t page_size = 16;
+  bool json = false;
+};
+
+[[noreturn]] void fail(const std::string& message, int code) {
+  std::fprintf(stderr, "densa capacity: %s\n", message.c_str());
+  throw CLI::RuntimeError(code);
+}
+
+void run_capacity(const CapacityFlags& f) {
+  CapacityRequest req;
+  if (f.memory.empty() == f.kv_memory.empty()) fail("give exactly one of --memory and --kv-memory", 2);
+  const std::string& budget_text = f.memory.empty() ? f.kv_memory : f.memory;
+  Result<int64_t> budget = parse_byte_size(budget_text);
+  if (!budget.is_ok()) fail(budget.status().message(), 2);
+  (f.memory.empty() ? req.kv_memory_bytes : req.memory_bytes) = *budget;
+
+  if (f.weight_dtype == "bf16") req.weight_format = WeightFormat::kBF16;
+  else if (f.weight_dtype == "fp8") req.weight_format = WeightFormat::kFP8;
+  else if (f.weight_dtype == "int4") req.weight_format = WeightFormat::kINT4;
+  else fail("--weight-dtype must be bf16, fp8 or int4, not \"" + f.weight_dtype + "\"", 2);
+
+  if (f.kv_dtype == "bf16") req.kv.dtype = DType::kBF16;
+  else if (f.kv_dtype == "fp8") req.kv.dtype = DType::kFP8E4M3;
+  else fail("--kv-dtype must be bf16 or fp8, not \"" + f.kv_dtype + "\"", 2);
+
+  if (f.kv_scales == "static") req.kv.scale_mode = KvScaleMode::kStatic;
+  else if (f.kv_scales == "dynamic") req.kv.scale_mode = KvScaleMode::kDynamic;
+  else fail("--kv-scales must be static or dynamic, not \"" + f.kv_scales + "\"", 2);
+  if (req.kv.dtype != DType::kFP8E4M3) req.kv.scale_mode = KvScaleMode::kNone;
+
+  if (f.page_size <= 0) fail("--page-size must be positive", 2);
+  if (f.context < 0) fail("--context must be positive", 2);
+  req.kv.page_size = f.page_size;
+  req.context_tokens = f.context;
+
+  Result<CapacityModel> model = load_capacity_model(f.model);
+  if (!model.is_ok()) fail(model.status().message(), 1);
+  Result<CapacityReport> report = plan_capacity(*model, req);
+  if (!report.is_ok()) fail(report.status().message(), 1);
+  const std::string out = f.json ? format_capacity_json(*report) : format_capacity_text(*report);
+  std::fputs(out.c_str(), stdout);
+}
+
+const CommandRegistrar kRegister([](CLI::App& app) {
+  auto f = std::make_shared<CapacityFlags>();
+  CLI::App* cmd = app.add_subcommand("capacity", "KV tokens and concurrent requests that fit a memory budget");
+  cmd->add_option("-m,--model", f->model, "config.json, Hugging Face directory or GGUF file")->required();
+  cmd->add_option("--memory", f->memory, "total memory for weights + KV, e.g. 80GiB, 141G, 1128GB");
+  cmd->add_option("--kv-memory", f->kv_memory, "KV budget directly (weights not subtracted)");
+  cmd->add_option("--weight-dtype", f->weight_dtype, "bf16 | fp8 (128x128 block scales) | int4 (group 32)");
+  cmd->add_option("--kv-dtype", f->kv_dtype, "bf16 | fp8 (e4m3)");
+  cmd->add_option("--kv-scales", f->kv_scales, "fp8 KV scales: static (per layer, head) | dynamic (per token)");
+  cmd->add_option("--context", f->context, "tokens per request (default: the model's context length)");
+  cmd->add_option("--page-size", f->page_size, "tokens per KV page");
+  cmd->add_flag("--json", f->json, "print JSON");
+  cmd->callback([f] { run_capacity(*f); });
+});
+
+}  // namespace
+}  // namespace densa::cli

@@ -1,0 +1,237 @@
+#include "tools/capacity.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+namespace densa {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+constexpr int64_t kFp8BlockRows = 128;
+constexpr int64_t kFp8BlockCols = 128;
+constexpr int64_t kInt4GroupSize = 32;
+
+int64_t kv_elem_bytes(DType dtype) {
+  return dtype == DType::kF32 ? 4 : dtype == DType::kBF16 ? 2 : 1;
+}
+
+// 1234567 -> "1,234,567"
+std::string group_digits(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string bytes_str(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), " B (%.2f GiB, %.2f GB)", static_cast<double>(bytes) / (1LL << 30),
+                static_cast<double>(bytes) / 1e9);
+  return group_digits(bytes) + buf;
+}
+
+const char* scale_mode_name(KvScaleMode mode) {
+  switch (mode) {
+    case KvScaleMode::kNone: return "none";
+    case KvScaleMode::kStatic: return "static";
+    case KvScaleMode::kDynamic: return "dynamic";
+  }
+  return "?";
+}
+
+const char* attention_name(KvAttention a) {
+  switch (a) {
+    case KvAttention::kGqa: return "gqa";
+    case KvAttention::kMla: return "mla";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string_view weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kBF16: return "bf16";
+    case WeightFormat::kFP8: return "fp8";
+    case WeightFormat::kINT4: return "int4";
+  }
+  return "?";
+}
+
+WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format) {
+  WeightEstimate e;
+  for (const WeightGroup& g : model.weights) {
+    const int64_t n = g.num_params();
+    e.num_params += n;
+    if (g.quantizable) e.num_linear_params += n;
+    if (!g.quantizable || format == WeightFormat::kBF16) {
+      e.data_bytes += 2 * n;
+      continue;
+    }
+    switch (format) {
+      case WeightFormat::kBF16: break;
+      case WeightFormat::kFP8:
+        e.data_bytes += n;
+        e.scale_bytes += g.count * ceil_div(g.rows, kFp8BlockRows) * ceil_div(g.cols, kFp8BlockCols) * 4;
+        break;
+      case WeightFormat::kINT4:
+        e.data_bytes += g.count * g.rows * ceil_div(g.cols, 2);
+        e.scale_bytes += g.count * g.rows * ceil_div(g.cols, kInt4GroupSize) * 2;
+        break;
+    }
+  }
+  return e;
+}
+
+KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv) {
+  const int64_t elem = kv_elem_bytes(kv.dtype);
+  const bool scaled = kv.dtype == DType::kFP8E4M3;
+  // Scale vectors per token per layer: one per (k|v, kv head) for GQA, one per latent for MLA.
+  int64_t vectors_per_layer = 0;
+  int64_t elems_per_layer = 0;
+  switch (model.attention) {
+    case KvAttention::kGqa:
+      vectors_per_layer = 2 * model.num_kv_heads;
+      elems_per_layer = 2 * model.num_kv_heads * model.head_dim;
+      break;
+    case KvAttention::kMla:
+      vectors_per_layer = 1;
+      elems_per_layer = model.kv_lora_rank + model.qk_rope_head_dim;
+      break;
+  }
+  KvTokenBytes b;
+  b.data = model.num_layers * elems_per_layer * elem;
+  if (scaled && kv.scale_mode == KvScaleMode::kDynamic) b.scales = model.num_layers * vectors_per_layer * 4;
+  if (scaled && kv.scale_mode == KvScaleMode::kStatic) b.static_scales = model.num_layers * vectors_per_layer * 4;
+  return b;
+}
+
+Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityRequest& request) {
+  CapacityReport r;
+  r.source = model.source;
+  r.architecture = model.architecture;
+  r.attention = model.attention;
+  r.weight_format = request.weight_format;
+  r.weights = estimate_weight_bytes(model, request.weight_format);
+  r.memory_bytes = request.memory_bytes;
+  r.kv = request.kv;
+  if (r.kv.dtype != DType::kFP8E4M3) r.kv.scale_mode = KvScaleMode::kNone;
+  if (r.kv.dtype == DType::kFP8E4M3 && r.kv.scale_mode == KvScaleMode::kNone) {
+    return invalid_argument("fp8 KV needs static or dynamic scales");
+  }
+  const int64_t page_size = r.kv.page_size;
+  if (page_size <= 0) return invalid_argument("page size must be positive");
+  r.context_tokens = request.context_tokens > 0 ? request.context_tokens : model.max_position_embeddings;
+  if (r.context_tokens <= 0) return invalid_argument("no --context given and the model states no context length");
+
+  if (request.kv_memory_bytes > 0) {
+    r.kv_budget_bytes = request.kv_memory_bytes;
+  } else {
+    r.kv_budget_bytes = request.memory_bytes - r.weights.bytes();
+    if (r.kv_budget_bytes <= 0) {
+      return resource_exhausted("weights (" + bytes_str(r.weights.bytes()) + ") do not fit in " +
+                                bytes_str(request.memory_bytes));
+    }
+  }
+  r.kv_token_bytes = kv_bytes_per_token(model, r.kv);
+  if (r.kv_token_bytes.data <= 0) return invalid_argument(model.source + ": model has no KV shape");
+  r.page_bytes = page_size * (r.kv_token_bytes.data + r.kv_token_bytes.scales);
+  const int64_t page_budget = r.kv_budget_bytes - r.kv_token_bytes.static_scales;
+  r.num_pages = page_budget > 0 ? page_budget / r.page_bytes : 0;
+  r.num_tokens = r.num_pages * page_size;
+  r.num_tokens_data_only = r.kv_budget_bytes / (page_size * r.kv_token_bytes.data) * page_size;
+  r.pages_per_request = ceil_div(r.context_tokens, page_size);
+  r.num_requests = r.num_pages / r.pages_per_request;
+  return r;
+}
+
+Result<int64_t> parse_byte_size(std::string_view text) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double value = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || !(value >= 0) || !std::isfinite(value)) {
+    return invalid_argument("not a byte size: \"" + s + "\"");
+  }
+  std::string unit(end);
+  for (char& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();  // "GB", "GiB", "B"
+  double mult = 0;
+  if (unit.empty()) mult = 1;
+  else if (unit == "k") mult = 1e3;
+  else if (unit == "m") mult = 1e6;
+  else if (unit == "g") mult = 1e9;
+  else if (unit == "t") mult = 1e12;
+  else if (unit == "ki") mult = 1024.0;
+  else if (unit == "mi") mult = 1024.0 * 1024;
+  else if (unit == "gi") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "ti") mult = 1024.0 * 1024 * 1024 * 1024;
+  else return invalid_argument("unknown byte unit in \"" + s + "\" (use K, M, G, T, KiB, MiB, GiB, TiB)");
+  const double bytes = std::round(value * mult);
+  if (bytes > 9.0e18) return out_of_range("byte size too large: \"" + s + "\"");
+  return static_cast<int64_t>(bytes);
+}
+
+std::string format_capacity_text(const CapacityReport& r) {
+  std::string out;
+  auto line = [&](const char* key, const std::string& value) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%-16s", key);
+    out += buf + value + "\n";
+  };
+  const KvTokenBytes& t = r.kv_token_bytes;
+  line("model", r.source + " (" + r.architecture + ", " + attention_name(r.attention) + ")");
+  line("parameters", group_digits(r.weights.num_params) + " (" +
+                         group_digits(r.weights.num_linear_params) + " in linear layers)");
+  line("weights", std::string(weight_format_name(r.weight_format)) + ": " + bytes_str(r.weights.bytes()) +
+                      ", of which scales " + group_digits(r.weights.scale_bytes) + " B");
+  if (r.memory_bytes > 0) line("memory", bytes_str(r.memory_bytes));
+  line("kv budget", bytes_str(r.kv_budget_bytes));
+  line("kv cache", std::string(dtype_name(r.kv.dtype)) + ", scales " + scale_mode_name(r.kv.scale_mode) +
+                       ", page " + std::to_string(r.kv.page_size) + " tokens");
+  line("kv bytes/token", "data " + group_digits(t.data) + " + scales " + group_digits(t.scales) + " = " +
+                             group_digits(t.data + t.scales));
+  if (t.static_scales > 0) line("static scales", group_digits(t.static_scales) + " B in total");
+  line("page bytes", group_digits(r.page_bytes));
+  line("pages", group_digits(r.num_pages));
+  line("tokens", group_digits(r.num_tokens) + " (data only " + group_digits(r.num_tokens_data_only) +
+                     "; scales cost " + group_digits(r.num_tokens_data_only - r.num_tokens) + ")");
+  line("requests", group_digits(r.num_requests) + " at context " + group_digits(r.context_tokens) + " (" +
+                       group_digits(r.pages_per_request) + " pages each)");
+  return out;
+}
+
+std::string format_capacity_json(const CapacityReport& r) {
+  nlohmann::ordered_json j;
+  j["model"] = r.source;
+  j["architecture"] = r.architecture;
+  j["attention"] = attention_name(r.attention);
+  j["num_params"] = r.weights.num_params;
+  j["weight_dtype"] = weight_format_name(r.weight_format);
+  j["weight_bytes"] = r.weights.bytes();
+  j["weight_scale_bytes"] = r.weights.scale_bytes;
+  j["memory_bytes"] = r.memory_bytes;
+  j["kv_budget_bytes"] = r.kv_budget_bytes;
+  j["kv_dtype"] = dtype_name(r.kv.dtype);
+  j["kv_scales"] = scale_mode_name(r.kv.scale_mode);
+  j["page_size"] = r.kv.page_size;
+  j["kv_data_bytes_per_token"] = r.kv_token_bytes.data;
+  j["kv_scale_bytes_per_token"] = r.kv_token_bytes.scales;
+  j["kv_static_scale_bytes"] = r.kv_token_bytes.static_scales;
+  j["page_bytes"] = r.page_bytes;
+  j["num_pages"] = r.num_pages;
+  j["num_tokens"] = r.num_tokens;
+  j["num_tokens_data_only"] = r.num_tokens_data_only;
+  j["context_tokens"] = r.context_tokens;
+  j["pages_per_request"] = r.pages_per_request;
+  j["num_requests"] = r.num_requests;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace densa

@@ -1,0 +1,84 @@
+#pragma once
+// Capacity planning: given a model, a memory budget and precision choices, how many KV tokens
+// and concurrent requests fit. Pure arithmetic over CapacityModel; `densa capacity` prints it.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "kernels/kv_view.h"
+#include "tools/capacity_model.h"
+
+namespace densa {
+
+enum class WeightFormat : uint8_t {
+  kBF16,
+  kFP8,   // e4m3, one f32 scale per 128x128 block
+  kINT4,  // symmetric, groups of 32 along the input dim, one bf16 scale per group
+};
+
+struct WeightEstimate {
+  int64_t num_params = 0;
+  int64_t num_linear_params = 0;  // linear layers: stored in the chosen format
+  int64_t data_bytes = 0;            // element bytes of every tensor
+  int64_t scale_bytes = 0;           // FP8 block scales / INT4 group scales
+  int64_t bytes() const { return data_bytes + scale_bytes; }
+};
+
+WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format);
+
+struct KvFormat {
+  DType dtype = DType::kBF16;                   // kBF16 or kFP8E4M3
+  KvScaleMode scale_mode = KvScaleMode::kNone;  // kNone for bf16; kStatic / kDynamic for fp8
+  int32_t page_size = 16;
+};
+
+struct KvTokenBytes {
+  int64_t data = 0;          // K+V (GQA) or latent (MLA) bytes per token, all layers
+  int64_t scales = 0;        // dynamic scale bytes per token, all layers
+  int64_t static_scales = 0; // static scale bytes in total (per layer, k|v, kv head)
+};
+
+// GQA: layers * 2 * kv_heads * head_dim elements; dynamic scales one f32 per (layer, k|v,
+// kv_head). MLA: layers * (kv_lora_rank + qk_rope_head_dim); dynamic: one f32 per layer.
+KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv);
+
+struct CapacityRequest {
+  int64_t memory_bytes = 0;     // whole budget; weights are taken out of it
+  int64_t kv_memory_bytes = 0;  // > 0: the KV budget directly (weights not subtracted)
+  WeightFormat weight_format = WeightFormat::kBF16;
+  KvFormat kv;
+  int64_t context_tokens = 0;   // tokens per request; 0 = the model's max_position_embeddings
+};
+
+struct CapacityReport {
+  std::string source;
+  std::string architecture;
+  KvAttention attention = KvAttention::kGqa;
+  WeightFormat weight_format = WeightFormat::kBF16;
+  WeightEstimate weights;
+  int64_t memory_bytes = 0;
+  int64_t kv_budget_bytes = 0;  // memory - weights (or --kv-memory)
+  KvFormat kv;
+  KvTokenBytes kv_token_bytes;
+  int64_t page_bytes = 0;       // page_size * (data + scales) per token
+  int64_t num_pages = 0;        // (kv_budget - static scales) / page_bytes
+  int64_t num_tokens = 0;       // num_pages * page_size
+  int64_t num_tokens_data_only = 0;  // tokens if scales took no memory (the 2x comparison)
+  int64_t context_tokens = 0;
+  int64_t pages_per_request = 0;
+  int64_t num_requests = 0;     // num_pages / pages_per_request
+};
+
+// Fails (kResourceExhausted) when the weights alone exceed the memory budget.
+Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityRequest& request);
+
+// "80GiB", "141G", "141GB", "1.5TiB", "4096": K/M/G/T are powers of 1000, Ki/Mi/Gi/Ti of 1024.
+Result<int64_t> parse_byte_size(std::string_view text);
+std::string_view weight_format_name(WeightFormat f);
+
+std::string format_capacity_text(const CapacityReport& report);
+std::string format_capacity_json(const CapacityReport& report);
+
+}  // namespace densa

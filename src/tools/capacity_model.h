@@ -1,0 +1,54 @@
+#pragma once
+// CapacityModel: the few facts `densa capacity` needs about a model (its KV shape and the
+// shape of every weight tensor), read from a bare Hugging Face config.json, an HF directory
+// or a GGUF header. It covers architectures densa cannot run yet (MLA models such as
+// DeepSeek-V3 / Kimi K2, GLM-4.5), so it parses config.json itself instead of ModelConfig.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace densa {
+
+enum class KvAttention : uint8_t {
+  kGqa,  // K and V per KV head per token per layer
+  kMla,  // one latent vector (kv_lora_rank + qk_rope_head_dim) per token per layer
+};
+
+// A group of `count` identical [rows, cols] weight tensors (vectors have rows = 1).
+// Quantizable tensors are the linear layers of the transformer blocks; embeddings, lm_head,
+// norms, routers and biases stay BF16 at every weight dtype.
+struct WeightGroup {
+  std::string name;  // e.g. "experts.down", for messages and tests
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t count = 1;
+  bool quantizable = false;
+
+  int64_t num_params() const { return rows * cols * count; }
+};
+
+struct CapacityModel {
+  std::string source;        // path it came from
+  std::string architecture;  // "DeepseekV3ForCausalLM", GGUF "llama", ...
+  KvAttention attention = KvAttention::kGqa;
+  int64_t num_layers = 0;
+  int64_t num_kv_heads = 0;      // GQA
+  int64_t head_dim = 0;          // GQA
+  int64_t kv_lora_rank = 0;      // MLA
+  int64_t qk_rope_head_dim = 0;  // MLA
+  int64_t max_position_embeddings = 0;
+  std::vector<WeightGroup> weights;
+
+  int64_t num_params() const;
+};
+
+// `path` is a config.json, a directory holding one, or a .gguf file.
+Result<CapacityModel> load_capacity_model(const std::filesystem::path& path);
+// From config.json text; `origin` names the source in errors.
+Result<CapacityModel> capacity_model_from_hf_config(const std::string& json_text,
+                                                    const std::string& origin);
+
+}  // namespace densa
