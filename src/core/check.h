@@ -21,7 +21,7 @@ class CheckFailure {
 
 // Lets `CHECK(c) << ...` be a single expression of type void.
 struct Voidify {
-  void operator&(CheckFailure&) {}
+  void operator&(const CheckFailure&) {}
 };
 
 }  // namespace densa::detail
