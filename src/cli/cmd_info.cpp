@@ -1,0 +1,62 @@
+// `densa info`: what a model file holds.
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/model_path.h"
+#include "model/model_loader.h"
+
+namespace densa::cli {
+namespace {
+
+void count(std::map<std::string, int64_t>& by_dtype, const WeightView& w) {
+  if (!w.empty()) by_dtype[std::string(dtype_name(w.dtype))] += w.rows * w.cols;
+}
+
+int run_info(const std::string& model) {
+  const std::string path = model.empty() ? default_model_path() : model;
+  Result<ModelWeights> loaded = load_model(path);
+  if (!loaded.is_ok()) {
+    std::fprintf(stderr, "densa info: %s\n", loaded.status().message().c_str());
+    return 1;
+  }
+  const ModelWeights& w = loaded.value();
+  const ModelConfig& c = w.config;
+  std::map<std::string, int64_t> by_dtype;
+  count(by_dtype, w.tok_embeddings);
+  count(by_dtype, w.lm_head);
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) count(by_dtype, *m);
+    for (const auto* v : {&l.expert_gate, &l.expert_up, &l.expert_down})
+      for (const WeightView& m : *v) count(by_dtype, m);
+  }
+  std::printf("model:          %s (%s)\n", w.source.c_str(), w.format.c_str());
+  std::printf("architecture:   %s\n", c.architecture.c_str());
+  std::printf("layers:         %d\n", c.num_layers);
+  std::printf("hidden:         %d\n", c.hidden_size);
+  std::printf("heads:          %d (kv heads %d, head_dim %d)\n", c.num_heads, c.num_kv_heads, c.head_dim);
+  std::printf("ffn:            %d%s\n", c.intermediate_size, c.is_moe() ? " per expert" : "");
+  if (c.is_moe()) std::printf("experts:        %d (top-%d per token)\n", c.num_experts, c.num_experts_per_tok);
+  std::printf("vocab:          %d\n", c.vocab_size);
+  std::printf("context:        %d\n", c.max_position_embeddings);
+  std::printf("rope theta:     %g, rms eps %g\n", c.rope_theta, c.rms_norm_eps);
+  std::printf("parameters:     %lld\n", static_cast<long long>(w.num_params()));
+  std::printf("weight bytes:   %lld\n", static_cast<long long>(w.weight_bytes()));
+  std::printf("matrix dtypes: ");
+  for (const auto& [name, n] : by_dtype) std::printf(" %s=%lld", name.c_str(), static_cast<long long>(n));
+  std::printf("\ntokenizer:      %s\n", w.tokenizer ? "yes" : "none");
+  return 0;
+}
+
+const CommandRegistrar kRegister([](CLI::App& app) {
+  auto model = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("info", "print what a model file holds");
+  cmd->add_option("-m,--model", *model, "GGUF file or Hugging Face directory");
+  cmd->callback([model] {
+    if (int rc = run_info(*model); rc != 0) throw CLI::RuntimeError(rc);
+  });
+});
+
+}  // namespace
+}  // namespace densa::cli

@@ -1,0 +1,45 @@
+#pragma once
+// One forward pass of a Llama / Mixtral-style decoder over a batch of tokens from any number
+// of sequences, reading and writing the paged KV cache through a KvView.
+//
+// Inputs are arguments (no hidden state): forward(weights, batch, kv, scratch, pool, logits).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/thread_pool.h"
+#include "kernels/kv_view.h"
+#include "model/model_weights.h"
+
+namespace densa {
+
+struct ForwardBatch {
+  std::span<const TokenId> tokens;      // [num_tokens]
+  std::span<const int32_t> positions;   // [num_tokens] position of each token in its sequence
+  std::span<const int32_t> seq_idx;     // [num_tokens] sequence index into the KvView
+  std::span<const int32_t> logit_rows;  // [num_logits] token indices whose logits are wanted
+};
+
+// Reusable buffers; forward() grows them as needed and never shrinks them.
+struct ForwardScratch {
+  std::vector<float> x, xn, q, k, v, attn, proj;  // [num_tokens, *]
+  std::vector<float> gate, up;                    // [num_tokens, intermediate]
+  std::vector<float> router;                      // [num_tokens, num_experts]
+  std::vector<float> expert_in, expert_out;       // [tokens routed to one expert, *]
+  std::vector<int32_t> expert_rows;               // token indices routed to one expert
+  std::vector<float> expert_weight;               // their routing weights
+  std::vector<int32_t> topk_ids;                  // [num_tokens, top_k]
+  std::vector<float> topk_weights;                // [num_tokens, top_k]
+  std::vector<float> final_rows;                  // [num_logits, hidden]
+  // Experts chosen per layer (the MoE routing record): [num_layers][num_tokens][top_k].
+  std::vector<int32_t> selected_experts;
+};
+
+// logits: [batch.logit_rows.size(), vocab] fp32. Stores K/V of every token of the batch.
+// Precondition: every token's page is mapped in kv, and all positions before a token's
+// position in its sequence are already stored (earlier steps or earlier in this batch).
+void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
+             ForwardScratch& scratch, ThreadPool* pool, float* logits);
+
+}  // namespace densa
