@@ -317,8 +317,12 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
 
 }  // namespace
 
-Result<ModelWeights> load_model(const std::filesystem::path& path) {
+Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options) {
   std::error_code ec;
+  if (options.weight_dtype.has_value()) {
+    return unimplemented(path.string() + ": quantize-on-load to " +
+                         std::string(dtype_name(*options.weight_dtype)) + " is not supported yet");
+  }
   if (std::filesystem::is_directory(path, ec)) return load_hf(path);
   if (!std::filesystem::exists(path, ec)) return not_found(path.string() + ": no such file or directory");
   return load_gguf(path);

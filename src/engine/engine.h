@@ -1,0 +1,61 @@
+#pragma once
+// Engine: owns the model runner, the page pool, the prefix cache and the scheduler, and runs
+// them on ONE engine thread. Other threads talk to it only through the request queue (submit,
+// cancel) and each request's event stream — the only locks.
+#include <cstdint>
+#include <memory>
+
+#include "core/status.h"
+#include "engine/engine_types.h"
+#include "engine/request_stream.h"
+#include "model/model_weights.h"
+
+namespace densa {
+
+struct EngineConfig {
+  int64_t kv_cache_bytes = 64ll << 20;  // whole KV pool, reserved at start
+  int page_size = 16;
+  DType kv_dtype = DType::kBF16;
+  int max_running_requests = 64;
+  int max_waiting_requests = 1024;      // beyond this submit() fails with resource_exhausted
+  int chunked_prefill_size = 256;       // max prompt tokens of one request per step
+  int max_step_tokens = 1024;           // token budget of one batch (prefill chunks + decodes)
+  bool enable_prefix_cache = true;
+  int num_threads = 0;                  // kernel threads; 0 = all cores
+};
+
+// A point-in-time view for /metrics and /health.
+struct EngineStats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  int32_t kv_pages_total = 0;
+  int32_t kv_pages_used = 0;     // referenced by requests
+  int32_t kv_pages_cached = 0;   // held only by the prefix cache
+  int64_t prefix_cache_hit_tokens = 0;
+  int64_t prompt_tokens_total = 0;
+  int64_t generated_tokens_total = 0;
+  int64_t num_preemptions = 0;
+  int64_t requests_finished = 0;
+  int64_t steps = 0;
+};
+
+class Engine {
+ public:
+  // Reserves the KV pool and starts the engine thread. `weights` must outlive the engine.
+  static Result<std::unique_ptr<Engine>> create(const ModelWeights& weights, const EngineConfig& config);
+  virtual ~Engine() = default;
+
+  // Queues a request. Fails (no stream) for an empty prompt, a prompt plus max_new_tokens
+  // beyond the context or the whole pool (out_of_range), or a full queue (resource_exhausted).
+  virtual Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) = 0;
+  // Cancels a request: its pages are freed on the engine thread's next turn and its stream
+  // ends with FinishReason::kAborted. Unknown / finished ids are ignored.
+  virtual void cancel(RequestId id) = 0;
+  virtual EngineStats stats() const = 0;
+  // Runs kv_audit on the engine thread and returns its verdict (tests, /health?deep=1).
+  virtual Status audit() = 0;
+  // Stops the engine thread; pending requests end with kAborted.
+  virtual void shutdown() = 0;
+};
+
+}  // namespace densa
