@@ -1,0 +1,156 @@
+// Decode GEMV (n = 1) and a small prefill GEMM (n = 64) through kernels/matmul.h.
+// GEMV reports weight_GB (a rate, shown as GB/s): weight bytes streamed per second (decimal GB), the number to hold
+// against membw_bench. GEMM reports GFLOP (a rate, per second) (2 * n * rows * cols per call).
+// Weights are replicated so that one pass over all copies is >= 512 MB, and successive calls
+// walk the copies in turn: every call streams its weights from memory, as in real decode.
+//
+//   ./build/gemv_bench                                   # everything
+//   ./build/gemv_bench --benchmark_filter='gemv/bf16'    # one dtype
+//   ./build/gemv_bench --benchmark_filter='isa/'         # scalar vs avx2 vs avx512 per dtype
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "kernels/internal/matmul_isa.h"
+#include "kernels/matmul.h"
+
+namespace densa {
+namespace {
+
+constexpr int64_t kMinStreamBytes = int64_t{512} << 20;
+
+struct Shape {
+  int64_t rows, cols;
+  const char* note;
+};
+constexpr Shape kShapes[] = {
+    {4096, 4096, "4096x4096"},
+    {4096, 14336, "4096x14336"},  // Mixtral 8x7B expert down projection
+    {7168, 2048, "7168x2048"},    // Kimi K2 expert down projection
+};
+constexpr DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8_0, DType::kQ4_0};
+
+uint32_t next_random(uint32_t& s) {
+  s = s * 1664525u + 1013904223u;
+  return s;
+}
+
+// Plausible values (no NaN/Inf/denormals) so the timing is that of real weights.
+void fill_weights(DType dtype, uint8_t* p, int64_t rows, int64_t cols, uint32_t seed) {
+  const int64_t count = rows * cols;
+  switch (dtype) {
+    case DType::kF32:
+      for (int64_t k = 0; k < count; ++k) {
+        const float v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-34f;
+        std::memcpy(p + 4 * k, &v, 4);
+      }
+      return;
+    case DType::kF16:
+    case DType::kBF16:
+      for (int64_t k = 0; k < count; ++k) {
+        const float v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-34f;
+        const uint16_t h = dtype == DType::kF16 ? f32_to_f16(v) : f32_to_bf16(v);
+        std::memcpy(p + 2 * k, &h, 2);
+      }
+      return;
+    case DType::kQ8_0:
+    case DType::kQ4_0: {
+      const int64_t block_bytes = dtype_block_bytes(dtype);
+      const uint16_t d = f32_to_f16(0.01f);
+      for (int64_t b = 0; b < count / 32; ++b) {
+        uint8_t* blk = p + b * block_bytes;
+        std::memcpy(blk, &d, 2);
+        for (int64_t j = 2; j < block_bytes; ++j) blk[j] = static_cast<uint8_t>(next_random(seed) >> 24);
+      }
+      return;
+    }
+    case DType::kFP8E4M3:
+    case DType::kI4:
+    case DType::kI8:
+    case DType::kI32:
+    case DType::kU8: return;
+  }
+}
+
+// Copies of one weight matrix, enough to defeat the last-level cache.
+struct WeightSet {
+  std::vector<std::unique_ptr<uint8_t[]>> copies;
+  std::vector<WeightView> views;
+
+  WeightSet(DType dtype, Shape s) {
+    const int64_t bytes = s.rows * dtype_row_bytes(dtype, s.cols);
+    const int64_t num = std::max<int64_t>(1, (kMinStreamBytes + bytes - 1) / bytes);
+    for (int64_t c = 0; c < num; ++c) {
+      copies.emplace_back(new uint8_t[bytes]);
+      fill_weights(dtype, copies.back().get(), s.rows, s.cols, static_cast<uint32_t>(c + 1));
+      views.push_back(WeightView{.dtype = dtype, .rows = s.rows, .cols = s.cols, .data = copies.back().get()});
+    }
+  }
+};
+
+void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, int64_t n, int threads) {
+  WeightSet ws(dtype, shape);
+  std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
+  uint32_t seed = 7;
+  for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
+  ThreadPool pool(threads);
+  size_t c = 0;
+  for (auto _ : state) {
+    matmul_internal::matmul_with_isa(isa, ws.views[c], x.data(), n, y.data(), &pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    c = (c + 1) % ws.views.size();
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["weight_GB"] =
+      benchmark::Counter(iters * static_cast<double>(ws.views[0].bytes()) * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP"] = benchmark::Counter(
+      iters * 2.0 * static_cast<double>(n * shape.rows * shape.cols) * 1e-9, benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+  const CpuIsa best = cpu_isa();
+  const int all = ThreadPool(0).num_threads();
+  std::vector<int> thread_counts = {1};
+  if (all > 1) thread_counts.push_back(all);
+  for (DType dtype : kDtypes) {
+    for (const Shape& s : kShapes) {
+      for (int t : thread_counts) {
+        const std::string name = "gemv/" + std::string(dtype_name(dtype)) + "/" + s.note + "/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, dtype, s, 1, t)->UseRealTime()->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+  // Every ISA level on one shape, one thread: what each dispatch level buys per dtype.
+  for (DType dtype : kDtypes) {
+    for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
+      if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;
+      const std::string name = "isa/" + std::string(cpu_isa_name(isa)) + "/gemv/" + std::string(dtype_name(dtype)) + "/4096x4096/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), run_matmul, isa, dtype, kShapes[0], 1, 1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+    }
+  }
+  // Small prefill GEMM: 64 tokens through a 4096x4096 matrix.
+  for (DType dtype : kDtypes) {
+    for (int t : thread_counts) {
+      const std::string name = "gemm/n:64/" + std::string(dtype_name(dtype)) + "/4096x4096/threads:" + std::to_string(t);
+      benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, dtype, kShapes[0], 64, t)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace densa
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  densa::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

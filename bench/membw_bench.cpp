@@ -1,0 +1,88 @@
+// Memory-bandwidth probe: streaming read of a 1 GiB buffer (far larger than any last-level
+// cache) with 64-byte AVX-512 loads, on 1 thread and on all threads. Reports GB/s (decimal),
+// the ceiling that gemv_bench's weight_GB/s is measured against.
+//
+//   ./build/membw_bench --benchmark_min_time=2s
+#include <benchmark/benchmark.h>
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+
+namespace densa {
+namespace {
+
+constexpr int64_t kBufferBytes = int64_t{1} << 30;
+constexpr int64_t kChunkBytes = 256;  // one unrolled step: four 64-byte loads
+
+// XOR of every 64-byte line, four independent chains; the result keeps the loads alive.
+__attribute__((target("avx512f"))) uint64_t read_avx512(const uint8_t* p, int64_t bytes) {
+  __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
+  for (int64_t k = 0; k < bytes; k += kChunkBytes) {
+    a = _mm512_xor_si512(a, _mm512_load_si512(p + k));
+    b = _mm512_xor_si512(b, _mm512_load_si512(p + k + 64));
+    c = _mm512_xor_si512(c, _mm512_load_si512(p + k + 128));
+    d = _mm512_xor_si512(d, _mm512_load_si512(p + k + 192));
+  }
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_xor_si512(_mm512_xor_si512(a, b), _mm512_xor_si512(c, d)));
+  uint64_t s = 0;
+  for (uint64_t v : lanes) s ^= v;
+  return s;
+}
+
+uint64_t read_scalar(const uint8_t* p, int64_t bytes) {
+  uint64_t s = 0;
+  for (int64_t k = 0; k < bytes; k += 8) {
+    uint64_t v;
+    std::memcpy(&v, p + k, 8);
+    s ^= v;
+  }
+  return s;
+}
+
+void read_bandwidth(benchmark::State& state, int threads) {
+  auto deleter = [](uint8_t* p) { std::free(p); };
+  std::unique_ptr<uint8_t, decltype(deleter)> buf(
+      static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(kBufferBytes))), deleter);
+  std::memset(buf.get(), 1, static_cast<size_t>(kBufferBytes));  // fault every page in
+  const bool avx512 = cpu_isa_hardware() == CpuIsa::kAvx512Bf16;
+  ThreadPool pool(threads);
+  const int64_t num_chunks = kBufferBytes / kChunkBytes;
+  const int64_t grain = num_chunks / 64;
+  uint64_t sink[64] = {};  // one slot per grain-sized chunk start
+  for (auto _ : state) {
+    pool.parallel_for(num_chunks, [&](int64_t begin, int64_t end) {
+      const uint8_t* p = buf.get() + begin * kChunkBytes;
+      const int64_t bytes = (end - begin) * kChunkBytes;
+      const uint64_t v = avx512 ? read_avx512(p, bytes) : read_scalar(p, bytes);
+      sink[begin / grain] ^= v;
+    }, grain);
+    benchmark::DoNotOptimize(sink);
+  }
+  state.counters["GB"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(kBufferBytes) * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+}  // namespace densa
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  const int all = densa::ThreadPool(0).num_threads();
+  for (int t : {1, all}) {
+    const std::string name = "membw/read_1GiB/threads:" + std::to_string(t);
+    benchmark::RegisterBenchmark(name.c_str(), densa::read_bandwidth, t)->UseRealTime()->Unit(benchmark::kMillisecond);
+    if (all == 1) break;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
