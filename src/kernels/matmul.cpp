@@ -17,8 +17,8 @@ namespace {
 // A thread task should cost at least this many byte-equivalents (see row_cost below) so that
 // the wake-up cost of the pool (~10 us) stays small next to the work.
 constexpr int64_t kMinTaskBytes = 256 * 1024;
-// Row tiles of the SIMD kernels are at most 4 rows; keep chunks whole tiles.
-constexpr int64_t kRowTile = 4;
+// Row tiles of the SIMD kernels are at most 8 rows; keep chunks whole tiles.
+constexpr int64_t kRowTile = 8;
 
 bool matmul_supports(DType t) {
   switch (t) {

@@ -5,9 +5,10 @@
 // 0 and 2 go to acc0 and quarters 1 and 3 to acc1, in that order, one fused multiply-add each.
 // At the end y = hsum(acc0 + acc1) by a fixed tree. A partial last block (plain dtypes only)
 // is decoded into a zero-padded stack block and goes the same way.
-// GCC 12 reports the intrinsics' own `__Y = __Y` placeholders as maybe-uninitialized once
+// GCC 12 reports the intrinsics' own `__Y = __Y` placeholders as (maybe-)uninitialized once
 // they are inlined into target-attributed code; the warning is a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstring>
