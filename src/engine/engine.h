@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "engine/engine_types.h"
 #include "engine/request_stream.h"
+#include "exec/integrity_tracker.h"
 #include "model/model_weights.h"
 
 namespace densa {
@@ -22,6 +23,12 @@ struct EngineConfig {
   int max_step_tokens = 1024;           // token budget of one batch (prefill chunks + decodes)
   bool enable_prefix_cache = true;
   int num_threads = 0;                  // kernel threads; 0 = all cores
+  // Runs kv_audit after every step and CHECKs it (tests, debugging). Also on when the
+  // environment variable DENSA_KV_AUDIT is set to a non-empty value other than "0".
+  bool audit_every_step = false;
+  // Verifies a batch's KV references before forward reads cached KV; null = no check.
+  // Not owned; must outlive the engine.
+  IntegrityTracker* integrity_tracker = nullptr;
 };
 
 // A point-in-time view for /metrics and /health.

@@ -1,0 +1,92 @@
+#include "exec/runner.h"
+
+#include "sample/sampler.h"
+
+namespace densa {
+
+KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dtype) {
+  KvLayout l;
+  l.num_layers = config.num_layers;
+  l.num_kv_heads = config.num_kv_heads;
+  l.head_dim = config.head_dim;
+  l.page_size = page_size;
+  l.dtype = kv_dtype;
+  l.scale_mode = kv_dtype == DType::kFP8E4M3 ? KvScaleMode::kDynamic : KvScaleMode::kNone;
+  return l;
+}
+
+Runner::Runner(const ModelWeights& weights, ThreadPool* threads, IntegrityTracker* tracker)
+    : weights_(weights), threads_(threads), tracker_(tracker) {}
+
+StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests, PagePool& pool) {
+  const size_t num_chunks = plan.chunks.size();
+  CHECK(requests.size() == num_chunks) << "one request per chunk";
+  StepResult result;
+  result.outcomes.resize(num_chunks);
+
+  // The integrity seam: before a batch that reads KV written by earlier steps.
+  bool reads_cached = false;
+  for (const ScheduledChunk& c : plan.chunks) reads_cached = reads_cached || c.begin > 0;
+  if (tracker_ != nullptr && reads_cached) {
+    std::vector<const BlockTable*> tables(num_chunks);
+    for (size_t k = 0; k < num_chunks; ++k) tables[k] = &requests[k]->table;
+    std::vector<Status> verdicts(num_chunks, Status::ok());
+    tracker_->verify(pool, tables, verdicts);
+    for (size_t k = 0; k < num_chunks; ++k) result.outcomes[k].error = verdicts[k];
+  }
+
+  tokens_.clear();
+  positions_.clear();
+  seq_idx_.clear();
+  logit_rows_.clear();
+  logit_chunk_.clear();
+  block_table_.clear();
+  block_offsets_.assign(1, 0);
+  int32_t num_seqs = 0;
+  for (size_t k = 0; k < num_chunks; ++k) {
+    if (!result.outcomes[k].error.is_ok()) continue;
+    const ScheduledChunk& c = plan.chunks[k];
+    const Request& r = *requests[k];
+    CHECK(r.id == c.id && c.begin + c.num_tokens <= r.num_tokens()) << "chunk / request mismatch";
+    CHECK(r.table.capacity_tokens(pool.layout().page_size) >= c.begin + c.num_tokens)
+        << "request " << r.id << " lacks pages for its chunk";
+    for (int32_t t = c.begin; t < c.begin + c.num_tokens; ++t) {
+      tokens_.push_back(r.tokens[t]);
+      positions_.push_back(t);
+      seq_idx_.push_back(num_seqs);
+    }
+    if (c.sample) {
+      logit_rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
+      logit_chunk_.push_back(static_cast<int32_t>(k));
+    }
+    for (PageId p : r.table.pages) block_table_.push_back(p.value);
+    block_offsets_.push_back(static_cast<int32_t>(block_table_.size()));
+    ++num_seqs;
+  }
+  if (tokens_.empty()) return result;
+
+  const int32_t vocab = weights_.config.vocab_size;
+  logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab));
+  KvView kv;
+  kv.layout = pool.layout();
+  kv.pool = pool.base();
+  kv.block_table = block_table_;
+  kv.block_offsets = block_offsets_;
+  forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_,
+          logits_.data());
+
+  for (size_t j = 0; j < logit_rows_.size(); ++j) {
+    const std::span<const float> row(logits_.data() + j * vocab, static_cast<size_t>(vocab));
+    Request& r = *requests[logit_chunk_[j]];
+    SampledToken s;
+    s.token = r.sampler.sample(row);
+    if (r.params.num_top_logprobs >= 0) {
+      s.logprob = token_logprob(row, s.token);
+      s.top_logprobs = top_logprobs(row, r.params.num_top_logprobs);
+    }
+    result.outcomes[logit_chunk_[j]].sampled = std::move(s);
+  }
+  return result;
+}
+
+}  // namespace densa

@@ -1,0 +1,48 @@
+#pragma once
+// Runner: executes one StepPlan's batch. It turns the plan's chunks into a ForwardBatch and a
+// KvView over the PagePool (the block tables of the batch's requests, concatenated), calls
+// model::forward, and samples the next token of every chunk that ends at its request's last
+// token with that request's own Sampler. It owns only reusable buffers.
+#include <span>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "exec/integrity_tracker.h"
+#include "kv/page_pool.h"
+#include "model/forward.h"
+#include "model/model_weights.h"
+#include "sched/request.h"
+#include "sched/step_plan.h"
+
+namespace densa {
+
+// KV layout of `weights` for pages of `page_size` tokens stored as `kv_dtype`.
+KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dtype);
+
+class Runner {
+ public:
+  // `weights` and `threads` must outlive the runner; `tracker` may be null (no check).
+  Runner(const ModelWeights& weights, ThreadPool* threads, IntegrityTracker* tracker = nullptr);
+
+  // requests: [plan.chunks.size()] the request of each chunk, in chunk order; their tables
+  // already hold pages for every token of their chunk (Scheduler::apply). Chunks whose
+  // request fails the integrity check are left out of the batch and reported as errors.
+  StepResult run(const StepPlan& plan, std::span<Request* const> requests, PagePool& pool);
+
+ private:
+  const ModelWeights& weights_;
+  ThreadPool* threads_;
+  IntegrityTracker* tracker_;
+  ForwardScratch scratch_;
+  // Batch buffers, reused between steps.
+  std::vector<TokenId> tokens_;         // [num_tokens]
+  std::vector<int32_t> positions_;      // [num_tokens]
+  std::vector<int32_t> seq_idx_;        // [num_tokens]
+  std::vector<int32_t> logit_rows_;     // [num_logits]
+  std::vector<int32_t> logit_chunk_;    // [num_logits] chunk index of each logit row
+  std::vector<int32_t> block_table_;    // pages of all batch sequences, concatenated
+  std::vector<int32_t> block_offsets_;  // [num_seqs + 1]
+  std::vector<float> logits_;           // [num_logits, vocab]
+};
+
+}  // namespace densa

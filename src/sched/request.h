@@ -1,0 +1,66 @@
+#pragma once
+// Request: one generation request as the scheduler sees it — its tokens, its KV block table
+// and its sampler. The engine layer maps GenerateRequest onto RequestParams (sched sits below
+// engine and cannot see it).
+//
+// States (only the Scheduler moves a request between them):
+//
+//   waiting --admit--> running --finish (stop / length)--> finished
+//      ^                  |  \--abort / error-----------> finished
+//      `----preempt-------'     (pages released, recompute later from tokens)
+//
+// While running, tokens[0, num_computed_tokens) have their KV in `table` and the rest (the
+// unprocessed prompt part, or the one sampled-but-not-yet-fed token) run in later steps.
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "core/ids.h"
+#include "kv/block_table.h"
+#include "sample/sampler.h"
+
+namespace densa {
+
+using RequestId = uint64_t;  // same type as engine/engine_types.h
+
+enum class RequestState : uint8_t { kWaiting, kRunning, kFinished };
+
+// Why a request ended; mirrors engine's FinishReason.
+enum class FinishCause : uint8_t { kNone, kStop, kLength, kAborted, kError };
+
+struct RequestParams {
+  SamplingParams sampling;
+  int32_t max_new_tokens = 16;
+  bool ignore_eos = false;
+  std::vector<TokenId> stop_token_ids;
+  int32_t num_top_logprobs = -1;  // < 0: no logprobs
+};
+
+struct Request {
+  Request(RequestId id_, std::vector<TokenId> prompt, RequestParams params_)
+      : id(id_),
+        params(std::move(params_)),
+        tokens(std::move(prompt)),
+        num_prompt_tokens(static_cast<int32_t>(tokens.size())),
+        sampler(params.sampling) {}
+
+  RequestId id;
+  RequestParams params;
+  std::vector<TokenId> tokens;         // [num_prompt_tokens + num_generated()]
+  int32_t num_prompt_tokens;
+  int32_t num_computed_tokens = 0;     // == table.num_tokens while running
+  BlockTable table;
+  Sampler sampler;                     // per-request RNG; survives preemption
+  RequestState state = RequestState::kWaiting;
+  int32_t num_cached_tokens = 0;       // prompt tokens served by the prefix cache at first admission
+  bool admitted_once = false;
+  int32_t num_preemptions = 0;
+  std::chrono::steady_clock::time_point arrival_time = std::chrono::steady_clock::now();
+
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }
+  // Tokens still to feed before the next sample (>= 1 while running).
+  int32_t num_pending() const { return num_tokens() - num_computed_tokens; }
+};
+
+}  // namespace densa
