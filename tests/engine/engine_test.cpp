@@ -198,6 +198,41 @@ TEST(EngineTest, StopTokensLogprobsAndValidation) {
   expect_idle_clean(*engine);
 }
 
+// The integrity seam: a tracker that rejects one sequence of one batch fails exactly that
+// request with kError (its KV is never served again); the others are untouched.
+class FailOnceTracker final : public IntegrityTracker {
+ public:
+  void verify(const PagePool&, std::span<const BlockTable* const> tables,
+              std::span<Status> verdicts) override {
+    ++calls;
+    if (calls == 5 && !tables.empty()) verdicts[0] = Status(StatusCode::kAborted, "tag mismatch (test)");
+  }
+  int calls = 0;
+};
+
+TEST(EngineTest, IntegrityFailureFailsOnlyThatRequest) {
+  const ModelWeights& w = moe_f16();
+  FailOnceTracker tracker;
+  EngineConfig c;
+  c.integrity_tracker = &tracker;
+  auto engine = make_engine(w, c);
+  const auto reqs = mixed_requests(6, 5);
+  const auto got = run_all(*engine, reqs);
+  int num_errors = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (got[i].finish == FinishReason::kError) {
+      ++num_errors;
+      EXPECT_EQ(got[i].events.back().error.code(), StatusCode::kAborted);
+      EXPECT_FALSE(got[i].events.back().token.has_value());
+      continue;
+    }
+    EXPECT_EQ(got[i].tokens, oracle(w, reqs[i], DType::kBF16)) << "request " << i;
+  }
+  EXPECT_EQ(num_errors, 1);
+  EXPECT_GE(tracker.calls, 5);
+  expect_idle_clean(*engine);
+}
+
 TEST(EngineTest, PromptBeyondPoolIsRejected) {
   const ModelWeights& w = moe_f16();
   const std::vector<int32_t> text = testing::validation_ids("tinystories-mixtral-3.6m");
