@@ -1,0 +1,31 @@
+#pragma once
+// ApiError: an error as the OpenAI API returns it. The one table that maps a densa StatusCode
+// to an HTTP status and an OpenAI error "type" lives in api_error.cpp; every error response
+// of the server goes through it.
+#include <string>
+
+#include "core/status.h"
+
+namespace densa::server {
+
+struct ApiError {
+  int http_status = 500;
+  std::string type;     // OpenAI error type, e.g. "invalid_request_error"
+  std::string message;
+  std::string param;    // the offending request field; empty -> null
+  std::string code;     // machine-readable code, e.g. "model_not_found"; empty -> null
+  int retry_after_s = 0;  // > 0: send a Retry-After header (429)
+};
+
+// The table: StatusCode -> HTTP status + OpenAI type (+ Retry-After for 429).
+// Precondition: !status.is_ok().
+ApiError api_error(const Status& status, std::string param = {}, std::string code = {});
+
+// Errors that no engine Status produces: bad or missing API key (401), unknown route (404).
+ApiError unauthorized_error();
+ApiError route_not_found_error(const std::string& method, const std::string& path);
+
+// {"error":{"message","type","param","code"}}
+std::string error_body(const ApiError& error);
+
+}  // namespace densa::server

@@ -1,0 +1,76 @@
+#pragma once
+// ChoiceStream: one choice of an OpenAI response. Consumes one engine request's TokenEvents,
+// detokenizes them incrementally (relative to the prompt, so a leading space survives),
+// applies stop strings, and cancels the engine request when a stop string matches or when
+// the ChoiceStream is dropped unfinished (client gone).
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "io/tokenizer.h"
+#include "server/metrics.h"
+#include "server/stop_matcher.h"
+
+namespace densa::server {
+
+// A sampled token with its logprob and alternatives (when requested).
+struct TokenLogprob {
+  TokenId token = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<TokenId, float>> top;
+};
+
+enum class ChoiceFinish { kNone, kStop, kLength, kError };
+
+// What arrived since the last poll.
+struct ChoiceUpdate {
+  std::string text;                 // new text to send (may be empty)
+  std::vector<TokenLogprob> tokens; // tokens received since the last poll (logprobs)
+  ChoiceFinish finish = ChoiceFinish::kNone;  // set once, on the update that finishes
+  Status error;                     // finish == kError
+};
+
+class ChoiceStream {
+ public:
+  ChoiceStream(Engine& engine, std::shared_ptr<RequestStream> stream, const Tokenizer& tokenizer,
+               std::vector<TokenId> prompt, std::vector<std::string> stop,
+               std::chrono::steady_clock::time_point arrival);
+  ~ChoiceStream();  // cancels the engine request if it has not finished
+  ChoiceStream(const ChoiceStream&) = delete;
+  ChoiceStream& operator=(const ChoiceStream&) = delete;
+
+  // Waits up to `timeout` for events and returns everything that arrived.
+  ChoiceUpdate poll(std::chrono::milliseconds timeout);
+  bool finished() const { return finish_ != ChoiceFinish::kNone; }
+  // Cancels the engine request (client gone); the choice counts as finished.
+  void cancel();
+
+  int num_prompt_tokens() const { return num_prompt_tokens_; }
+  int num_cached_tokens() const { return num_cached_tokens_; }
+  int num_generated_tokens() const { return num_generated_; }
+  RequestTiming timing() const;
+
+ private:
+  void apply(TokenEvent& event, ChoiceUpdate& update);
+  void finish(ChoiceFinish reason, ChoiceUpdate& update);
+
+  Engine& engine_;
+  std::shared_ptr<RequestStream> stream_;
+  const Tokenizer& tokenizer_;
+  std::vector<TokenId> ids_;  // prompt + generated
+  size_t emitted_bytes_ = 0;  // bytes of decode(ids_) already passed to the stop matcher
+  StopMatcher stop_;
+  ChoiceFinish finish_ = ChoiceFinish::kNone;
+  bool engine_done_ = false;  // the engine sent its final event
+  int num_prompt_tokens_ = 0;
+  int num_cached_tokens_ = 0;
+  int num_generated_ = 0;
+  std::chrono::steady_clock::time_point arrival_;
+  std::optional<std::chrono::steady_clock::time_point> first_token_;
+  std::chrono::steady_clock::time_point last_event_;
+};
+
+}  // namespace densa::server

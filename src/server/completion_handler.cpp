@@ -1,0 +1,330 @@
+#include "server/completion_handler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <random>
+
+#include "server/api_error.h"
+#include "server/choice_stream.h"
+#include "server/openai_response.h"
+#include "server/sse.h"
+
+namespace densa::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kPollWait{20};
+
+// One prompt, ready for the engine.
+struct PreparedPrompt {
+  std::vector<TokenId> ids;
+  std::string echo_text;  // prompt text for echo
+};
+
+// Everything a request needs after validation.
+struct Plan {
+  OpenAiRequest request;
+  std::vector<PreparedPrompt> prompts;
+  std::vector<std::string> stop;
+  std::vector<TokenId> stop_token_ids;
+  int max_tokens = 16;
+};
+
+std::string new_request_id(ApiKind kind) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%s-%08llx%08llx", kind == ApiKind::kChat ? "chatcmpl" : "cmpl",
+                static_cast<unsigned long long>(salt & 0xffffffffu),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  return buf;
+}
+
+uint64_t random_seed() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  return rng();
+}
+
+std::optional<TokenId> find_piece(const Tokenizer& tok, const std::string& piece) {
+  const auto& pieces = tok.vocab().pieces;
+  auto it = std::find(pieces.begin(), pieces.end(), piece);
+  if (it == pieces.end()) return std::nullopt;
+  return static_cast<TokenId>(it - pieces.begin());
+}
+
+// Tokenizes prompts / messages and settles max_tokens. Errors carry the offending field.
+std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, ApiError& error) {
+  Plan plan;
+  const Tokenizer& tok = ctx.tokenizer;
+  const char* prompt_param = request.kind == ApiKind::kChat ? "messages" : "prompt";
+  if (request.kind == ApiKind::kChat) {
+    ChatPrompt chat = apply_chat_template(ctx.chat_family, request.messages);
+    plan.prompts.push_back({tok.encode(chat.text, tok.vocab().add_bos), chat.text});
+    plan.stop = chat.stop;
+    for (const std::string& piece : chat.stop_pieces)
+      if (auto id = find_piece(tok, piece)) plan.stop_token_ids.push_back(*id);
+  } else {
+    for (PromptInput& p : request.prompts) {
+      if (p.is_ids) {
+        for (TokenId id : p.ids)
+          if (id >= tok.vocab_size()) {
+            error = api_error(invalid_argument("token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary (" +
+                                               std::to_string(tok.vocab_size()) + ")"),
+                              "prompt");
+            return std::nullopt;
+          }
+        plan.prompts.push_back({p.ids, tok.decode(p.ids)});
+      } else {
+        plan.prompts.push_back({tok.encode(p.text, tok.vocab().add_bos), p.text});
+      }
+    }
+  }
+  for (const std::string& s : request.stop) plan.stop.push_back(s);
+
+  const int64_t pool_tokens = static_cast<int64_t>(ctx.engine.stats().kv_pages_total) * ctx.page_size;
+  const int64_t limit = pool_tokens > 0 ? std::min<int64_t>(ctx.context_tokens(), pool_tokens) : ctx.context_tokens();
+  size_t longest = 0;
+  for (const PreparedPrompt& p : plan.prompts) {
+    if (p.ids.empty()) {
+      error = api_error(invalid_argument("the prompt is empty"), prompt_param);
+      return std::nullopt;
+    }
+    longest = std::max(longest, p.ids.size());
+  }
+  const int64_t room = limit - static_cast<int64_t>(longest);
+  if (room < 1) {
+    error = api_error(out_of_range("the prompt is " + std::to_string(longest) + " tokens; this model serves at most " +
+                                   std::to_string(limit) + " tokens (context and KV pool) including the completion"),
+                      prompt_param, "context_length_exceeded");
+    return std::nullopt;
+  }
+  if (request.max_tokens) {
+    if (*request.max_tokens > room) {
+      error = api_error(out_of_range("max_tokens is " + std::to_string(*request.max_tokens) + " but the prompt (" +
+                                     std::to_string(longest) + " tokens) leaves room for " + std::to_string(room) +
+                                     " of the " + std::to_string(limit) + " tokens this model serves"),
+                        "max_tokens", "context_length_exceeded");
+      return std::nullopt;
+    }
+    plan.max_tokens = *request.max_tokens;
+  } else {
+    // OpenAI defaults: 16 for completions; chat runs until the end of the context.
+    plan.max_tokens = static_cast<int>(request.kind == ApiKind::kChat ? room : std::min<int64_t>(16, room));
+  }
+  plan.request = std::move(request);
+  return plan;
+}
+
+// Submits n requests per prompt; on any failure the ones already submitted are cancelled
+// (ChoiceStream destructors) and the error is returned.
+std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingContext& ctx, const Plan& plan,
+                                                                     Clock::time_point arrival, ApiError& error) {
+  std::vector<std::unique_ptr<ChoiceStream>> choices;
+  const OpenAiRequest& r = plan.request;
+  for (const PreparedPrompt& p : plan.prompts) {
+    for (int i = 0; i < r.n; ++i) {
+      GenerateRequest g;
+      g.prompt = p.ids;
+      g.sampling = r.sampling;
+      g.sampling.seed = r.seed ? *r.seed + static_cast<uint64_t>(choices.size()) : random_seed();
+      g.max_new_tokens = plan.max_tokens;
+      g.ignore_eos = r.ignore_eos;
+      g.stop_token_ids = plan.stop_token_ids;
+      g.num_top_logprobs = r.num_top_logprobs;
+      Result<std::shared_ptr<RequestStream>> stream = ctx.engine.submit(std::move(g));
+      if (!stream.is_ok()) {
+        const bool too_long = stream.status().code() == StatusCode::kOutOfRange;
+        error = api_error(stream.status(), too_long ? "max_tokens" : "", too_long ? "context_length_exceeded" : "");
+        return std::nullopt;
+      }
+      choices.push_back(std::make_unique<ChoiceStream>(ctx.engine, std::move(stream).value(), ctx.tokenizer, p.ids,
+                                                       plan.stop, arrival));
+    }
+  }
+  return choices;
+}
+
+Usage usage_of(const Plan& plan, const std::vector<std::unique_ptr<ChoiceStream>>& choices) {
+  Usage u;
+  const size_t n = static_cast<size_t>(plan.request.n);
+  for (size_t i = 0; i < choices.size(); ++i) {
+    u.completion_tokens += choices[i]->num_generated_tokens();
+    if (i % n == 0) {  // prompt tokens count once per prompt
+      u.prompt_tokens += choices[i]->num_prompt_tokens();
+      u.cached_tokens += choices[i]->num_cached_tokens();
+    }
+  }
+  return u;
+}
+
+ResponseHeader header_of(const ServingContext& ctx, ApiKind kind) {
+  return {kind, new_request_id(kind),
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+          ctx.served_model_name};
+}
+
+void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::unique_ptr<ChoiceStream>> choices,
+                      httplib::Response& res) {
+  const OpenAiRequest& r = plan.request;
+  std::vector<ChoiceResult> results(choices.size());
+  while (true) {
+    bool waited = false, all_done = true;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (choices[i]->finished()) continue;
+      ChoiceUpdate u = choices[i]->poll(waited ? milliseconds(0) : kPollWait);
+      waited = true;
+      results[i].text += u.text;
+      for (TokenLogprob& t : u.tokens) results[i].tokens.push_back(std::move(t));
+      if (u.finish == ChoiceFinish::kError) {
+        send_error(res, api_error(u.error));
+        return;  // the other choices are cancelled by their destructors
+      }
+      if (u.finish != ChoiceFinish::kNone) {
+        results[i].finish = u.finish;
+        ctx.metrics.observe_request(choices[i]->timing());
+      }
+      all_done = all_done && choices[i]->finished();
+    }
+    if (all_done) break;
+    if (ctx.stopping.load()) {
+      send_error(res, api_error(unavailable("the server is shutting down")));
+      return;
+    }
+  }
+  if (r.echo)
+    for (size_t i = 0; i < results.size(); ++i) results[i].text = plan.prompts[i / r.n].echo_text + results[i].text;
+  const nlohmann::json body =
+      response_json(header_of(ctx, r.kind), ctx.tokenizer, results, r.num_top_logprobs >= 0, usage_of(plan, choices));
+  res.status = 200;
+  res.set_content(dump_json(body), "application/json");
+}
+
+// State of one SSE response, shared by httplib's content provider and releaser.
+struct StreamState {
+  ServingContext& ctx;
+  Plan plan;
+  ResponseHeader header;
+  std::vector<std::unique_ptr<ChoiceStream>> choices;
+  std::vector<size_t> text_bytes;  // [choices] bytes sent so far (completions text_offset)
+  bool started = false;
+  bool done = false;
+
+  // Returns the SSE text to send now (empty when nothing happened).
+  std::string step() {
+    std::string out;
+    const OpenAiRequest& r = plan.request;
+    const bool lp = r.num_top_logprobs >= 0;
+    if (!started) {
+      started = true;
+      for (size_t i = 0; i < choices.size(); ++i) {
+        const std::string echo = r.echo ? plan.prompts[i / r.n].echo_text : std::string();
+        text_bytes[i] = echo.size();
+        if (r.kind == ApiKind::kChat || !echo.empty())
+          out += sse_event(dump_json(chunk_json(header, static_cast<int>(i), echo, nullptr, ChoiceFinish::kNone,
+                                                /*first=*/true, r.include_usage)));
+      }
+    }
+    bool waited = false, all_done = true;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (choices[i]->finished()) continue;
+      ChoiceUpdate u = choices[i]->poll(waited || !out.empty() ? milliseconds(0) : kPollWait);
+      waited = true;
+      if (u.finish == ChoiceFinish::kError) {
+        out += sse_event(error_body(api_error(u.error)));
+        out += sse_done();
+        done = true;
+        return out;
+      }
+      if (u.finish != ChoiceFinish::kNone) ctx.metrics.observe_request(choices[i]->timing());
+      if (!u.text.empty() || !u.tokens.empty() || u.finish != ChoiceFinish::kNone) {
+        nlohmann::json logprobs = lp ? logprobs_json(r.kind, ctx.tokenizer, u.tokens, text_bytes[i]) : nlohmann::json();
+        out += sse_event(dump_json(chunk_json(header, static_cast<int>(i), u.text, logprobs, u.finish,
+                                              /*first=*/false, r.include_usage)));
+        text_bytes[i] += u.text.size();
+      }
+      all_done = all_done && choices[i]->finished();
+    }
+    if (all_done) {
+      if (r.include_usage) out += sse_event(dump_json(usage_chunk_json(header, usage_of(plan, choices))));
+      out += sse_done();
+      done = true;
+    }
+    return out;
+  }
+
+  void cancel_unfinished() {
+    for (auto& c : choices)
+      if (!c->finished()) c->cancel();
+  }
+};
+
+void respond_streaming(ServingContext& ctx, Plan plan, std::vector<std::unique_ptr<ChoiceStream>> choices,
+                       httplib::Response& res) {
+  auto state = std::make_shared<StreamState>(StreamState{ctx, std::move(plan), header_of(ctx, ApiKind::kCompletion),
+                                                         std::move(choices), {}, false, false});
+  state->header = header_of(ctx, state->plan.request.kind);
+  state->text_bytes.assign(state->choices.size(), 0);
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [state](size_t /*offset*/, httplib::DataSink& sink) -> bool {
+        try {
+          if (state->ctx.stopping.load()) {
+            state->cancel_unfinished();
+            return false;
+          }
+          const std::string out = state->step();
+          // A failed write or a closed socket means the client left: cancel its requests.
+          if ((!out.empty() && !sink.write(out.data(), out.size())) || !sink.is_writable()) {
+            state->cancel_unfinished();
+            return false;
+          }
+          if (state->done) {
+            state->cancel_unfinished();
+            sink.done();
+          }
+          return true;
+        } catch (...) {
+          state->cancel_unfinished();
+          return false;
+        }
+      },
+      [state](bool /*success*/) { state->cancel_unfinished(); });
+}
+
+}  // namespace
+
+void send_error(httplib::Response& res, const ApiError& error) {
+  res.status = error.http_status;
+  if (error.retry_after_s > 0) res.set_header("Retry-After", std::to_string(error.retry_after_s));
+  res.set_content(error_body(error), "application/json");
+}
+
+void CompletionHandler::handle(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+  const Clock::time_point arrival = Clock::now();
+  RequestError parse_error;
+  std::optional<OpenAiRequest> request = parse_openai_request(kind, req.body, parse_error);
+  if (!request) return send_error(res, api_error(parse_error.status, parse_error.param));
+  if (!request->model.empty() && request->model != ctx_.served_model_name)
+    return send_error(res, api_error(not_found("The model '" + request->model + "' does not exist; this server serves '" +
+                                               ctx_.served_model_name + "'"),
+                                     "model", "model_not_found"));
+  ApiError error;
+  std::optional<Plan> plan = make_plan(ctx_, std::move(*request), error);
+  if (!plan) return send_error(res, error);
+  auto choices = submit_all(ctx_, *plan, arrival, error);
+  if (!choices) return send_error(res, error);
+  if (plan->request.stream) return respond_streaming(ctx_, std::move(*plan), std::move(*choices), res);
+  respond_blocking(ctx_, *plan, std::move(*choices), res);
+}
+
+}  // namespace densa::server

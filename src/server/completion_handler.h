@@ -1,0 +1,26 @@
+#pragma once
+// CompletionHandler: POST /v1/completions and /v1/chat/completions. Parses the body, turns
+// prompts or messages into token ids, submits n engine requests per prompt and answers with
+// one JSON response or an SSE stream. A stream whose client goes away cancels its requests.
+#include <httplib.h>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+#include "server/serving_context.h"
+
+namespace densa::server {
+
+class CompletionHandler {
+ public:
+  explicit CompletionHandler(ServingContext& ctx) : ctx_(ctx) {}
+  // Never throws; every failure becomes an OpenAI error response.
+  void handle(ApiKind kind, const httplib::Request& req, httplib::Response& res);
+
+ private:
+  ServingContext& ctx_;
+};
+
+// Writes `error` as the response (status, OpenAI body, Retry-After).
+void send_error(httplib::Response& res, const ApiError& error);
+
+}  // namespace densa::server

@@ -1,0 +1,139 @@
+#include "server/http_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/completion_handler.h"
+#include "server/openai_response.h"
+#include "server/serving_context.h"
+
+namespace densa::server {
+namespace {
+
+using nlohmann::json;
+
+bool authorized(const httplib::Request& req, const std::string& api_key) {
+  if (api_key.empty()) return true;
+  return req.get_header_value("Authorization") == "Bearer " + api_key;
+}
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json");
+}
+
+// Runs a handler so that no exception reaches httplib: anything thrown is a 500.
+template <typename F>
+httplib::Server::Handler guarded(ServingContext& ctx, F f) {
+  return [&ctx, f](const httplib::Request& req, httplib::Response& res) {
+    try {
+      f(req, res);
+    } catch (const std::exception& e) {
+      send_error(res, api_error(internal_error(std::string("internal error: ") + e.what())));
+    } catch (...) {
+      send_error(res, api_error(internal_error("internal error")));
+    }
+    if (req.path.rfind("/v1/", 0) == 0) ctx.metrics.count_response(res.status);
+  };
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerConfig config)
+    : config_(std::move(config)), http_(std::make_unique<httplib::Server>()) {
+  CHECK(weights.tokenizer != nullptr) << "HttpServer needs a model with a tokenizer";
+  ctx_.reset(new ServingContext{engine, weights, *weights.tokenizer, config_.served_model_name, config_.page_size,
+                                detect_chat_template(weights.chat_template), {}, {}});
+  completions_ = std::make_unique<CompletionHandler>(*ctx_);
+  const size_t threads = static_cast<size_t>(std::max(8, config_.num_http_threads));
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(64u << 20);
+  http_->set_keep_alive_timeout(2);
+  register_routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::register_routes() {
+  ServingContext& ctx = *ctx_;
+  const std::string api_key = config_.api_key;
+
+  // Bearer auth on /v1/* before routing, so unknown /v1 routes also need the key.
+  http_->set_pre_routing_handler([api_key, &ctx](const httplib::Request& req, httplib::Response& res) {
+    if (req.path.rfind("/v1/", 0) != 0 || authorized(req, api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, unauthorized_error());
+    ctx.metrics.count_response(res.status);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  http_->Post("/v1/completions", guarded(ctx, [this](const httplib::Request& req, httplib::Response& res) {
+                completions_->handle(ApiKind::kCompletion, req, res);
+              }));
+  http_->Post("/v1/chat/completions", guarded(ctx, [this](const httplib::Request& req, httplib::Response& res) {
+                completions_->handle(ApiKind::kChat, req, res);
+              }));
+  http_->Get("/v1/models", guarded(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
+               json model = {{"id", ctx.served_model_name},
+                             {"object", "model"},
+                             {"created", 0},
+                             {"owned_by", "densa"},
+                             {"max_model_len", ctx.context_tokens()}};
+               send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+             }));
+  http_->Get("/health", guarded(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
+               const EngineStats s = ctx.engine.stats();
+               json body = {{"status", "ok"},
+                            {"model", ctx.served_model_name},
+                            {"requests_running", s.num_running},
+                            {"requests_waiting", s.num_waiting},
+                            {"kv_pages_total", s.kv_pages_total},
+                            {"kv_pages_used", s.kv_pages_used},
+                            {"kv_pages_cached", s.kv_pages_cached}};
+               int status = 200;
+               if (req.has_param("audit") && req.get_param_value("audit") != "0") {
+                 const Status audit = ctx.engine.audit();
+                 body["audit"] = audit.is_ok() ? "ok" : audit.to_string();
+                 if (!audit.is_ok()) {
+                   body["status"] = "error";
+                   status = 500;
+                 }
+               }
+               send_json(res, status, body);
+             }));
+  http_->Get("/metrics", guarded(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
+               res.set_content(ctx.metrics.render(ctx.engine.stats()), "text/plain; version=0.0.4");
+             }));
+
+  // Unknown routes (and 404s no handler wrote a body for) get an OpenAI error body.
+  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty()) {
+      const ApiError e = route_not_found_error(req.method, req.path);
+      res.set_content(error_body(e), "application/json");
+    }
+  });
+  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    send_error(res, api_error(internal_error("internal error")));
+  });
+}
+
+Status HttpServer::bind() {
+  const int port = config_.port == 0 ? http_->bind_to_any_port(config_.host)
+                                     : (http_->bind_to_port(config_.host, config_.port) ? config_.port : -1);
+  if (port <= 0) return unavailable("cannot listen on " + config_.host + ":" + std::to_string(config_.port));
+  port_ = port;
+  return Status::ok();
+}
+
+void HttpServer::run() { http_->listen_after_bind(); }
+
+void HttpServer::stop() {
+  ctx_->stopping.store(true);
+  http_->stop();
+}
+
+}  // namespace densa::server

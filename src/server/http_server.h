@@ -1,0 +1,57 @@
+#pragma once
+// HttpServer: the OpenAI-compatible HTTP front of one Engine (cpp-httplib). Routes
+//   POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
+//   GET /health[?audit=1], GET /metrics,
+// checks the Bearer key on /v1/* when one is configured, and turns every failure (and any
+// exception) into an OpenAI error body. The engine and weights must outlive the server.
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "model/model_weights.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace densa::server {
+
+struct ServingContext;
+class CompletionHandler;
+
+struct HttpServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;                 // 0: any free port (see bound_port())
+  std::string api_key;             // empty: no auth
+  std::string served_model_name;   // the "model" clients name; required
+  int page_size = 16;              // the engine's page size (pool capacity in tokens)
+  int num_http_threads = 64;       // connections served at once (each stream holds one)
+};
+
+class HttpServer {
+ public:
+  HttpServer(Engine& engine, const ModelWeights& weights, HttpServerConfig config);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket; fails when the address is taken or the model has no tokenizer.
+  Status bind();
+  int bound_port() const { return port_; }
+  // Serves until stop(); returns after in-flight handlers have finished.
+  void run();
+  // Thread-safe and async-signal-unsafe: call from a normal thread. Open streams end.
+  void stop();
+
+ private:
+  void register_routes();
+
+  HttpServerConfig config_;
+  std::unique_ptr<ServingContext> ctx_;
+  std::unique_ptr<CompletionHandler> completions_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+};
+
+}  // namespace densa::server

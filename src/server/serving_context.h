@@ -1,0 +1,28 @@
+#pragma once
+// ServingContext: what every HTTP handler of one server shares. Borrowed references (the
+// engine and the weights outlive the server) plus the server's own metrics.
+#include <atomic>
+#include <string>
+
+#include "engine/engine.h"
+#include "io/tokenizer.h"
+#include "model/model_weights.h"
+#include "server/chat_template.h"
+#include "server/metrics.h"
+
+namespace densa::server {
+
+struct ServingContext {
+  Engine& engine;
+  const ModelWeights& weights;
+  const Tokenizer& tokenizer;
+  std::string served_model_name;
+  int page_size = 16;           // EngineConfig::page_size, for the pool's token capacity
+  ChatTemplateFamily chat_family = ChatTemplateFamily::kPlain;
+  Metrics metrics;
+  std::atomic<bool> stopping{false};  // set on shutdown: handlers stop waiting
+
+  int context_tokens() const { return weights.config.max_position_embeddings; }
+};
+
+}  // namespace densa::server

@@ -1,0 +1,108 @@
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace densa::server {
+namespace {
+
+std::optional<OpenAiRequest> parse(ApiKind kind, const std::string& body, RequestError* error_out = nullptr) {
+  RequestError error;
+  auto r = parse_openai_request(kind, body, error);
+  if (error_out) *error_out = error;
+  return r;
+}
+
+std::string error_param(ApiKind kind, const std::string& body) {
+  RequestError error;
+  EXPECT_FALSE(parse(kind, body, &error).has_value()) << body;
+  EXPECT_EQ(error.status.code(), StatusCode::kInvalidArgument) << body;
+  return error.param;
+}
+
+TEST(OpenAiRequest, CompletionFields) {
+  auto r = parse(ApiKind::kCompletion,
+                 R"({"model":"m","prompt":"Hi","max_tokens":5,"temperature":0,"top_p":0.9,"top_k":40,"min_p":0.1,
+                     "seed":7,"stop":["a","b"],"n":2,"logprobs":3,"echo":true,"stream":true,
+                     "stream_options":{"include_usage":true},"unknown_field":{"x":1}})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->model, "m");
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_EQ(r->prompts[0].text, "Hi");
+  EXPECT_EQ(r->max_tokens, 5);
+  EXPECT_EQ(r->sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r->sampling.top_p, 0.9f);
+  EXPECT_EQ(r->sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r->sampling.min_p, 0.1f);
+  EXPECT_EQ(r->seed, 7u);
+  EXPECT_EQ(r->stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r->n, 2);
+  EXPECT_EQ(r->num_top_logprobs, 3);
+  EXPECT_TRUE(r->echo);
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+}
+
+TEST(OpenAiRequest, PromptShapes) {
+  auto ids = parse(ApiKind::kCompletion, R"({"prompt":[1,2,3]})");
+  ASSERT_TRUE(ids);
+  ASSERT_EQ(ids->prompts.size(), 1u);
+  EXPECT_TRUE(ids->prompts[0].is_ids);
+  EXPECT_EQ(ids->prompts[0].ids, (std::vector<TokenId>{1, 2, 3}));
+  auto list = parse(ApiKind::kCompletion, R"({"prompt":["a",[4,5],"c"]})");
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->prompts.size(), 3u);
+  EXPECT_EQ(list->prompts[2].text, "c");
+  EXPECT_TRUE(list->prompts[1].is_ids);
+  auto stop = parse(ApiKind::kCompletion, R"({"prompt":"x","stop":"\n","max_completion_tokens":9})");
+  ASSERT_TRUE(stop);
+  EXPECT_EQ(stop->stop, std::vector<std::string>{"\n"});
+  EXPECT_EQ(stop->max_tokens, 9);
+  EXPECT_EQ(stop->num_top_logprobs, -1);
+  EXPECT_FLOAT_EQ(stop->sampling.temperature, 1.0f);
+}
+
+TEST(OpenAiRequest, ChatFields) {
+  auto r = parse(ApiKind::kChat, R"({"messages":[{"role":"system","content":"S"},
+      {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+      {"role":"assistant","content":null}],"logprobs":true,"top_logprobs":2})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->messages.size(), 3u);
+  EXPECT_EQ(r->messages[1].content, "ab");
+  EXPECT_EQ(r->num_top_logprobs, 2);
+  auto plain = parse(ApiKind::kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->num_top_logprobs, 0);
+}
+
+TEST(OpenAiRequest, ErrorsNameTheField) {
+  const ApiKind c = ApiKind::kCompletion, chat = ApiKind::kChat;
+  EXPECT_EQ(error_param(c, "{not json"), "");
+  EXPECT_EQ(error_param(c, "[1,2]"), "");
+  EXPECT_EQ(error_param(c, R"({})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"prompt":5})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"prompt":[]})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"prompt":[1,-2]})"), "prompt");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","model":3})"), "model");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","max_tokens":"5"})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","max_tokens":0})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","max_tokens":-3})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","max_tokens":1.5})"), "max_tokens");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","temperature":"hot"})"), "temperature");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","temperature":3})"), "temperature");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","top_p":0})"), "top_p");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","n":0})"), "n");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","n":100})"), "n");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","stop":5})"), "stop");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","logprobs":true})"), "logprobs");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","logprobs":21})"), "logprobs");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","stream":"yes"})"), "stream");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","stream_options":{"include_usage":1}})"), "stream_options");
+  EXPECT_EQ(error_param(chat, R"({"messages":"hi"})"), "messages");
+  EXPECT_EQ(error_param(chat, R"({"messages":[]})"), "messages");
+  EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"wizard","content":"x"}]})"), "messages");
+  EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user"}]})"), "messages");
+  EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})"), "top_logprobs");
+}
+
+}  // namespace
+}  // namespace densa::server
