@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Regenerates every figure and table that docs/benchmarks.md shows, on the machine at hand,
+# into docs/img/ (beside the doc):
+#   1. kernel microbenchmarks: every bench/*_bench.cpp built with Google Benchmark
+#      (-> docs/img/<name>.json + .txt), and the other bench programs (kv_accuracy_bench, ...)
+#      run on the fixtures (-> docs/img/<name>.txt);
+#   2. capacity: `densa capacity` for the fixture and a Kimi-K2-class config if present;
+#   3. accuracy: `densa eval` weights x KV against the BF16 baseline (-> accuracy.{md,json});
+#   4. serving: `densa serve` on the MoE fixture + `densa bench serve` over concurrency
+#      1,4,16,64 (-> serving/*.svg, result.json, summary.md).
+# Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving]
+#   BUILD_DIR (default build-bench), JOBS (default 2), DENSA_MODELS_DIR, DENSA_DATA_DIR.
+# --quick: short kernel runs, 8 eval windows, 16 prompts per serving level (a smoke run).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD_DIR:-$ROOT/build-bench}
+JOBS=${JOBS:-2}
+MODELS=${DENSA_MODELS_DIR:-$ROOT/../shared/models}
+DATA=${DENSA_DATA_DIR:-$ROOT/../shared/data}
+IMG=$ROOT/docs/img
+MOE=$MODELS/tinystories-mixtral-3.6m
+QUICK=0
+SKIP=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --skip) SKIP="$2"; shift ;;
+    *) echo "usage: $0 [--quick] [--skip kernels,capacity,accuracy,serving]" >&2; exit 2 ;;
+  esac
+  shift
+done
+want() { [[ ",$SKIP," != *",$1,"* ]]; }
+log() { echo "== regenerate: $*" >&2; }
+
+# ---- build ----
+BENCHES=$(cd "$ROOT/bench" && ls ./*_bench.cpp 2>/dev/null | sed 's|^\./||; s|\.cpp$||' || true)
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDENSA_BUILD_TESTS=OFF -DDENSA_BUILD_BENCH=ON >/dev/null
+# shellcheck disable=SC2086
+ninja -C "$BUILD" -j"$JOBS" densa $BENCHES
+DENSA=$BUILD/densa
+mkdir -p "$IMG"
+{
+  echo "machine: $(uname -srm), $(nproc) cores"
+  grep -m1 'model name' /proc/cpuinfo 2>/dev/null || true
+  echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} > "$IMG/machine.txt"
+
+# ---- 1. kernels and other bench programs ----
+if want kernels; then
+  for b in $BENCHES; do
+    exe=$BUILD/$b
+    [ -x "$exe" ] || { log "skip $b (not built)"; continue; }
+    if grep -q 'benchmark/benchmark.h' "$ROOT/bench/$b.cpp"; then
+      log "$b (Google Benchmark)"
+      extra=()
+      [ "$QUICK" = 1 ] && extra=(--benchmark_min_time=0.05s)
+      "$exe" --benchmark_counters_tabular=true --benchmark_out="$IMG/$b.json" --benchmark_out_format=json \
+        "${extra[@]}" | tee "$IMG/$b.txt"
+    else
+      log "$b"
+      "$exe" "$MODELS" "$DATA" | tee "$IMG/$b.txt"
+    fi
+  done
+fi
+
+# ---- 2. capacity ----
+if want capacity; then
+  log "capacity"
+  : > "$IMG/capacity.txt"
+  for w in bf16 fp8 int4; do
+    for kv in bf16 fp8; do
+      echo "### weights $w, KV $kv" >> "$IMG/capacity.txt"
+      "$DENSA" capacity -m "$MOE/hf" --memory 1GiB --weight-dtype "$w" --kv-dtype "$kv" >> "$IMG/capacity.txt" 2>&1 ||
+        echo "(failed)" >> "$IMG/capacity.txt"
+    done
+  done
+  cat "$IMG/capacity.txt"
+fi
+
+# ---- 3. accuracy ----
+if want accuracy; then
+  log "accuracy (densa eval)"
+  windows=0
+  [ "$QUICK" = 1 ] && windows=8
+  "$DENSA" eval -m "$MOE/hf" --ids "$MOE/golden/valid.ids.u16.bin" --weights bf16,fp8,int4,int4-g32 \
+    --kv bf16,fp8,fp8-dynamic --baseline bf16/bf16 --max-windows "$windows" \
+    --json "$IMG/accuracy.json" --markdown "$IMG/accuracy.md"
+fi
+
+# ---- 4. serving ----
+if want serving; then
+  log "serving (densa serve + densa bench serve)"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 18080)
+  "$DENSA" serve -m "$MOE/gguf/tinystories-mixtral-3.6m-f16.gguf" --port "$port" --served-model-name tiny-moe \
+    > "$IMG/serve.log" 2>&1 &
+  server=$!
+  trap 'kill "$server" 2>/dev/null || true' EXIT
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    kill -0 "$server" 2>/dev/null || { cat "$IMG/serve.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  prompts=64
+  [ "$QUICK" = 1 ] && prompts=16
+  "$DENSA" bench serve --base-url "http://127.0.0.1:$port" --model tiny-moe --dataset random \
+    --input-len 128 --output-len 64 --num-prompts "$prompts" --concurrency 1,4,16,64 --seed 0 \
+    --tokenizer "$MOE/hf" --slo-ttft-ms 1000 --slo-tpot-ms 100 --out-dir "$IMG/serving"
+  kill "$server"
+  wait "$server" 2>/dev/null || true
+  trap - EXIT
+fi
+log "done: $IMG"

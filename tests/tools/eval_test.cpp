@@ -1,0 +1,137 @@
+// densa eval: the KL / bootstrap arithmetic on hand-checked inputs, the BF16 baseline on the
+// MoE fixture reproducing the reference perplexity within 0.1% with KL exactly 0 against
+// itself, and the real binary writing its JSON.
+#include "tools/eval.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace densa {
+namespace {
+
+const char* kMoe = "tinystories-mixtral-3.6m";
+
+TEST(Eval, BucketsFollowThePowersOfTwo) {
+  EXPECT_EQ(eval_buckets(256), (std::vector<std::pair<int, int>>{{0, 31}, {32, 63}, {64, 127}, {128, 254}}));
+  EXPECT_EQ(eval_buckets(8), (std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {2, 3}, {4, 6}}));
+}
+
+TEST(Eval, KlDivergenceOfKnownDistributions) {
+  std::vector<float> p(2), q(2);
+  log_softmax_row(std::vector<float>{0.f, 0.f}, p);                  // [1/2, 1/2]
+  log_softmax_row(std::vector<float>{0.f, std::log(3.f)}, q);        // [1/4, 3/4]
+  EXPECT_NEAR(std::exp(p[0]) + std::exp(p[1]), 1.0, 1e-7);
+  EXPECT_NEAR(kl_divergence(p, q), 0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3.0), 1e-6);
+  EXPECT_EQ(kl_divergence(p, p), 0.0);  // exactly
+  std::vector<float> big(1024), lp(1024);
+  for (int i = 0; i < 1024; ++i) big[i] = std::sin(i * 0.37f) * 7;
+  log_softmax_row(big, lp);
+  EXPECT_EQ(kl_divergence(lp, lp), 0.0);
+}
+
+TEST(Eval, KlSummaryAndDeltaCi) {
+  std::vector<double> kl;
+  for (int i = 1000; i >= 1; --i) kl.push_back(i * 1e-3);
+  const KlStats s = summarize_kl(kl, 750);
+  EXPECT_EQ(s.num_tokens, 1000);
+  EXPECT_NEAR(s.mean, 0.5005, 1e-12);
+  EXPECT_NEAR(s.median, 0.5005, 1e-12);
+  EXPECT_NEAR(s.p99, 0.99001, 1e-9);
+  EXPECT_NEAR(s.p999, 0.999001, 1e-9);
+  EXPECT_EQ(s.max, 1.0);
+  EXPECT_EQ(s.same_top1, 0.75);
+
+  const std::vector<double> base = {10, 12, 9, 11, 10, 13};
+  auto [lo, hi] = delta_ppl_ci(base, base, 4, 500, 1);
+  EXPECT_EQ(lo, 0.0);
+  EXPECT_EQ(hi, 0.0);
+  // Every window worse by the same NLL: delta fixed up to the mix of windows resampled.
+  std::vector<double> worse = base;
+  for (double& v : worse) v += 0.4;  // +0.1 nats per token
+  std::tie(lo, hi) = delta_ppl_ci(base, worse, 4, 500, 1);
+  const double mean_nll = 65.0 / 24;
+  const double point = std::exp(mean_nll + 0.1) - std::exp(mean_nll);
+  EXPECT_LE(lo, point);
+  EXPECT_GE(hi, point);
+  EXPECT_GT(lo, 0.0);
+}
+
+TEST(Eval, Bf16BaselineReproducesReferenceAndSelfKlIsZero) {
+  const auto ids = testing::validation_ids(kMoe);
+  const auto ref = testing::read_json(testing::model_dir(kMoe) / "golden" / "ppl.json")["bf16_rounded_weights_fp32_compute"];
+  EvalConfig cfg;
+  cfg.model_path = (testing::model_dir(kMoe) / "hf").string();  // F32 checkpoint, quantized to BF16 on load
+  cfg.weights = {"bf16"};
+  cfg.kv = {"f32", "bf16"};
+  cfg.baseline = {"bf16", "f32"};  // the reference computes in fp32 throughout
+  cfg.bootstrap_resamples = 200;
+  ThreadPool pool(0);
+  auto report = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  const EvalReport& r = report.value();
+  ASSERT_EQ(r.num_windows, 64);
+  ASSERT_EQ(r.results.size(), 2u);
+  const EvalComboResult& base = r.results[0];
+  ASSERT_TRUE(base.is_baseline);
+  ASSERT_TRUE(base.error.empty()) << base.error;
+  const double want_all = ref["all_positions"]["ppl"].get<double>();
+  const double want_half = ref["second_half"]["ppl"].get<double>();
+  EXPECT_NEAR(base.ppl, want_all, want_all * 1e-3);
+  EXPECT_NEAR(base.ppl_second_half, want_half, want_half * 1e-3);
+  EXPECT_EQ(base.num_tokens, 16320);
+  // Against itself: exactly zero, everywhere.
+  EXPECT_EQ(base.kl.num_tokens, 16320);
+  EXPECT_EQ(base.kl.max, 0.0);
+  EXPECT_EQ(base.kl.mean, 0.0);
+  EXPECT_EQ(base.kl.same_top1, 1.0);
+  EXPECT_EQ(base.delta_ppl, 0.0);
+  EXPECT_EQ(base.delta_ppl_lo, 0.0);
+  EXPECT_EQ(base.delta_ppl_hi, 0.0);
+  ASSERT_EQ(base.buckets.size(), 4u);
+  for (const EvalBucket& b : base.buckets) EXPECT_EQ(b.kl.max, 0.0);
+  // BF16 KV: a small, non-zero cost.
+  const EvalComboResult& kv16 = r.results[1];
+  ASSERT_TRUE(kv16.error.empty()) << kv16.error;
+  EXPECT_EQ(kv16.combo.kv, "bf16");
+  EXPECT_GT(kv16.kl.mean, 0.0);
+  EXPECT_LT(kv16.kl.mean, 1e-2);
+  EXPECT_GT(kv16.kl.same_top1, 0.95);
+  EXPECT_LT(std::fabs(kv16.delta_ppl), 0.01 * want_all);
+  EXPECT_LE(kv16.delta_ppl_lo, kv16.delta_ppl);
+  EXPECT_GE(kv16.delta_ppl_hi, kv16.delta_ppl);
+  int64_t bucket_tokens = 0;
+  for (const EvalBucket& b : kv16.buckets) bucket_tokens += b.num_tokens;
+  EXPECT_EQ(bucket_tokens, 16320);
+}
+
+TEST(Eval, CliWritesJsonAndMarkdown) {
+  const auto dir = std::filesystem::temp_directory_path() / ("densa_eval_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cmd = std::string(DENSA_BINARY) + " eval -m " + (testing::model_dir(kMoe) / "hf").string() +
+                          " --ids " + (testing::model_dir(kMoe) / "golden" / "valid.ids.u16.bin").string() +
+                          " --weights bf16,native --kv bf16 --baseline bf16/bf16 --max-windows 2 --bootstrap 50" +
+                          " --json " + (dir / "e.json").string() + " --markdown " + (dir / "e.md").string() +
+                          " > " + (dir / "out.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::read_text(dir / "out.txt");
+  const auto j = testing::read_json(dir / "e.json");
+  EXPECT_EQ(j["baseline"], "bf16/bf16");
+  EXPECT_EQ(j["num_windows"], 2);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["kl"]["max"].get<double>(), 0.0);
+  EXPECT_EQ(j["results"][1]["weights"], "native");
+  EXPECT_GT(j["results"][1]["kl"]["mean"].get<double>(), 0.0);
+  EXPECT_EQ(j["results"][1]["by_position"].size(), 4u);
+  EXPECT_NE(testing::read_text(dir / "e.md").find("| bf16/bf16 (baseline) |"), std::string::npos);
+  EXPECT_NE(testing::read_text(dir / "out.txt").find("pos 128-254"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace densa
