@@ -36,6 +36,8 @@ struct Variant {
   double margin_floor;
 };
 
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.model << "/" << v.path; }
+
 std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
   std::string s = info.param.model + "_" + info.param.path;
   for (char& c : s) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
