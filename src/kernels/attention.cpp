@@ -1,56 +1,236 @@
 #include "kernels/attention.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "kernels/internal/attention_isa.h"
+#include "quant/fp8.h"
 
 namespace densa {
 
+namespace attention_internal {
 namespace {
 
-constexpr int kMaxHeadDim = 512;
+// ---- Portable tile primitives (the simple path; also the fallback for odd head_dim). ----
 
-// Reads one K or V row (head_dim elements) of `head` at `pos` of sequence `seq` as fp32.
-inline void load_row(const KvView& kv, int layer, int which, int seq, int head, int32_t pos,
-                     float* out) {
-  const KvLayout& L = kv.layout;
-  const uint8_t* page = kv.page_ptr(kv.page_of(seq, pos));
-  const int slot = pos % L.page_size;
-  const uint8_t* src = page + L.data_offset(layer, which, head, slot);
-  switch (L.dtype) {
-    case DType::kF32:
-      std::memcpy(out, src, static_cast<size_t>(L.head_dim) * 4);
-      return;
-    case DType::kBF16: {
-      const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
-      for (int d = 0; d < L.head_dim; ++d) out[d] = bf16_to_f32(s[d]);
-      return;
+void decode_rows_scalar(const uint8_t* const* rows, int num_rows, int head_dim, DType dtype,
+                        float* dst) {
+  for (int t = 0; t < num_rows; ++t) {
+    float* out = dst + static_cast<int64_t>(t) * head_dim;
+    if (dtype == DType::kF32) {
+      std::memcpy(out, rows[t], static_cast<size_t>(head_dim) * 4);
+    } else if (dtype == DType::kBF16) {
+      const uint16_t* s = reinterpret_cast<const uint16_t*>(rows[t]);
+      for (int d = 0; d < head_dim; ++d) out[d] = bf16_to_f32(s[d]);
+    } else {
+      const float* table = fp8_e4m3_decode_table();
+      for (int d = 0; d < head_dim; ++d) out[d] = table[rows[t][d]];
     }
-    default:
-      CHECK(false) << "paged_attention: unsupported KV dtype " << dtype_name(L.dtype);
   }
 }
 
-inline void store_row(const KvView& kv, int layer, int which, int seq, int head, int32_t pos,
-                      const float* in) {
+void scores_scalar(const float* q, int group, const float* k, int num_rows, int head_dim,
+                   const float* kscale, float* s) {
+  for (int g = 0; g < group; ++g) {
+    const float* qg = q + static_cast<int64_t>(g) * head_dim;
+    for (int t = 0; t < num_rows; ++t) {
+      const float* kt = k + static_cast<int64_t>(t) * head_dim;
+      float dot = 0.0f;
+      for (int d = 0; d < head_dim; ++d) dot += qg[d] * kt[d];
+      s[g * kAttnTile + t] = dot * kscale[t];
+    }
+  }
+}
+
+void exp_shift_scalar(float* p, int n, float m) {
+  for (int i = 0; i < n; ++i) p[i] = std::exp(p[i] - m);
+}
+
+void accumulate_scalar(const float* w, int group, const float* v, int num_rows, int head_dim,
+                       float* acc) {
+  for (int g = 0; g < group; ++g) {
+    float* ag = acc + static_cast<int64_t>(g) * head_dim;
+    for (int t = 0; t < num_rows; ++t) {
+      const float wt = w[g * kAttnTile + t];
+      const float* vt = v + static_cast<int64_t>(t) * head_dim;
+      for (int d = 0; d < head_dim; ++d) ag[d] += wt * vt[d];
+    }
+  }
+}
+
+// Fails loudly on a view whose dtype and scale mode disagree; in particular an FP8 view in
+// static mode without scales (never a silent scale of 1.0).
+void check_view(const KvView& kv) {
+  const KvLayout& L = kv.layout;
+  if (L.dtype == DType::kF32 || L.dtype == DType::kBF16) {
+    CHECK(L.scale_mode == KvScaleMode::kNone) << "KV " << dtype_name(L.dtype) << " takes no scales";
+  } else {
+    CHECK(L.dtype == DType::kFP8E4M3) << "unsupported KV dtype " << dtype_name(L.dtype);
+    CHECK(L.scale_mode != KvScaleMode::kNone) << "fp8 KV needs static or dynamic scales";
+    CHECK(L.scale_mode != KvScaleMode::kStatic || kv.static_scales != nullptr)
+        << "fp8 KV in static scale mode without scales";
+  }
+  CHECK(L.head_dim > 0 && L.head_dim <= kMaxHeadDim) << "head_dim " << L.head_dim;
+}
+
+inline float load_f32(const uint8_t* p) {
+  float x;
+  std::memcpy(&x, p, 4);
+  return x;
+}
+
+// One work item: the `group` query heads q [group][head_dim] that read kv head `kvh`, for one
+// token of sequence `seq` at position `pos`. Online softmax over tiles of kAttnTile positions
+// aligned on absolute position; the result depends on nothing but this item's inputs.
+void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_t pos, int kvh,
+            const float* q, int group, float scale, float* out) {
+  const KvLayout& L = kv.layout;
+  const int hd = L.head_dim;
+  const bool fp8 = L.dtype == DType::kFP8E4M3;
+  const bool dynamic = L.scale_mode == KvScaleMode::kDynamic;
+  float static_k = 1.0f, static_v = 1.0f;
+  if (fp8 && !dynamic) {
+    static_k = kv.static_scales[(layer * 2 + 0) * L.num_kv_heads + kvh] * ops.fp8_unit;
+    static_v = kv.static_scales[(layer * 2 + 1) * L.num_kv_heads + kvh] * ops.fp8_unit;
+  }
+  alignas(64) float qs[kMaxGroupChunk * kMaxHeadDim];
+  alignas(64) float acc[kMaxGroupChunk * kMaxHeadDim];
+  alignas(64) float kbuf[kAttnTile * kMaxHeadDim];
+  alignas(64) float vbuf[kAttnTile * kMaxHeadDim];
+  alignas(64) float s[kMaxGroupChunk * kAttnTile];
+  float m[kMaxGroupChunk], l[kMaxGroupChunk], ks[kAttnTile], vs[kAttnTile];
+  const uint8_t* krows[kAttnTile];
+  const uint8_t* vrows[kAttnTile];
+
+  for (int g0 = 0; g0 < group; g0 += kMaxGroupChunk) {
+    const int G = std::min(kMaxGroupChunk, group - g0);
+    for (int g = 0; g < G; ++g) {
+      for (int d = 0; d < hd; ++d) {
+        qs[g * hd + d] = q[(g0 + g) * hd + d] * scale;
+        acc[g * hd + d] = 0.0f;
+      }
+      m[g] = -std::numeric_limits<float>::infinity();
+      l[g] = 0.0f;
+    }
+    for (int32_t start = 0; start <= pos; start += kAttnTile) {
+      const int T = std::min<int32_t>(kAttnTile, pos + 1 - start);
+      for (int t = 0; t < T; ++t) {
+        const int32_t p = start + t;
+        const uint8_t* page = kv.page_ptr(kv.page_of(seq, p));
+        const int slot = p % L.page_size;
+        krows[t] = page + L.data_offset(layer, 0, kvh, slot);
+        vrows[t] = page + L.data_offset(layer, 1, kvh, slot);
+        if (dynamic) {
+          ks[t] = load_f32(page + L.scale_offset(layer, 0, kvh, slot)) * ops.fp8_unit;
+          vs[t] = load_f32(page + L.scale_offset(layer, 1, kvh, slot)) * ops.fp8_unit;
+        } else {
+          ks[t] = static_k;
+          vs[t] = static_v;
+        }
+      }
+      ops.decode_rows(krows, T, hd, L.dtype, kbuf);
+      ops.decode_rows(vrows, T, hd, L.dtype, vbuf);
+      ops.scores(qs, G, kbuf, T, hd, ks, s);
+      for (int g = 0; g < G; ++g) {
+        float* sg = s + g * kAttnTile;
+        float mx = m[g];
+        for (int t = 0; t < T; ++t) mx = std::max(mx, sg[t]);
+        if (mx > m[g]) {
+          const float c = std::exp(m[g] - mx);  // 0 on the first tile
+          l[g] *= c;
+          for (int d = 0; d < hd; ++d) acc[g * hd + d] *= c;
+          m[g] = mx;
+        }
+        ops.exp_shift(sg, T, m[g]);
+        float sum = 0.0f;
+        for (int t = 0; t < T; ++t) sum += sg[t];
+        l[g] += sum;
+        for (int t = 0; t < T; ++t) sg[t] *= vs[t];
+      }
+      ops.accumulate(s, G, vbuf, T, hd, acc);
+    }
+    for (int g = 0; g < G; ++g) {
+      const float inv = 1.0f / l[g];
+      for (int d = 0; d < hd; ++d) out[(g0 + g) * hd + d] = acc[g * hd + d] * inv;
+    }
+  }
+}
+
+}  // namespace
+
+const AttnTileOps kScalarOps{decode_rows_scalar, scores_scalar, exp_shift_scalar,
+                             accumulate_scalar, 1.0f};
+
+void paged_attention_with_isa(CpuIsa isa, const KvView& kv, int layer, const float* q,
+                              int num_heads, float scale, std::span<const int32_t> seq_idx,
+                              std::span<const int32_t> positions, float* out, ThreadPool* pool) {
+  check_view(kv);
+  const KvLayout& L = kv.layout;
+  CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "attention isa";
+  CHECK(num_heads % L.num_kv_heads == 0) << num_heads << " heads over " << L.num_kv_heads;
+  const AttnTileOps& ops =
+      isa == CpuIsa::kAvx512Bf16 && L.head_dim % 16 == 0 ? kAvx512Ops : kScalarOps;
+  const int group = num_heads / L.num_kv_heads;
+  const int hd = L.head_dim;
+  const int64_t items = static_cast<int64_t>(positions.size()) * L.num_kv_heads;
+  // One work item per (token, kv head): batch invariant by construction.
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t i = item / L.num_kv_heads;
+      const int kvh = static_cast<int>(item % L.num_kv_heads);
+      const int64_t off = (i * num_heads + static_cast<int64_t>(kvh) * group) * hd;
+      attend(ops, kv, layer, seq_idx[i], positions[i], kvh, q + off, group, scale, out + off);
+    }
+  };
+  if (pool != nullptr && items > 1) {
+    pool->parallel_for(items, run, 1);
+  } else {
+    run(0, items);
+  }
+}
+
+}  // namespace attention_internal
+
+namespace {
+
+// FP8 rows: static mode uses the (layer, k|v, head) scale; dynamic mode uses amax / 448 of
+// the row and stores it beside the page. A row whose amax / 448 is not a positive normal
+// float (all zeros, or values below ~5e-36) is stored as zeros with scale 0.
+void store_row(const KvView& kv, int layer, int which, int seq, int head, int32_t pos,
+               const float* in) {
   const KvLayout& L = kv.layout;
   uint8_t* page = kv.page_ptr(kv.page_of(seq, pos));
   const int slot = pos % L.page_size;
   uint8_t* dst = page + L.data_offset(layer, which, head, slot);
-  switch (L.dtype) {
-    case DType::kF32:
-      std::memcpy(dst, in, static_cast<size_t>(L.head_dim) * 4);
-      return;
-    case DType::kBF16: {
-      uint16_t* d16 = reinterpret_cast<uint16_t*>(dst);
-      for (int d = 0; d < L.head_dim; ++d) d16[d] = f32_to_bf16(in[d]);
-      return;
-    }
-    default:
-      CHECK(false) << "kv_store: unsupported KV dtype " << dtype_name(L.dtype);
+  const size_t hd = static_cast<size_t>(L.head_dim);
+  if (L.dtype == DType::kF32) {
+    std::memcpy(dst, in, hd * 4);
+    return;
+  }
+  if (L.dtype == DType::kBF16) {
+    uint16_t* d16 = reinterpret_cast<uint16_t*>(dst);
+    for (size_t d = 0; d < hd; ++d) d16[d] = f32_to_bf16(in[d]);
+    return;
+  }
+  float s;
+  if (L.scale_mode == KvScaleMode::kStatic) {
+    s = kv.static_scales[(layer * 2 + which) * L.num_kv_heads + head];
+  } else {
+    float amax = 0.0f;
+    for (size_t d = 0; d < hd; ++d) amax = std::max(amax, std::fabs(in[d]));
+    s = amax / kFp8E4M3Max;
+    if (!(s >= FLT_MIN)) s = 0.0f;
+    std::memcpy(page + L.scale_offset(layer, which, head, slot), &s, 4);
+  }
+  if (s > 0.0f) {
+    fp8_e4m3_encode(std::span<const float>(in, hd), s, std::span<uint8_t>(dst, hd));
+  } else {
+    std::memset(dst, 0, hd);
   }
 }
 
@@ -58,6 +238,7 @@ inline void store_row(const KvView& kv, int layer, int which, int seq, int head,
 
 void kv_store(const KvView& kv, int layer, const float* k, const float* v,
               std::span<const int32_t> seq_idx, std::span<const int32_t> positions) {
+  attention_internal::check_view(kv);
   const KvLayout& L = kv.layout;
   const int64_t row = static_cast<int64_t>(L.num_kv_heads) * L.head_dim;
   for (size_t i = 0; i < positions.size(); ++i) {
@@ -71,53 +252,8 @@ void kv_store(const KvView& kv, int layer, const float* k, const float* v,
 void paged_attention(const KvView& kv, int layer, const float* q, int num_heads, float scale,
                      std::span<const int32_t> seq_idx, std::span<const int32_t> positions,
                      float* out, ThreadPool* pool) {
-  const KvLayout& L = kv.layout;
-  const int hd = L.head_dim;
-  CHECK(hd <= kMaxHeadDim) << "head_dim " << hd;
-  CHECK(num_heads % L.num_kv_heads == 0);
-  const int group = num_heads / L.num_kv_heads;
-  const int64_t n = static_cast<int64_t>(positions.size());
-
-  // One work item per (token, query head); each is computed independently with a fixed
-  // order over positions (online softmax), so results do not depend on the batch.
-  auto run = [&](int64_t begin, int64_t end) {
-    float krow[kMaxHeadDim];
-    float vrow[kMaxHeadDim];
-    float acc[kMaxHeadDim];
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t i = item / num_heads;
-      const int h = static_cast<int>(item % num_heads);
-      const int kvh = h / group;
-      const float* qh = q + (i * num_heads + h) * hd;
-      float* oh = out + (i * num_heads + h) * hd;
-      float m = -std::numeric_limits<float>::infinity();
-      float l = 0.0f;
-      for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
-      for (int32_t p = 0; p <= positions[i]; ++p) {
-        load_row(kv, layer, 0, seq_idx[i], kvh, p, krow);
-        float s = 0.0f;
-        for (int d = 0; d < hd; ++d) s += qh[d] * krow[d];
-        s *= scale;
-        load_row(kv, layer, 1, seq_idx[i], kvh, p, vrow);
-        if (s > m) {
-          const float c = std::exp(m - s);
-          l *= c;
-          for (int d = 0; d < hd; ++d) acc[d] *= c;
-          m = s;
-        }
-        const float e = std::exp(s - m);
-        l += e;
-        for (int d = 0; d < hd; ++d) acc[d] += e * vrow[d];
-      }
-      const float inv = 1.0f / l;
-      for (int d = 0; d < hd; ++d) oh[d] = acc[d] * inv;
-    }
-  };
-  if (pool != nullptr) {
-    pool->parallel_for(n * num_heads, run, 4);
-  } else {
-    run(0, n * num_heads);
-  }
+  attention_internal::paged_attention_with_isa(cpu_isa(), kv, layer, q, num_heads, scale, seq_idx,
+                                               positions, out, pool);
 }
 
 }  // namespace densa

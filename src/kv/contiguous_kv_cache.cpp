@@ -1,5 +1,6 @@
 #include "kv/contiguous_kv_cache.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
@@ -7,9 +8,21 @@
 namespace densa {
 
 ContiguousKvCache::ContiguousKvCache(int num_layers, int num_kv_heads, int head_dim,
-                                     int max_tokens, int num_seqs, DType dtype) {
-  CHECK(dtype == DType::kF32 || dtype == DType::kBF16) << "contiguous cache holds f32 or bf16";
-  layout_ = KvLayout{num_layers, num_kv_heads, head_dim, max_tokens, dtype, KvScaleMode::kNone};
+                                     int max_tokens, int num_seqs, DType dtype,
+                                     KvScaleMode scale_mode, std::span<const float> static_scales) {
+  if (dtype == DType::kFP8E4M3) {
+    CHECK(scale_mode != KvScaleMode::kNone) << "fp8 KV cache needs static or dynamic scales";
+  } else {
+    CHECK(dtype == DType::kF32 || dtype == DType::kBF16) << "contiguous cache holds f32, bf16 or fp8";
+    CHECK(scale_mode == KvScaleMode::kNone) << "only an fp8 KV cache takes scales";
+  }
+  if (scale_mode == KvScaleMode::kStatic) {
+    CHECK(static_scales.size() == static_cast<size_t>(num_layers) * 2 * num_kv_heads)
+        << "static kv scales: " << static_scales.size() << " values";
+    for (float s : static_scales) CHECK(std::isfinite(s) && s > 0.0f) << "static kv scale " << s;
+    static_scales_.assign(static_scales.begin(), static_scales.end());
+  }
+  layout_ = KvLayout{num_layers, num_kv_heads, head_dim, max_tokens, dtype, scale_mode};
   const int64_t bytes = layout_.page_bytes() * num_seqs;
   data_ = std::make_unique<uint8_t[]>(static_cast<size_t>(bytes));
   std::memset(data_.get(), 0, static_cast<size_t>(bytes));
@@ -26,6 +39,7 @@ KvView ContiguousKvCache::view() const {
   v.pool = data_.get();
   v.block_table = block_table_;
   v.block_offsets = block_offsets_;
+  v.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
   return v;
 }
 

@@ -7,6 +7,23 @@
 
 namespace densa {
 
+namespace {
+
+ContiguousKvCache make_cache(const ModelConfig& cfg, int max_tokens, DType dtype, KvScaleMode mode,
+                             const KvScales* scales) {
+  std::span<const float> static_scales;
+  if (mode == KvScaleMode::kStatic) {
+    CHECK(scales != nullptr) << "fp8 KV with static scales needs KvScales";
+    const Status st = validate_kv_scales(*scales, cfg.num_layers, cfg.num_kv_heads);
+    CHECK(st.is_ok()) << st.message();
+    static_scales = scales->values;
+  }
+  return ContiguousKvCache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, max_tokens, 1, dtype,
+                           mode, static_scales);
+}
+
+}  // namespace
+
 std::vector<TokenId> generate(const ModelWeights& w, std::span<const TokenId> prompt,
                               const GenerateOptions& opts, ThreadPool* pool,
                               const std::function<bool(TokenId, std::span<const float>)>& on_token) {
@@ -14,7 +31,8 @@ std::vector<TokenId> generate(const ModelWeights& w, std::span<const TokenId> pr
   CHECK(!prompt.empty());
   const int max_tokens = std::min<int>(cfg.max_position_embeddings,
                                        static_cast<int>(prompt.size()) + opts.max_new_tokens);
-  ContiguousKvCache cache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, max_tokens, 1, opts.kv_dtype);
+  const ContiguousKvCache cache =
+      make_cache(cfg, max_tokens, opts.kv_dtype, opts.kv_scale_mode, opts.kv_scales);
   const KvView kv = cache.view();
   ForwardScratch scratch;
   Sampler sampler(opts.sampling);
@@ -45,10 +63,11 @@ std::vector<TokenId> generate(const ModelWeights& w, std::span<const TokenId> pr
 }
 
 std::vector<float> prompt_logits(const ModelWeights& w, std::span<const TokenId> tokens,
-                                 DType kv_dtype, ThreadPool* pool) {
+                                 DType kv_dtype, ThreadPool* pool, KvScaleMode kv_scale_mode,
+                                 const KvScales* kv_scales) {
   const ModelConfig& cfg = w.config;
   const int n = static_cast<int>(tokens.size());
-  ContiguousKvCache cache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, n, 1, kv_dtype);
+  const ContiguousKvCache cache = make_cache(cfg, n, kv_dtype, kv_scale_mode, kv_scales);
   ForwardScratch scratch;
   std::vector<int32_t> positions(n), seq(n, 0), rows(n);
   std::iota(positions.begin(), positions.end(), 0);

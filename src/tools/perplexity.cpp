@@ -30,7 +30,7 @@ PerplexityResult compute_perplexity(const ModelWeights& w, std::span<const Token
   for (int wi = 0; wi < num_windows; ++wi) {
     std::copy_n(ids.begin() + static_cast<int64_t>(wi) * ctx, ctx, window.begin());
     window[0] = w.config.bos_token_id;
-    const std::vector<float> logits = prompt_logits(w, window, opts.kv_dtype, pool);
+    const std::vector<float> logits = prompt_logits(w, window, opts.kv_dtype, pool, opts.kv_scale_mode, opts.kv_scales);
     for (int p = 0; p + 1 < ctx; ++p) {
       const double nll = -log_softmax_at(
           std::span<const float>(logits.data() + static_cast<int64_t>(p) * vocab, vocab), window[p + 1]);

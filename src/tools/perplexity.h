@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kv/kv_scales.h"
 #include "model/model_weights.h"
 
 namespace densa {
@@ -16,6 +17,8 @@ namespace densa {
 struct PerplexityOptions {
   int ctx = 256;
   DType kv_dtype = DType::kF32;
+  KvScaleMode kv_scale_mode = KvScaleMode::kNone;  // kFP8E4M3: kStatic or kDynamic
+  const KvScales* kv_scales = nullptr;             // borrowed; required for kStatic
   int max_windows = 0;  // 0 = all
 };
 

@@ -1,7 +1,11 @@
 #include "kernels/reference/attention_ref.h"
 
 #include <cmath>
+#include <algorithm>
+#include <limits>
 #include <vector>
+
+#include "quant/fp8.h"
 
 namespace densa::ref {
 
@@ -27,6 +31,22 @@ void attention_one(const float* q, const float* k, const float* v, int32_t pos, 
       out[h * head_dim + d] = static_cast<float>(acc / sum);
     }
   }
+}
+
+}  // namespace densa::ref
+
+namespace densa::ref {
+
+float kv_fp8_dynamic_scale(const float* row, int head_dim) {
+  double amax = 0;
+  for (int d = 0; d < head_dim; ++d) amax = std::max(amax, std::fabs(static_cast<double>(row[d])));
+  const float s = static_cast<float>(amax) / kFp8E4M3Max;
+  return s >= std::numeric_limits<float>::min() ? s : 0.0f;
+}
+
+void kv_fp8_round_trip(const float* row, int head_dim, float scale, float* out) {
+  for (int d = 0; d < head_dim; ++d)
+    out[d] = scale > 0 ? fp8_e4m3_to_f32(fp8_e4m3_from_f32(row[d] / scale)) * scale : 0.0f;
 }
 
 }  // namespace densa::ref
