@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "kernels/internal/matmul_isa.h"
+#include "kernels/internal/matmul_quant_fallback.h"
 
 namespace densa {
 namespace matmul_internal {
@@ -125,6 +126,8 @@ void matmul_rows_scalar(const WeightView& w, const float* x, int64_t n, float* y
 
 void matmul_with_isa(CpuIsa isa, const WeightView& w, const float* x, int64_t n, float* y,
                      ThreadPool* pool) {
+  // FP8 / INT4 weights: reference-decoding fallback until ISA kernels handle them.
+  if (matmul_quant_fallback_supports(w.dtype)) return matmul_quant_fallback(w, x, n, y, pool);
   CHECK(matmul_supports(w.dtype)) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
   CHECK(w.cols % dtype_block_elems(w.dtype) == 0) << "matmul: cols " << w.cols;
   CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "matmul: isa " << cpu_isa_name(isa);

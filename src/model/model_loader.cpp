@@ -10,6 +10,8 @@
 
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
+#include "model/hf_quantized.h"
+#include "model/quantize_weights.h"
 
 namespace densa {
 namespace {
@@ -27,6 +29,9 @@ struct TensorSource {
   std::string origin;
   bool gguf = false;
   std::function<Result<RawTensor>(const std::string&)> get;
+  // Optional: a matrix stored in a pre-quantized form (FP8 / INT4 checkpoints); returns
+  // nullopt when `name` is a plain tensor. Args: name, rows, cols.
+  std::function<Result<std::optional<WeightView>>(const std::string&, int64_t, int64_t)> get_quantized;
 };
 
 std::string shape_string(std::vector<int64_t> shape, bool gguf) {
@@ -53,6 +58,10 @@ bool is_matrix_dtype(DType t) {
 // A [rows, cols] matrix, or `count` stacked [rows, cols] matrices when count > 0.
 Result<std::vector<WeightView>> load_matrices(const TensorSource& src, const std::string& name, int64_t count,
                                               int64_t rows, int64_t cols) {
+  if (src.get_quantized && count == 0) {
+    DENSA_ASSIGN_OR_RETURN(std::optional<WeightView> q, src.get_quantized(name, rows, cols));
+    if (q) return std::vector<WeightView>{*q};
+  }
   DENSA_ASSIGN_OR_RETURN(RawTensor t, src.get(name));
   if (!is_matrix_dtype(t.dtype)) {
     return unimplemented(src.origin + ": tensor '" + name + "' has dtype " + std::string(dtype_name(t.dtype)) +
@@ -304,6 +313,10 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
     DENSA_ASSIGN_OR_RETURN(SafetensorsTensor t, st.tensor(name));
     return RawTensor{t.name, *t.dtype, t.shape, t.data};
   };
+  DENSA_ASSIGN_OR_RETURN(HfQuantConfig qc, parse_hf_quant_config(dir / "config.json"));
+  src.get_quantized = [&st, &w, qc](const std::string& name, int64_t rows, int64_t cols) {
+    return load_hf_quantized_matrix(st, qc, name, rows, cols, w);
+  };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
   std::error_code ec;
   if (std::filesystem::exists(dir / "tokenizer.model", ec)) {
@@ -320,8 +333,11 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
 Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options) {
   std::error_code ec;
   if (options.weight_dtype.has_value()) {
-    return unimplemented(path.string() + ": quantize-on-load to " +
-                         std::string(dtype_name(*options.weight_dtype)) + " is not supported yet");
+    const WeightQuantSpec spec{*options.weight_dtype, options.weight_group_size};
+    DENSA_RETURN_IF_ERROR(check_quant_target(spec, 0, 0));
+    DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(path, LoadOptions{}));
+    DENSA_RETURN_IF_ERROR(quantize_weights(w, spec));
+    return w;
   }
   if (std::filesystem::is_directory(path, ec)) return load_hf(path);
   if (!std::filesystem::exists(path, ec)) return not_found(path.string() + ": no such file or directory");

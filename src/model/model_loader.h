@@ -11,8 +11,10 @@ namespace densa {
 
 struct LoadOptions {
   // Quantize-on-load target for the large matrices (attention, dense FFN, experts; norms,
-  // router and embeddings stay as stored): kBF16, kFP8E4M3 (128x128 block scales) or kI4
-  // (group-wise symmetric). nullopt keeps the checkpoint's own dtypes.
+  // router, embeddings and lm_head stay as stored): kBF16, kFP8E4M3 (128x128 block scales),
+  // kI4 (group-wise symmetric), or GGUF's kQ8_0 / kQ4_0 (model/quantize_weights.h). nullopt
+  // keeps the checkpoint's own dtypes. Pre-quantized FP8 / INT4 Hugging Face checkpoints load
+  // as stored either way (model/hf_quantized.h); matrices already in the target are kept.
   std::optional<DType> weight_dtype;
   int weight_group_size = 128;  // INT4 group size: 32 or 128
 };

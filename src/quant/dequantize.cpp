@@ -3,31 +3,41 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "quant/fp8_block.h"
+#include "quant/int4_group.h"
 
 namespace densa {
 
 void dequantize_row(const WeightView& w, int64_t row, float* out) {
+  dequantize_row_range(w, row, 0, w.cols, out);
+}
+
+void dequantize_row_range(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out) {
   const uint8_t* p = w.row_ptr(row);
   switch (w.dtype) {
     case DType::kF32:
-      std::memcpy(out, p, static_cast<size_t>(w.cols) * 4);
+      std::memcpy(out, p + 4 * begin, static_cast<size_t>(count) * 4);
       return;
     case DType::kF16:
-      for (int64_t i = 0; i < w.cols; ++i) {
+      p += 2 * begin;
+      for (int64_t i = 0; i < count; ++i) {
         uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
         out[i] = f16_to_f32(h);
       }
       return;
     case DType::kBF16:
-      for (int64_t i = 0; i < w.cols; ++i) {
+      p += 2 * begin;
+      for (int64_t i = 0; i < count; ++i) {
         uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
         out[i] = bf16_to_f32(h);
       }
       return;
     case DType::kQ8_0:
-      for (int64_t b = 0; b < w.cols / 32; ++b) {
+      DCHECK(begin % 32 == 0 && count % 32 == 0);
+      p += begin / 32 * 34;
+      for (int64_t b = 0; b < count / 32; ++b) {
         const uint8_t* blk = p + b * 34;
         uint16_t dh;
         std::memcpy(&dh, blk, 2);
@@ -37,7 +47,9 @@ void dequantize_row(const WeightView& w, int64_t row, float* out) {
       return;
     case DType::kQ4_0:
       // 16 bytes of nibbles: low nibble of byte j is element j, high nibble is element j + 16.
-      for (int64_t b = 0; b < w.cols / 32; ++b) {
+      DCHECK(begin % 32 == 0 && count % 32 == 0);
+      p += begin / 32 * 18;
+      for (int64_t b = 0; b < count / 32; ++b) {
         const uint8_t* blk = p + b * 18;
         uint16_t dh;
         std::memcpy(&dh, blk, 2);
@@ -49,7 +61,11 @@ void dequantize_row(const WeightView& w, int64_t row, float* out) {
       }
       return;
     case DType::kFP8E4M3:
+      fp8_block_dequantize(w, row, begin, count, out);
+      return;
     case DType::kI4:
+      int4_group_dequantize(w, row, begin, count, out);
+      return;
     case DType::kI8:
     case DType::kI32:
     case DType::kU8:

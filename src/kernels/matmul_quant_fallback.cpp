@@ -1,0 +1,59 @@
+// Fallback matmul for FP8 / INT4 weights. Per output element y[i, r] the reduction order is
+// fixed: the row is walked left to right, element k goes to accumulator lane k % 4, and the
+// lanes are summed as (l0 + l1) + (l2 + l3). Weights are decoded in chunks of kChunk elements
+// into a stack buffer and reused for a tile of up to kTile rows of x; neither the chunking nor
+// the tiling changes any (i, r) chain, so results do not depend on n or the thread split.
+#include "kernels/internal/matmul_quant_fallback.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "quant/dequantize.h"
+
+namespace densa::matmul_internal {
+namespace {
+
+constexpr int64_t kChunk = 256;  // multiple of every block/group alignment dequantize needs
+constexpr int kTile = 8;
+constexpr int64_t kMinTaskBytes = 256 * 1024;
+
+void rows_kernel(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin, int64_t r_end) {
+  const int64_t cols = w.cols;
+  float wb[kChunk];
+  for (int64_t r = r_begin; r < r_end; ++r) {
+    for (int64_t i0 = 0; i0 < n; i0 += kTile) {
+      const int nx = static_cast<int>(std::min<int64_t>(kTile, n - i0));
+      float acc[kTile][4] = {};
+      for (int64_t k0 = 0; k0 < cols; k0 += kChunk) {
+        const int64_t len = std::min(kChunk, cols - k0);
+        dequantize_row_range(w, r, k0, len, wb);
+        for (int t = 0; t < nx; ++t) {
+          const float* xr = x + (i0 + t) * cols + k0;
+          // k0 is a multiple of 4, so lane (k0 + j) % 4 == j % 4.
+          for (int64_t j = 0; j < len; ++j) acc[t][j % 4] += wb[j] * xr[j];
+        }
+      }
+      for (int t = 0; t < nx; ++t) y[(i0 + t) * w.rows + r] = (acc[t][0] + acc[t][1]) + (acc[t][2] + acc[t][3]);
+    }
+  }
+}
+
+}  // namespace
+
+bool matmul_quant_fallback_supports(DType t) { return t == DType::kFP8E4M3 || t == DType::kI4; }
+
+void matmul_quant_fallback(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
+  CHECK(matmul_quant_fallback_supports(w.dtype)) << "matmul fallback: dtype " << dtype_name(w.dtype);
+  CHECK(w.scales != nullptr && w.scale_rows > 0 && w.scale_cols > 0) << "matmul fallback: missing scales";
+  CHECK(w.cols % 2 == 0) << "matmul fallback: cols " << w.cols;
+  if (n <= 0 || w.rows <= 0) return;
+  if (pool == nullptr || pool->num_threads() == 1) {
+    rows_kernel(w, x, n, y, 0, w.rows);
+    return;
+  }
+  const int64_t row_cost = w.row_bytes() + n * w.cols * 2;  // decoding costs about one more pass
+  const int64_t grain = std::max<int64_t>(1, kMinTaskBytes / std::max<int64_t>(1, row_cost));
+  pool->parallel_for(w.rows, [&](int64_t b, int64_t e) { rows_kernel(w, x, n, y, b, e); }, grain);
+}
+
+}  // namespace densa::matmul_internal

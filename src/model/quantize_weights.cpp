@@ -1,0 +1,56 @@
+#include "model/quantize_weights.h"
+
+#include "quant/dequantize.h"
+
+namespace densa {
+
+void for_each_quantizable_matrix(ModelWeights& w, const std::function<void(const std::string&, WeightView&)>& fn) {
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    LayerWeights& l = w.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    fn(p + "self_attn.q_proj", l.wq);
+    fn(p + "self_attn.k_proj", l.wk);
+    fn(p + "self_attn.v_proj", l.wv);
+    fn(p + "self_attn.o_proj", l.wo);
+    if (!l.w_gate.empty()) {
+      fn(p + "mlp.gate_proj", l.w_gate);
+      fn(p + "mlp.up_proj", l.w_up);
+      fn(p + "mlp.down_proj", l.w_down);
+    }
+    for (size_t e = 0; e < l.expert_gate.size(); ++e) {
+      const std::string ep = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
+      fn(ep + "w1", l.expert_gate[e]);
+      fn(ep + "w2", l.expert_down[e]);
+      fn(ep + "w3", l.expert_up[e]);
+    }
+  }
+}
+
+Status quantize_weights(ModelWeights& w, const WeightQuantSpec& spec, const std::function<void(int, int)>& on_matrix) {
+  Status status = Status::ok();
+  int total = 0;
+  for_each_quantizable_matrix(w, [&](const std::string& name, WeightView& v) {
+    ++total;
+    if (!status.is_ok()) return;
+    Status s = check_quant_target(spec, v.rows, v.cols);
+    if (!s.is_ok()) status = invalid_argument(w.source + ": tensor '" + name + "': " + s.message());
+  });
+  DENSA_RETURN_IF_ERROR(status);
+  int done = 0;
+  for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
+    const bool same = v.dtype == spec.dtype && (spec.dtype != DType::kI4 || v.scale_cols == spec.group_size) &&
+                      (spec.dtype != DType::kFP8E4M3 || (v.scale_rows == 128 && v.scale_cols == 128));
+    if (same) {  // already in the target format (a pre-quantized checkpoint): keep it exact
+      if (on_matrix) on_matrix(++done, total);
+      return;
+    }
+    const std::vector<float> f = dequantize_matrix(v);
+    QuantizedMatrix q = quantize_matrix(f.data(), v.rows, v.cols, spec);
+    for (auto& b : q.buffers) w.owned.push_back(std::move(b));
+    v = q.view;
+    if (on_matrix) on_matrix(++done, total);
+  });
+  return Status::ok();
+}
+
+}  // namespace densa

@@ -1,0 +1,26 @@
+#pragma once
+// Writes a GGUF v3 file: header, metadata key/values (as given), the tensor directory, then
+// each tensor's data at an offset that is a multiple of `alignment` (general.alignment, 32 by
+// default) from the aligned start of the data section, as llama.cpp's reader requires.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "io/gguf_file.h"
+
+namespace densa {
+
+struct GgufOutTensor {
+  std::string name;
+  uint32_t ggml_type = 0;       // 0 f32, 1 f16, 2 q4_0, 8 q8_0, 30 bf16, ...
+  std::vector<int64_t> ne;      // ne0 (contiguous) first
+  std::vector<uint8_t> bytes;
+};
+
+Status write_gguf(const std::filesystem::path& path, const std::vector<std::pair<std::string, GgufValue>>& metadata,
+                  const std::vector<GgufOutTensor>& tensors, uint64_t alignment = 32);
+
+}  // namespace densa

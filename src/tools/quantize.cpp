@@ -1,0 +1,243 @@
+#include "tools/quantize.h"
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "io/gguf_file.h"
+#include "io/safetensors.h"
+#include "model/model_loader.h"
+#include "model/quantize_weights.h"
+#include "quant/dequantize.h"
+#include "quant/fp8_block.h"
+#include "tools/gguf_writer.h"
+#include "tools/safetensors_writer.h"
+
+namespace densa {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+std::vector<uint8_t> bytes_of(const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return {b, b + n};
+}
+
+// ---- Hugging Face -> Hugging Face ----
+
+Json quantization_config(const WeightQuantSpec& spec) {
+  if (spec.dtype == DType::kFP8E4M3) {
+    return Json{{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
+                {"weight_block_size", {kFp8BlockRows, kFp8BlockCols}}};
+  }
+  Json weights = {{"num_bits", 4}, {"type", "int"}, {"symmetric", true}, {"strategy", "group"},
+                  {"group_size", spec.group_size}, {"dynamic", false}, {"actorder", nullptr}, {"observer", "minmax"}};
+  return Json{{"quant_method", "compressed-tensors"},
+              {"format", "pack-quantized"},
+              {"quantization_status", "compressed"},
+              {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", weights},
+                                              {"input_activations", nullptr}, {"output_activations", nullptr}}}}},
+              {"ignore", {"lm_head", "re:.*block_sparse_moe.gate$"}},
+              {"kv_cache_scheme", nullptr}};
+}
+
+// The tensors written for one quantized matrix `name` (without ".weight").
+void append_matrix(std::vector<SafetensorsOut>& out, const std::string& name, const WeightView& v) {
+  const std::vector<int64_t> shape = {v.rows, v.cols};
+  switch (v.dtype) {
+    case DType::kBF16:
+      out.push_back({name + ".weight", "BF16", shape, bytes_of(v.data, static_cast<size_t>(v.bytes()))});
+      return;
+    case DType::kFP8E4M3: {
+      const int64_t srows = fp8_block_scale_rows(v.rows), scols = fp8_block_scale_cols(v.cols);
+      out.push_back({name + ".weight", "F8_E4M3", shape, bytes_of(v.data, static_cast<size_t>(v.bytes()))});
+      out.push_back({name + ".weight_scale_inv", "F32", {srows, scols}, bytes_of(v.scales, static_cast<size_t>(srows * scols) * 4)});
+      return;
+    }
+    case DType::kI4: {
+      const int64_t groups = v.cols / v.scale_cols;
+      std::vector<uint8_t> scales(static_cast<size_t>(v.rows * groups) * 2);
+      for (int64_t i = 0; i < v.rows * groups; ++i) {
+        const uint16_t h = f32_to_bf16(v.scales[i]);  // exact: int4 scales are bf16 values
+        std::memcpy(scales.data() + 2 * i, &h, 2);
+      }
+      const int32_t dims[2] = {static_cast<int32_t>(v.rows), static_cast<int32_t>(v.cols)};
+      out.push_back({name + ".weight_packed", "I32", {v.rows, v.cols / 8}, bytes_of(v.data, static_cast<size_t>(v.bytes()))});
+      out.push_back({name + ".weight_scale", "BF16", {v.rows, groups}, std::move(scales)});
+      out.push_back({name + ".weight_shape", "I32", {2}, bytes_of(dims, 8)});
+      return;
+    }
+    case DType::kF32: case DType::kF16: case DType::kQ8_0: case DType::kQ4_0:
+    case DType::kI8: case DType::kI32: case DType::kU8: break;
+  }
+}
+
+Status copy_tensor(std::vector<SafetensorsOut>& out, const SafetensorsDir& st, const std::string& name) {
+  DENSA_ASSIGN_OR_RETURN(SafetensorsTensor t, st.tensor(name));
+  out.push_back({name, t.dtype_name, t.shape, bytes_of(t.data, t.nbytes)});
+  return Status::ok();
+}
+
+int64_t dir_tensor_bytes(const fs::path& dir) {
+  int64_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".safetensors") n += static_cast<int64_t>(fs::file_size(e.path(), ec));
+  }
+  return n;
+}
+
+Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuantSpec& spec,
+                                   const std::function<void(int, int)>& progress) {
+  const fs::path& in = opts.input;
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(in, LoadOptions{spec.dtype, spec.group_size}));
+  DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(in));
+  const ModelConfig& c = w.config;
+  QuantizeReport report;
+  std::vector<SafetensorsOut> out;
+  std::vector<std::string> kept = {"model.embed_tokens.weight", "model.norm.weight"};
+  if (!c.tie_word_embeddings) kept.push_back("lm_head.weight");
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    kept.push_back(p + "input_layernorm.weight");
+    kept.push_back(p + "post_attention_layernorm.weight");
+    if (c.is_moe()) kept.push_back(p + "block_sparse_moe.gate.weight");
+  }
+  int total = static_cast<int>(kept.size()), done = 0;
+  for_each_quantizable_matrix(w, [&](const std::string&, WeightView&) { ++total; });
+  for (const std::string& name : kept) {
+    DENSA_RETURN_IF_ERROR(copy_tensor(out, st, name));
+    ++report.num_kept;
+    if (progress) progress(++done, total);
+  }
+  for_each_quantizable_matrix(w, [&](const std::string& name, WeightView& v) {
+    append_matrix(out, name, v);
+    ++report.num_quantized;
+    if (progress) progress(++done, total);
+  });
+
+  std::error_code ec;
+  fs::create_directories(opts.output, ec);
+  if (ec) return not_found(opts.output.string() + ": cannot create directory: " + ec.message());
+  DENSA_RETURN_IF_ERROR(write_safetensors(opts.output / "model.safetensors", out));
+  // config.json with the quantization_config; every other non-weight file copied.
+  std::ifstream cin(in / "config.json", std::ios::binary);
+  std::ostringstream ss;
+  ss << cin.rdbuf();
+  Json config = Json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return data_loss((in / "config.json").string() + ": not a JSON object");
+  config.erase("quantization_config");
+  if (spec.dtype != DType::kBF16) config["quantization_config"] = quantization_config(spec);
+  if (spec.dtype == DType::kBF16) config["torch_dtype"] = "bfloat16";
+  std::ofstream cout(opts.output / "config.json", std::ios::binary | std::ios::trunc);
+  cout << config.dump(2) << "\n";
+  if (!cout) return data_loss((opts.output / "config.json").string() + ": write failed");
+  for (const auto& e : fs::directory_iterator(in, ec)) {
+    const std::string fname = e.path().filename().string();
+    if (!e.is_regular_file() || e.path().extension() == ".safetensors" || fname == "config.json" ||
+        fname == "model.safetensors.index.json") {
+      continue;
+    }
+    fs::copy_file(e.path(), opts.output / fname, fs::copy_options::overwrite_existing, ec);
+    if (ec) return data_loss(e.path().string() + ": copy failed: " + ec.message());
+    fs::permissions(opts.output / fname, fs::perms::owner_write, fs::perm_options::add, ec);  // rerunnable
+  }
+  report.input_weight_bytes = dir_tensor_bytes(in);
+  report.output_weight_bytes = dir_tensor_bytes(opts.output);
+  return report;
+}
+
+// ---- GGUF -> GGUF ----
+
+// The matrices quantize_weights converts, by GGUF name.
+bool gguf_quantizable(const std::string& name) {
+  static const std::regex re(R"(blk\.\d+\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down|ffn_gate_exps|ffn_up_exps|ffn_down_exps)\.weight)");
+  return std::regex_match(name, re);
+}
+
+Result<QuantizeReport> quantize_gguf(const QuantizeOptions& opts, const WeightQuantSpec& spec,
+                                     const std::function<void(int, int)>& progress) {
+  DENSA_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(opts.input));
+  QuantizeReport report;
+  const uint32_t ggml_type = spec.dtype == DType::kQ8_0 ? 8 : 2;
+  std::vector<GgufOutTensor> tensors;
+  const auto& infos = f.tensor_infos();
+  for (size_t i = 0; i < infos.size(); ++i) {
+    DENSA_ASSIGN_OR_RETURN(GgufTensor t, f.tensor(infos[i].name));
+    GgufOutTensor o{t.name, infos[i].ggml_type, t.ne, {}};
+    if (gguf_quantizable(t.name) && t.ne.size() >= 2) {
+      WeightView v{.dtype = t.dtype, .rows = t.numel() / t.ne[0], .cols = t.ne[0], .data = t.data};
+      Status s = check_quant_target(spec, v.rows, v.cols);
+      if (!s.is_ok()) return invalid_argument(opts.input.string() + ": tensor '" + t.name + "': " + s.message());
+      const std::vector<float> values = dequantize_matrix(v);
+      QuantizedMatrix q = quantize_matrix(values.data(), v.rows, v.cols, spec);
+      o.ggml_type = ggml_type;
+      o.bytes = bytes_of(q.view.data, static_cast<size_t>(q.view.bytes()));
+      ++report.num_quantized;
+    } else {
+      o.bytes = bytes_of(t.data, t.nbytes);
+      ++report.num_kept;
+    }
+    tensors.push_back(std::move(o));
+    if (progress) progress(static_cast<int>(i + 1), static_cast<int>(infos.size()));
+  }
+  std::vector<std::pair<std::string, GgufValue>> metadata(f.metadata().begin(), f.metadata().end());
+  for (auto& [key, value] : metadata) {
+    if (key == "general.file_type") value.integer = spec.dtype == DType::kQ8_0 ? 7 : 2;  // MOSTLY_Q8_0 / MOSTLY_Q4_0
+  }
+  if (!f.find("general.file_type")) {
+    GgufValue v;
+    v.type = GgufType::kU32;
+    v.integer = spec.dtype == DType::kQ8_0 ? 7 : 2;
+    metadata.emplace_back("general.file_type", v);
+  }
+  if (opts.output.has_parent_path()) {
+    std::error_code ec;
+    fs::create_directories(opts.output.parent_path(), ec);
+  }
+  DENSA_RETURN_IF_ERROR(write_gguf(opts.output, metadata, tensors, f.alignment()));
+  std::error_code ec;
+  report.input_weight_bytes = static_cast<int64_t>(fs::file_size(opts.input, ec));
+  report.output_weight_bytes = static_cast<int64_t>(fs::file_size(opts.output, ec));
+  return report;
+}
+
+}  // namespace
+
+Result<QuantizeReport> quantize_checkpoint(const QuantizeOptions& opts, const std::function<void(int, int)>& progress) {
+  std::error_code ec;
+  const bool hf = fs::is_directory(opts.input, ec);
+  if (!hf && !fs::exists(opts.input, ec)) return not_found(opts.input.string() + ": no such file or directory");
+  WeightQuantSpec spec;
+  spec.group_size = opts.group_size;
+  if (opts.to == "fp8") {
+    spec.dtype = DType::kFP8E4M3;
+  } else if (opts.to == "int4") {
+    spec.dtype = DType::kI4;
+  } else if (opts.to == "bf16") {
+    spec.dtype = DType::kBF16;
+  } else if (opts.to == "q8_0") {
+    spec.dtype = DType::kQ8_0;
+  } else if (opts.to == "q4_0") {
+    spec.dtype = DType::kQ4_0;
+  } else {
+    return invalid_argument("--to '" + opts.to + "': expected fp8, int4, bf16 (Hugging Face) or q8_0, q4_0 (GGUF)");
+  }
+  DENSA_RETURN_IF_ERROR(check_quant_target(spec, 0, 0));
+  const bool gguf_target = spec.dtype == DType::kQ8_0 || spec.dtype == DType::kQ4_0;
+  if (hf && gguf_target) {
+    return unimplemented("--to " + opts.to + " writes GGUF and needs a GGUF input; " + opts.input.string() +
+                         " is a Hugging Face directory (use --to fp8|int4|bf16)");
+  }
+  if (!hf && !gguf_target) {
+    return unimplemented("--to " + opts.to + " writes a Hugging Face directory and needs one as input; " +
+                         opts.input.string() + " is a GGUF file (use --to q8_0|q4_0)");
+  }
+  return hf ? quantize_hf(opts, spec, progress) : quantize_gguf(opts, spec, progress);
+}
+
+}  // namespace densa

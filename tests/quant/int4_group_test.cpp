@@ -1,0 +1,156 @@
+// INT4 group-wise weights: dequantization bit-exact against an independent decoder written
+// here (compressed-tensors' int32 words: nibble i of word j is element 8j+i, value q+8),
+// packing equal to compressed-tensors pack_to_int32, quantize -> dequantize error bounds,
+// and the matmul fallback against ref::matmul.
+#include "quant/int4_group.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/reference/matmul_ref.h"
+#include "quant/dequantize.h"
+
+namespace densa {
+namespace {
+
+// Independent decoder: reads the row as little-endian int32 words.
+float independent_value(const uint8_t* packed, const float* scales, int64_t cols, int64_t group, int64_t r, int64_t c) {
+  uint32_t word;
+  std::memcpy(&word, packed + r * cols / 2 + (c / 8) * 4, 4);
+  const int32_t q = static_cast<int32_t>((word >> (4 * (c % 8))) & 0xf) - 8;
+  return static_cast<float>(q) * scales[r * (cols / group) + c / group];
+}
+
+// compressed-tensors pack_to_int32 for one row of signed int4 values.
+std::vector<uint32_t> pack_to_int32(const std::vector<int>& q) {
+  std::vector<uint32_t> words(q.size() / 8, 0);
+  for (size_t k = 0; k < q.size(); ++k) words[k / 8] |= static_cast<uint32_t>(q[k] + 8) << (4 * (k % 8));
+  return words;
+}
+
+TEST(Int4Group, DequantizeBitExactAgainstIndependentDecoder) {
+  for (int64_t group : {32, 128}) {
+    const int64_t rows = 37, cols = 256;
+    std::mt19937 rng(static_cast<uint32_t>(group));
+    std::vector<uint8_t> packed(static_cast<size_t>(rows * cols / 2));
+    for (auto& b : packed) b = static_cast<uint8_t>(rng());
+    std::vector<float> scales(static_cast<size_t>(rows * cols / group));
+    std::uniform_real_distribution<float> u(-14.0f, 0.0f);
+    for (auto& s : scales) s = std::exp2(u(rng));
+    const WeightView v = int4_group_view(packed.data(), scales.data(), rows, cols, group);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(v, r, row.data());
+      for (int64_t c = 0; c < cols; ++c) {
+        const float e = independent_value(packed.data(), scales.data(), cols, group, r, c);
+        ASSERT_EQ(std::memcmp(&row[c], &e, 4), 0) << "g" << group << " r " << r << " c " << c;
+      }
+    }
+  }
+}
+
+TEST(Int4Group, PackingMatchesCompressedTensorsWords) {
+  const int64_t cols = 64;
+  std::vector<float> w(static_cast<size_t>(cols));
+  std::vector<int> q(static_cast<size_t>(cols));
+  // Values that are exact multiples of the scale 1 (amax 7): q = w.
+  for (int64_t k = 0; k < cols; ++k) {
+    q[k] = static_cast<int>(k % 15) - 7;
+    w[k] = static_cast<float>(q[k]);
+  }
+  std::vector<uint8_t> packed(static_cast<size_t>(cols / 2));
+  std::vector<float> scales(2);
+  int4_group_quantize(w.data(), 1, cols, 32, packed, scales);
+  EXPECT_EQ(scales[0], 1.0f);
+  const std::vector<uint32_t> words = pack_to_int32(q);
+  EXPECT_EQ(0, std::memcmp(words.data(), packed.data(), packed.size()));
+}
+
+TEST(Int4Group, QuantizeRoundTripErrorBound) {
+  const int64_t rows = 64, cols = 256;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> w(static_cast<size_t>(rows * cols));
+  for (auto& v : w) v = normal(rng);
+  for (int64_t group : {32, 128}) {
+    std::vector<uint8_t> packed(w.size() / 2);
+    std::vector<float> scales(static_cast<size_t>(rows * cols / group));
+    int4_group_quantize(w.data(), rows, cols, group, packed, scales);
+    const WeightView v = int4_group_view(packed.data(), scales.data(), rows, cols, group);
+    std::vector<float> row(static_cast<size_t>(cols));
+    double sq = 0, ref = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(v, r, row.data());
+      for (int64_t g = 0; g < cols / group; ++g) {
+        float amax = 0;
+        for (int64_t c = g * group; c < (g + 1) * group; ++c) amax = std::max(amax, std::fabs(w[r * cols + c]));
+        const float s = scales[r * (cols / group) + g];
+        EXPECT_EQ(s, bf16_to_f32(f32_to_bf16(amax / 7.0f)));  // the documented scale
+        for (int64_t c = g * group; c < (g + 1) * group; ++c) {
+          const float x = w[r * cols + c];
+          // No clipping: every element within half a step; |q| <= 7.
+          ASSERT_LE(std::fabs(row[c] - x), 0.5f * s * 1.0001f) << r << "," << c;
+          ASSERT_LE(std::fabs(row[c]), 7.0f * s);
+          sq += (row[c] - x) * (row[c] - x);
+          ref += x * x;
+        }
+      }
+    }
+    // Relative RMS error of 4-bit rounding of Gaussian groups: ~8% (g32) to ~10% (g128).
+    EXPECT_LT(std::sqrt(sq / ref), group == 32 ? 0.11 : 0.14) << "g" << group;
+  }
+}
+
+TEST(Int4Group, MinusEightDecodes) {
+  // Checkpoints from other tools may use q = -8 (nibble 0); it must decode to -8 * scale.
+  std::vector<uint8_t> packed(16, 0x00);
+  std::vector<float> scales(1, 0.25f);
+  const WeightView v = int4_group_view(packed.data(), scales.data(), 1, 32, 32);
+  std::vector<float> row(32);
+  dequantize_row(v, 0, row.data());
+  for (float x : row) ASSERT_EQ(x, -2.0f);
+}
+
+TEST(Int4Matmul, MatchesReferenceAndIsBatchInvariant) {
+  for (int64_t group : {32, 128}) {
+    const int64_t rows = 96, cols = 384, n = 7;
+    std::mt19937 rng(static_cast<uint32_t>(13 + group));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> w(static_cast<size_t>(rows * cols)), x(static_cast<size_t>(n * cols));
+    for (auto& v : w) v = normal(rng);
+    for (auto& v : x) v = normal(rng);
+    std::vector<uint8_t> packed(w.size() / 2);
+    std::vector<float> scales(static_cast<size_t>(rows * cols / group));
+    int4_group_quantize(w.data(), rows, cols, group, packed, scales);
+    const WeightView v = int4_group_view(packed.data(), scales.data(), rows, cols, group);
+    std::vector<float> y(static_cast<size_t>(n * rows)), yref(y.size()), y1(static_cast<size_t>(rows));
+    matmul(v, x.data(), n, y.data(), nullptr);
+    ref::matmul(v, x.data(), n, yref.data());
+    std::vector<float> wrow(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(v, r, wrow.data());
+      for (int64_t i = 0; i < n; ++i) {
+        double mag = 0;
+        for (int64_t k = 0; k < cols; ++k) mag += std::fabs(static_cast<double>(wrow[k]) * x[i * cols + k]);
+        ASSERT_LE(std::fabs(y[i * rows + r] - yref[i * rows + r]), 1e-5 * mag) << i << "," << r;
+      }
+    }
+    ThreadPool pool(3);
+    std::vector<float> yp(y.size());
+    matmul(v, x.data(), n, yp.data(), &pool);
+    EXPECT_EQ(0, std::memcmp(y.data(), yp.data(), y.size() * 4));
+    for (int64_t i = 0; i < n; ++i) {
+      matmul(v, x.data() + i * cols, 1, y1.data(), nullptr);
+      ASSERT_EQ(0, std::memcmp(y1.data(), y.data() + i * rows, y1.size() * 4)) << "row " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace densa
