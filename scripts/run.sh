@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds densa and runs it on the default model (the MoE fixture in models/). Extra
-# arguments replace the default subcommand, e.g. `scripts/run.sh info`.
+# Builds densa and serves the default model (the MoE fixture in models/) on
+# http://127.0.0.1:8080 with an OpenAI-compatible API. Extra arguments replace the default
+# subcommand, e.g. `scripts/run.sh info` or `scripts/run.sh serve --port 9000`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -9,4 +10,4 @@ cmake --build build -j "$(nproc)" --target densa
 if (($#)); then
   exec ./build/densa "$@"
 fi
-exec ./build/densa generate -p "Once upon a time, there was a little girl named Lily." -n 48
+exec ./build/densa serve --host 127.0.0.1 --port 8080

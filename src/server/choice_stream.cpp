@@ -82,12 +82,8 @@ void ChoiceStream::apply(TokenEvent& e, ChoiceUpdate& update) {
 ChoiceUpdate ChoiceStream::poll(std::chrono::milliseconds timeout) {
   ChoiceUpdate update;
   if (engine_done_ && finished()) return update;
-  std::optional<TokenEvent> e = stream_->next(timeout);
-  while (e) {
-    apply(*e, update);
-    if (engine_done_) break;
-    e = stream_->next(std::chrono::milliseconds(0));
-  }
+  // One event per poll, so a stream sends one chunk per token (no coalescing).
+  if (std::optional<TokenEvent> e = stream_->next(timeout)) apply(*e, update);
   return update;
 }
 

@@ -25,10 +25,10 @@ struct TokenLogprob {
 
 enum class ChoiceFinish { kNone, kStop, kLength, kError };
 
-// What arrived since the last poll.
+// What one poll added.
 struct ChoiceUpdate {
   std::string text;                 // new text to send (may be empty)
-  std::vector<TokenLogprob> tokens; // tokens received since the last poll (logprobs)
+  std::vector<TokenLogprob> tokens; // the token received (logprobs), if any
   ChoiceFinish finish = ChoiceFinish::kNone;  // set once, on the update that finishes
   Status error;                     // finish == kError
 };
@@ -42,7 +42,7 @@ class ChoiceStream {
   ChoiceStream(const ChoiceStream&) = delete;
   ChoiceStream& operator=(const ChoiceStream&) = delete;
 
-  // Waits up to `timeout` for events and returns everything that arrived.
+  // Waits up to `timeout` for the next event and returns what it adds (at most one token).
   ChoiceUpdate poll(std::chrono::milliseconds timeout);
   bool finished() const { return finish_ != ChoiceFinish::kNone; }
   // Cancels the engine request (client gone); the choice counts as finished.

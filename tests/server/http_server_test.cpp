@@ -272,7 +272,7 @@ TEST_F(HttpServerTest, ClientDisconnectMidStreamCancels) {
     httplib::Request req;
     req.method = "POST";
     req.path = "/v1/completions";
-    req.body = R"({"prompt":"x","max_tokens":500,"stream":true})";
+    req.body = R"({"prompt":"x","max_tokens":200,"stream":true})";
     req.set_header("Content-Type", "application/json");
     req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
     c.send(req);  // returns once the receiver says stop (the connection closes)

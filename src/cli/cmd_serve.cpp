@@ -1,0 +1,133 @@
+// `densa serve`: the OpenAI-compatible HTTP server on one engine. SIGINT / SIGTERM stop it
+// gracefully: no new connections, open streams end, the engine drains and shuts down.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/model_path.h"
+#include "engine/engine.h"
+#include "model/model_loader.h"
+#include "server/http_server.h"
+#include "tools/capacity.h"
+
+namespace densa::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  std::string kv_cache_memory = "64MiB";
+  std::string kv_dtype = "bf16";
+  int page_size = 16;
+  int max_running_requests = 64;
+  int max_queue = 1024;
+  int chunked_prefill_size = 256;
+  int max_step_tokens = 1024;
+  int threads = 0;
+  bool no_prefix_cache = false;
+  std::string served_model_name;
+};
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "densa serve: %s\n", message.c_str());
+  return 1;
+}
+
+int run_serve(const ServeArgs& a) {
+  const std::string path = a.model.empty() ? default_model_path() : a.model;
+  EngineConfig cfg;
+  Result<int64_t> kv_bytes = parse_byte_size(a.kv_cache_memory);
+  if (!kv_bytes.is_ok()) return fail("--kv-cache-memory: " + kv_bytes.status().message());
+  cfg.kv_cache_bytes = *kv_bytes;
+  std::optional<DType> kv_dtype = dtype_from_name(a.kv_dtype);
+  if (!kv_dtype) return fail("--kv-dtype must be bf16, f32 or fp8, not \"" + a.kv_dtype + "\"");
+  cfg.kv_dtype = *kv_dtype;
+  cfg.page_size = a.page_size;
+  cfg.max_running_requests = a.max_running_requests;
+  cfg.max_waiting_requests = a.max_queue;
+  cfg.chunked_prefill_size = a.chunked_prefill_size;
+  cfg.max_step_tokens = a.max_step_tokens;
+  cfg.num_threads = a.threads;
+  cfg.enable_prefix_cache = !a.no_prefix_cache;
+
+  Result<ModelWeights> loaded = load_model(path);
+  if (!loaded.is_ok()) return fail(loaded.status().message());
+  const ModelWeights& weights = loaded.value();
+  if (!weights.tokenizer) return fail(path + ": model has no tokenizer");
+
+  // Block the stop signals before any thread starts, so only the waiter below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // main wakes the waiter with it when the server ends
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  Result<std::unique_ptr<Engine>> engine = Engine::create(weights, cfg);
+  if (!engine.is_ok()) return fail("engine: " + engine.status().message());
+
+  server::HttpServerConfig scfg;
+  scfg.host = a.host;
+  scfg.port = a.port;
+  scfg.api_key = a.api_key;
+  scfg.served_model_name =
+      a.served_model_name.empty() ? std::filesystem::path(path).filename().replace_extension().string() : a.served_model_name;
+  scfg.page_size = a.page_size;
+  scfg.num_http_threads = std::min(a.max_running_requests + 16, 512);
+  server::HttpServer http(**engine, weights, scfg);
+  if (Status s = http.bind(); !s.is_ok()) {
+    (*engine)->shutdown();
+    return fail(s.message());
+  }
+  const EngineStats stats = (*engine)->stats();
+  std::fprintf(stderr, "densa serve: model %s (%s), KV %d pages x %d tokens (%s), listening on http://%s:%d\n",
+               scfg.served_model_name.c_str(), path.c_str(), stats.kv_pages_total, a.page_size, a.kv_dtype.c_str(),
+               a.host.c_str(), http.bound_port());
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (sig == SIGUSR1) return;  // woken by main after the server stopped on its own
+    std::fprintf(stderr, "densa serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http.stop();  // open streams end; run() returns once handlers have finished
+  });
+  http.run();
+  pthread_kill(waiter.native_handle(), SIGUSR1);
+  waiter.join();
+  (*engine)->shutdown();
+  std::fprintf(stderr, "densa serve: stopped\n");
+  return 0;
+}
+
+const CommandRegistrar kRegister([](CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
+  cmd->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: the MoE fixture in models/)");
+  cmd->add_option("--host", a->host, "address to listen on");
+  cmd->add_option("--port", a->port, "port to listen on")->check(CLI::Range(1, 65535));
+  cmd->add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV pool size, e.g. 64MiB, 2GiB");
+  cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: bf16 | f32 | fp8");
+  cmd->add_option("--page-size", a->page_size, "tokens per KV page")->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-running-requests", a->max_running_requests)->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--max-queue", a->max_queue, "waiting requests beyond which requests get 429")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--chunked-prefill-size", a->chunked_prefill_size)->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-step-tokens", a->max_step_tokens, "token budget of one batch")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-t,--threads", a->threads, "kernel threads (0 = all cores)");
+  cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "disable the radix prefix cache");
+  cmd->add_option("--served-model-name", a->served_model_name, "model id clients use (default: the file name)");
+  cmd->callback([a] {
+    if (int rc = run_serve(*a); rc != 0) throw CLI::RuntimeError(rc);
+  });
+});
+
+}  // namespace
+}  // namespace densa::cli

@@ -1,0 +1,173 @@
+#pragma once
+// ServerProcess: runs the real `densa serve` binary (DENSA_BINARY) on a free port for
+// end-to-end tests, waits until /health answers, and stops it with SIGTERM (checking that it
+// exits cleanly). Plus curl helpers: every request in these tests goes through real curl.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace densa::testing {
+
+inline std::string fixture_model_path() {
+  return (std::filesystem::path(DENSA_MODELS_DIR) / "tinystories-mixtral-3.6m" / "gguf" /
+          "tinystories-mixtral-3.6m-f16.gguf").string();
+}
+
+// Runs `cmd` in a shell; returns its stdout (stderr goes to the test log).
+inline std::string run_command(const std::string& cmd, int* exit_code = nullptr) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  if (exit_code) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+// Single-quotes `s` for the shell.
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// What curl got: HTTP status, headers and body.
+struct CurlResponse {
+  int status = 0;
+  std::string headers;
+  std::string body;
+};
+
+class ServerProcess {
+ public:
+  explicit ServerProcess(std::vector<std::string> extra_args) : port_(free_port()) {
+    log_path_ = (std::filesystem::temp_directory_path() / ("densa-serve-" + std::to_string(port_) + ".log")).string();
+    std::vector<std::string> args = {DENSA_BINARY, "serve", "-m", fixture_model_path(), "--port", std::to_string(port_),
+                                     "--threads", "2"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* log = std::fopen(log_path_.c_str(), "w");
+      if (log) {
+        dup2(fileno(log), 1);
+        dup2(fileno(log), 2);
+      }
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~ServerProcess() { stop(); }
+
+  // Waits for GET /health == 200. False (with the server log) on timeout or early exit.
+  bool wait_ready(std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        ADD_FAILURE() << "densa serve exited early:\n" << log();
+        return false;
+      }
+      if (get("/health").status == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "densa serve did not become ready:\n" << log();
+    return false;
+  }
+
+  // SIGTERM, then wait; returns the exit code (0 = graceful), -1 if killed or not running.
+  int stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 200; ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return -1;
+  }
+
+  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  int port() const { return port_; }
+  std::string log() const { return run_command("cat " + shell_quote(log_path_)); }
+
+  // curl; `extra` is appended to the command line (e.g. -H, --max-time).
+  CurlResponse curl(const std::string& method, const std::string& path, const std::string& body = "",
+                    const std::string& extra = "") const {
+    const std::string marker = "\n__DENSA_STATUS__:";
+    std::string cmd = "curl -sS -N -D - -X " + method + " " + shell_quote(url(path)) + " " + extra;
+    if (!body.empty()) cmd += " -H 'Content-Type: application/json' --data-binary " + shell_quote(body);
+    cmd += " -w " + shell_quote(marker + "%{http_code}") + " 2>/dev/null";
+    const std::string out = run_command(cmd);
+    CurlResponse r;
+    const size_t m = out.rfind(marker);
+    if (m == std::string::npos) return r;
+    r.status = std::atoi(out.c_str() + m + marker.size());
+    const std::string all = out.substr(0, m);
+    const size_t split = all.find("\r\n\r\n");
+    r.headers = all.substr(0, split);
+    r.body = split == std::string::npos ? "" : all.substr(split + 4);
+    return r;
+  }
+  CurlResponse get(const std::string& path, const std::string& extra = "") const { return curl("GET", path, "", extra); }
+  CurlResponse post(const std::string& path, const std::string& body, const std::string& extra = "") const {
+    return curl("POST", path, body, extra);
+  }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+// The "data:" payloads of an SSE body, in order.
+inline std::vector<std::string> sse_payloads(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) end = body.size();
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
+}
+
+}  // namespace densa::testing
