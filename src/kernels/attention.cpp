@@ -104,6 +104,11 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
   alignas(64) float vbuf[kAttnTile * kMaxHeadDim];
   alignas(64) float s[kMaxGroupChunk * kAttnTile];
   float m[kMaxGroupChunk], l[kMaxGroupChunk], ks[kAttnTile], vs[kAttnTile];
+  const int32_t* pages = kv.block_table.data() + kv.block_offsets[seq];
+  const int64_t row_bytes = hd * L.elem_bytes();
+  const int64_t k_off = L.data_offset(layer, 0, kvh, 0), v_off = L.data_offset(layer, 1, kvh, 0);
+  const int64_t ks_off = dynamic ? L.scale_offset(layer, 0, kvh, 0) : 0;
+  const int64_t vs_off = dynamic ? L.scale_offset(layer, 1, kvh, 0) : 0;
   const uint8_t* krows[kAttnTile];
   const uint8_t* vrows[kAttnTile];
 
@@ -119,18 +124,23 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
     }
     for (int32_t start = 0; start <= pos; start += kAttnTile) {
       const int T = std::min<int32_t>(kAttnTile, pos + 1 - start);
+      // Row addresses: one division per tile, then walk slots and pages.
+      int32_t page_idx = start / L.page_size;
+      int slot = start % L.page_size;
+      const uint8_t* page = kv.page_ptr(pages[page_idx]);
       for (int t = 0; t < T; ++t) {
-        const int32_t p = start + t;
-        const uint8_t* page = kv.page_ptr(kv.page_of(seq, p));
-        const int slot = p % L.page_size;
-        krows[t] = page + L.data_offset(layer, 0, kvh, slot);
-        vrows[t] = page + L.data_offset(layer, 1, kvh, slot);
+        krows[t] = page + k_off + slot * row_bytes;
+        vrows[t] = page + v_off + slot * row_bytes;
         if (dynamic) {
-          ks[t] = load_f32(page + L.scale_offset(layer, 0, kvh, slot)) * ops.fp8_unit;
-          vs[t] = load_f32(page + L.scale_offset(layer, 1, kvh, slot)) * ops.fp8_unit;
+          ks[t] = load_f32(page + ks_off + slot * 4) * ops.fp8_unit;
+          vs[t] = load_f32(page + vs_off + slot * 4) * ops.fp8_unit;
         } else {
           ks[t] = static_k;
           vs[t] = static_v;
+        }
+        if (++slot == L.page_size && t + 1 < T) {
+          slot = 0;
+          page = kv.page_ptr(pages[++page_idx]);
         }
       }
       ops.decode_rows(krows, T, hd, L.dtype, kbuf);
