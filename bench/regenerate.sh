@@ -55,7 +55,7 @@ if want kernels; then
     if grep -q 'benchmark/benchmark.h' "$ROOT/bench/$b.cpp"; then
       log "$b (Google Benchmark)"
       extra=()
-      [ "$QUICK" = 1 ] && extra=(--benchmark_min_time=0.05s)
+      [ "$QUICK" = 1 ] && extra=(--benchmark_min_time=0.05)
       "$exe" --benchmark_counters_tabular=true --benchmark_out="$IMG/$b.json" --benchmark_out_format=json \
         "${extra[@]}" | tee "$IMG/$b.txt"
     else

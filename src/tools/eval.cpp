@@ -239,9 +239,10 @@ Status run_combo(RunState& st, const ModelWeights& w, const EvalCombo& combo, bo
   }
   const int R = st.cfg.bootstrap_resamples;
   std::tie(out.delta_ppl_lo, out.delta_ppl_hi) = delta_ppl_ci(st.base_nll.all, nll.all, rows, R, st.cfg.seed);
-  const double base_ppl = std::exp(std::accumulate(st.base_nll.all.begin(), st.base_nll.all.end(), 0.0) /
-                                   static_cast<double>(static_cast<int64_t>(st.num_windows) * rows));
-  out.delta_ppl = out.ppl - base_ppl;
+  // Both from the per-window sums, added in the same order: exactly 0 for identical runs.
+  const double count = static_cast<double>(static_cast<int64_t>(st.num_windows) * rows);
+  out.delta_ppl = std::exp(std::accumulate(nll.all.begin(), nll.all.end(), 0.0) / count) -
+                  std::exp(std::accumulate(st.base_nll.all.begin(), st.base_nll.all.end(), 0.0) / count);
   out.kl = summarize_kl(std::move(kl_all), same_all);
   for (int b = 0; b < nb; ++b) {
     EvalBucket eb;
