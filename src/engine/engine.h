@@ -4,11 +4,14 @@
 // cancel) and each request's event stream — the only locks.
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "core/status.h"
 #include "engine/engine_types.h"
 #include "engine/request_stream.h"
 #include "exec/integrity_tracker.h"
+#include "exec/kv_integrity.h"
+#include "kv/fault_injection.h"
 #include "model/model_weights.h"
 
 namespace densa {
@@ -29,6 +32,12 @@ struct EngineConfig {
   // Verifies a batch's KV references before forward reads cached KV; null = no check.
   // Not owned; must outlive the engine.
   IntegrityTracker* integrity_tracker = nullptr;
+  // When set (and integrity_tracker is null) the engine owns a TagTracker with this policy,
+  // switchable at run time (set_kv_integrity) and per request; nullopt: NoopTracker, fixed.
+  std::optional<KvIntegrityPolicy> kv_integrity;
+  // Tests only: called after each step's page operations to break one request's KV on
+  // purpose. Not owned; must outlive the engine.
+  FaultInjector* fault_injector = nullptr;
 };
 
 // A point-in-time view for /metrics and /health.
@@ -44,6 +53,7 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t requests_finished = 0;
   int64_t steps = 0;
+  int64_t kv_integrity_violations = 0;  // requests failed by the KV integrity check
 };
 
 class Engine {
@@ -61,6 +71,13 @@ class Engine {
   virtual EngineStats stats() const = 0;
   // Runs kv_audit on the engine thread and returns its verdict (tests, /health?deep=1).
   virtual Status audit() = 0;
+  // Changes the KV integrity policy from the next batch on (any thread). Unimplemented when
+  // the engine was created without EngineConfig::kv_integrity.
+  virtual Status set_kv_integrity(const KvIntegrityPolicy& policy) {
+    return unimplemented("KV integrity checks are not switchable on this engine");
+  }
+  // The current policy; nullopt when not switchable.
+  virtual std::optional<KvIntegrityPolicy> kv_integrity() const { return std::nullopt; }
   // Stops the engine thread; pending requests end with kAborted.
   virtual void shutdown() = 0;
 };

@@ -1,5 +1,6 @@
 #include "engine/engine_impl.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -62,7 +63,13 @@ EngineImpl::EngineImpl(const ModelWeights& weights, const EngineConfig& config, 
       pool_(std::move(pool)),
       cache_(config.page_size),
       scheduler_(scheduler_config(weights.config, config)),
-      runner_(weights, &threads_, config.integrity_tracker) {
+      own_tracker_(config.integrity_tracker == nullptr && config.kv_integrity
+                       ? std::make_unique<TagTracker>(*config.kv_integrity)
+                       : nullptr),
+      runner_(weights, &threads_,
+              config.integrity_tracker != nullptr ? config.integrity_tracker
+              : own_tracker_ != nullptr           ? static_cast<IntegrityTracker*>(own_tracker_.get())
+                                                  : &noop_tracker_) {
   published_ = snapshot();
   thread_ = std::thread([this] { loop(); });
 }
@@ -100,6 +107,7 @@ Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest reques
   params.ignore_eos = request.ignore_eos;
   params.stop_token_ids = std::move(request.stop_token_ids);
   params.num_top_logprobs = request.num_top_logprobs;
+  params.kv_integrity = request.kv_integrity;
 
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_) return unavailable("engine is shut down");
@@ -143,6 +151,17 @@ Status EngineImpl::audit() {
   return verdict.get();
 }
 
+Status EngineImpl::set_kv_integrity(const KvIntegrityPolicy& policy) {
+  if (own_tracker_ == nullptr) return Engine::set_kv_integrity(policy);
+  own_tracker_->set_policy(policy);
+  return Status::ok();
+}
+
+std::optional<KvIntegrityPolicy> EngineImpl::kv_integrity() const {
+  if (own_tracker_ == nullptr) return std::nullopt;
+  return own_tracker_->policy();
+}
+
 void EngineImpl::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -173,6 +192,7 @@ EngineStats EngineImpl::snapshot() const {
   s.num_preemptions = c.preemptions;
   s.requests_finished = c.finished;
   s.steps = num_steps_;
+  s.kv_integrity_violations = num_integrity_violations_;
   return s;
 }
 
@@ -194,13 +214,28 @@ void EngineImpl::emit(const RequestUpdate& u) {
   if (u.finish != FinishCause::kNone) streams_.erase(it);
 }
 
+void EngineImpl::inject_fault(const StepPlan& plan, std::span<Request* const> requests) {
+  std::vector<FaultTarget> targets;
+  for (size_t k = 0; k < plan.chunks.size(); ++k) targets.push_back({requests[k]->id, &requests[k]->table});
+  config_.fault_injector->maybe_inject(num_steps_, pool_, cache_, targets);
+}
+
 void EngineImpl::step() {
+  pool_.set_step(num_steps_);  // page history events carry this step's number
   const StepPlan plan = scheduler_.plan_step(pool_, cache_);
   scheduler_.apply(plan, pool_, cache_);
   std::vector<Request*> requests;
   requests.reserve(plan.chunks.size());
   for (const ScheduledChunk& c : plan.chunks) requests.push_back(scheduler_.find(c.id));
-  const StepResult result = runner_.run(plan, requests, pool_);
+  if (config_.fault_injector != nullptr) inject_fault(plan, requests);
+  StepResult result = runner_.run(plan, requests, pool_);
+  for (size_t k = 0; k < result.outcomes.size(); ++k) {
+    Status& error = result.outcomes[k].error;
+    if (error.is_ok()) continue;
+    error = attribute_to_request(error, plan.chunks[k].id);
+    ++num_integrity_violations_;
+    std::fprintf(stderr, "densa: %s\n", error.message().c_str());
+  }
   for (const RequestUpdate& u : scheduler_.commit(plan, result, pool_, cache_)) emit(u);
   ++num_steps_;
   if (audit_every_step_) {

@@ -18,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "exec/runner.h"
+#include "exec/tag_tracker.h"
 #include "kv/page_pool.h"
 #include "kv/radix_cache.h"
 #include "sched/scheduler.h"
@@ -34,6 +35,8 @@ class EngineImpl final : public Engine {
   EngineStats stats() const override;
   Status audit() override;
   void shutdown() override;
+  Status set_kv_integrity(const KvIntegrityPolicy& policy) override;
+  std::optional<KvIntegrityPolicy> kv_integrity() const override;
 
  private:
   struct Submission {
@@ -44,6 +47,7 @@ class EngineImpl final : public Engine {
   void loop();
   void step();
   void emit(const RequestUpdate& update);
+  void inject_fault(const StepPlan& plan, std::span<Request* const> requests);
   Status audit_now() const;
   EngineStats snapshot() const;  // engine thread
 
@@ -56,9 +60,12 @@ class EngineImpl final : public Engine {
   PagePool pool_;
   RadixCache cache_;
   Scheduler scheduler_;
+  NoopTracker noop_tracker_;
+  std::unique_ptr<TagTracker> own_tracker_;  // when EngineConfig::kv_integrity is set
   Runner runner_;
   std::unordered_map<RequestId, std::shared_ptr<RequestStream>> streams_;
   int64_t num_steps_ = 0;
+  int64_t num_integrity_violations_ = 0;
 
   // Inbox and published stats, guarded by mu_.
   mutable std::mutex mu_;

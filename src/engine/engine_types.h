@@ -22,6 +22,7 @@ struct GenerateRequest {
   bool ignore_eos = false;
   std::vector<TokenId> stop_token_ids;  // finish (reason stop) when one is sampled
   int num_top_logprobs = -1;            // -1: no logprobs; 0..20: chosen token + that many alternatives
+  std::optional<bool> kv_integrity;     // true / false overrides the engine's KV integrity policy
 };
 
 enum class FinishReason : uint8_t {

@@ -26,12 +26,21 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
 
   // The integrity seam: before a batch that reads KV written by earlier steps.
   bool reads_cached = false;
-  for (const ScheduledChunk& c : plan.chunks) reads_cached = reads_cached || c.begin > 0;
-  if (tracker_ != nullptr && reads_cached) {
+  bool any_forced = false;  // a request asked for the check whatever the tracker's policy
+  for (size_t k = 0; k < num_chunks; ++k) {
+    reads_cached = reads_cached || plan.chunks[k].begin > 0;
+    any_forced = any_forced || requests[k]->params.kv_integrity == true;
+  }
+  if (tracker_ != nullptr && reads_cached && (any_forced || tracker_->active())) {
     std::vector<const BlockTable*> tables(num_chunks);
-    for (size_t k = 0; k < num_chunks; ++k) tables[k] = &requests[k]->table;
+    std::vector<IntegrityOverride> overrides(num_chunks, IntegrityOverride::kDefault);
+    for (size_t k = 0; k < num_chunks; ++k) {
+      tables[k] = &requests[k]->table;
+      const std::optional<bool> o = requests[k]->params.kv_integrity;
+      if (o) overrides[k] = *o ? IntegrityOverride::kOn : IntegrityOverride::kOff;
+    }
     std::vector<Status> verdicts(num_chunks, Status::ok());
-    tracker_->verify(pool, tables, verdicts);
+    tracker_->verify_batch(pool, tables, overrides, verdicts);
     for (size_t k = 0; k < num_chunks; ++k) result.outcomes[k].error = verdicts[k];
   }
 

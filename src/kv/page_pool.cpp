@@ -57,7 +57,8 @@ PagePool::PagePool(const KvLayout& layout, int32_t num_pages,
       refcounts_(num_pages, 0),
       tags_(num_pages, 0),
       held_by_cache_(num_pages, 0),
-      on_free_list_(num_pages, 1) {
+      on_free_list_(num_pages, 1),
+      history_(num_pages) {
   // Stack order: page 0 is handed out first.
   free_list_.reserve(num_pages);
   for (int32_t p = num_pages - 1; p >= 0; --p) free_list_.push_back(PageId(p));
@@ -80,6 +81,7 @@ std::optional<PageId> PagePool::allocate() {
   refcounts_[i] = 1;
   tags_[i] = next_tag();
   ++num_used_;
+  history_.record(page, PageEvent::kAllocate, tags_[i]);
   return page;
 }
 
@@ -120,9 +122,11 @@ void PagePool::release(PageId page) {
   --num_used_;
   if (held_by_cache_[i]) {
     ++num_cached_;
+    history_.record(page, PageEvent::kPark, tags_[i]);
   } else {
     on_free_list_[i] = 1;
     free_list_.push_back(page);
+    history_.record(page, PageEvent::kFree, tags_[i]);
   }
 }
 
@@ -140,12 +144,14 @@ void PagePool::mark_cached(PageId page) {
   CHECK(!held_by_cache_[i]) << "page " << page.value << " already held by the cache";
   // Off the free list and not held means refcount > 0: the page stays in use.
   held_by_cache_[i] = 1;
+  history_.record(page, PageEvent::kCache, tags_[i]);
 }
 
 void PagePool::uncache(PageId page) {
   const size_t i = index(page);
   CHECK(held_by_cache_[i]) << "uncache of page " << page.value << " not held by the cache";
   held_by_cache_[i] = 0;
+  history_.record(page, PageEvent::kUncache, tags_[i]);
   if (refcounts_[i] == 0) {
     --num_cached_;
     on_free_list_[i] = 1;

@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "kernels/kv_view.h"
 #include "kv/block_table.h"
+#include "kv/page_history.h"
 
 namespace densa {
 
@@ -66,6 +67,9 @@ class PagePool {
   int32_t num_used() const { return num_used_; }
   int32_t num_cached() const { return num_cached_; }
   uint64_t num_allocations() const { return alloc_counter_; }
+  // Recent lifetime events of each page (for integrity reports); set_step stamps later ones.
+  const PageHistory& history() const { return history_; }
+  void set_step(int64_t step) { history_.set_step(step); }
 
   // ---- bytes ----
   const KvLayout& layout() const { return layout_; }
@@ -102,6 +106,7 @@ class PagePool {
   int32_t num_used_ = 0;    // pages with refcount > 0
   int32_t num_cached_ = 0;  // pages with refcount 0 held by the cache
   uint64_t alloc_counter_ = 0;
+  PageHistory history_;  // [num_pages] rings of recent events
 };
 
 }  // namespace densa

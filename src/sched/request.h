@@ -13,6 +13,7 @@
 // unprocessed prompt part, or the one sampled-but-not-yet-fed token) run in later steps.
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/ids.h"
@@ -34,6 +35,7 @@ struct RequestParams {
   bool ignore_eos = false;
   std::vector<TokenId> stop_token_ids;
   int32_t num_top_logprobs = -1;  // < 0: no logprobs
+  std::optional<bool> kv_integrity;  // overrides the engine's KV integrity policy; nullopt: follow it
 };
 
 struct Request {
