@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "model/model_loader.h"
 #include "server/http_server.h"
+#include "server/kv_integrity_admin.h"
 #include "tools/capacity.h"
 
 namespace densa::cli {
@@ -32,6 +33,7 @@ struct ServeArgs {
   int max_step_tokens = 1024;
   int threads = 0;
   bool no_prefix_cache = false;
+  std::string kv_integrity = "off";
   std::string served_model_name;
 };
 
@@ -56,6 +58,9 @@ int run_serve(const ServeArgs& a) {
   cfg.max_step_tokens = a.max_step_tokens;
   cfg.num_threads = a.threads;
   cfg.enable_prefix_cache = !a.no_prefix_cache;
+  Result<KvIntegrityPolicy> integrity = server::parse_kv_integrity_policy(a.kv_integrity);
+  if (!integrity.is_ok()) return fail("--kv-integrity: " + integrity.status().message());
+  cfg.kv_integrity = *integrity;  // always set, so POST /admin/kv-integrity can switch it
 
   Result<ModelWeights> loaded = load_model(path);
   if (!loaded.is_ok()) return fail(loaded.status().message());
@@ -123,6 +128,8 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--max-step-tokens", a->max_step_tokens, "token budget of one batch")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-t,--threads", a->threads, "kernel threads (0 = all cores)");
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "disable the radix prefix cache");
+  cmd->add_option("--kv-integrity", a->kv_integrity,
+                  "KV integrity check before batches read cached KV: off | on | sample=N | digest[=N]");
   cmd->add_option("--served-model-name", a->served_model_name, "model id clients use (default: the file name)");
   cmd->callback([a] {
     if (int rc = run_serve(*a); rc != 0) throw CLI::RuntimeError(rc);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/kv_integrity.h"
+
 namespace densa::server {
 namespace {
 
@@ -38,6 +40,7 @@ ApiError api_error(const Status& status, std::string param, std::string code) {
   e.message = status.message();
   e.param = std::move(param);
   e.code = std::move(code);
+  if (e.code.empty() && is_kv_integrity_violation(status)) e.code = std::string(kKvIntegrityViolation);
   e.retry_after_s = m.retry_after_s;
   return e;
 }

@@ -139,6 +139,7 @@ std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingCont
       g.ignore_eos = r.ignore_eos;
       g.stop_token_ids = plan.stop_token_ids;
       g.num_top_logprobs = r.num_top_logprobs;
+      g.kv_integrity = r.kv_integrity;
       Result<std::shared_ptr<RequestStream>> stream = ctx.engine.submit(std::move(g));
       if (!stream.is_ok()) {
         const bool too_long = stream.status().code() == StatusCode::kOutOfRange;

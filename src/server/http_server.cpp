@@ -9,6 +9,7 @@
 
 #include "server/api_error.h"
 #include "server/completion_handler.h"
+#include "server/kv_integrity_admin.h"
 #include "server/openai_response.h"
 #include "server/serving_context.h"
 
@@ -108,6 +109,8 @@ void HttpServer::register_routes() {
   http_->Get("/metrics", guarded(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
                res.set_content(ctx.metrics.render(ctx.engine.stats()), "text/plain; version=0.0.4");
              }));
+
+  register_kv_integrity_admin(*http_, ctx, api_key);
 
   // Unknown routes (and 404s no handler wrote a body for) get an OpenAI error body.
   http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {

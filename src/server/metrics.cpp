@@ -79,6 +79,8 @@ std::string Metrics::render(const EngineStats& s) const {
           static_cast<double>(s.num_preemptions));
   counter(out, "densa_requests_finished_total", "Requests the engine finished.",
           static_cast<double>(s.requests_finished));
+  counter(out, "densa_kv_integrity_violations_total", "Requests failed by the KV integrity check.",
+          static_cast<double>(s.kv_integrity_violations));
   std::lock_guard<std::mutex> lock(mu_);
   out += "# HELP densa_http_responses_total API responses by status class.\n"
          "# TYPE densa_http_responses_total counter\n";

@@ -43,6 +43,7 @@ struct OpenAiRequest {
   bool stream = false;
   bool include_usage = false;          // stream_options.include_usage
   bool ignore_eos = false;             // extension (as in vLLM): keep generating past EOS
+  std::optional<bool> kv_integrity;    // extension densa_kv_integrity: override the KV check
 };
 
 inline constexpr int kMaxChoices = 16;
