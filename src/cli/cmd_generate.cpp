@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/model_path.h"
+#include "cli/weight_options.h"
 #include "model/model_loader.h"
 #include "tools/generator.h"
 
@@ -22,11 +23,17 @@ struct GenerateArgs {
   float min_p = 0.0f;
   uint64_t seed = 0;
   bool ignore_eos = false;
+  WeightArgs weights;
 };
 
 int run_generate(const GenerateArgs& a) {
   const std::string path = a.model.empty() ? default_model_path() : a.model;
-  Result<ModelWeights> loaded = load_model(path);
+  Result<LoadOptions> load_opts = load_options_from(a.weights);
+  if (!load_opts.is_ok()) {
+    std::fprintf(stderr, "densa generate: %s\n", load_opts.status().message().c_str());
+    return 1;
+  }
+  Result<ModelWeights> loaded = load_model(path, load_opts.value());
   if (!loaded.is_ok()) {
     std::fprintf(stderr, "densa generate: %s\n", loaded.status().message().c_str());
     return 1;
@@ -76,6 +83,7 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--min-p", args->min_p)->check(CLI::Range(0.0f, 1.0f));
   cmd->add_option("--seed", args->seed);
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past </s>");
+  add_weight_options(cmd, args->weights);
   cmd->callback([args] {
     if (int rc = run_generate(*args); rc != 0) throw CLI::RuntimeError(rc);
   });

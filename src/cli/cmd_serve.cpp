@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "cli/weight_options.h"
 #include "cli/command.h"
 #include "cli/model_path.h"
 #include "engine/engine.h"
@@ -35,6 +36,7 @@ struct ServeArgs {
   bool no_prefix_cache = false;
   std::string kv_integrity = "off";
   std::string served_model_name;
+  WeightArgs weights;
 };
 
 int fail(const std::string& message) {
@@ -62,7 +64,9 @@ int run_serve(const ServeArgs& a) {
   if (!integrity.is_ok()) return fail("--kv-integrity: " + integrity.status().message());
   cfg.kv_integrity = *integrity;  // always set, so POST /admin/kv-integrity can switch it
 
-  Result<ModelWeights> loaded = load_model(path);
+  Result<LoadOptions> load_opts = load_options_from(a.weights);
+  if (!load_opts.is_ok()) return fail(load_opts.status().message());
+  Result<ModelWeights> loaded = load_model(path, load_opts.value());
   if (!loaded.is_ok()) return fail(loaded.status().message());
   const ModelWeights& weights = loaded.value();
   if (!weights.tokenizer) return fail(path + ": model has no tokenizer");
@@ -121,6 +125,7 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
   cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV pool size, e.g. 64MiB, 2GiB");
   cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: bf16 | f32 | fp8");
+  add_weight_options(cmd, a->weights);
   cmd->add_option("--page-size", a->page_size, "tokens per KV page")->check(CLI::Range(1, 4096));
   cmd->add_option("--max-running-requests", a->max_running_requests)->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--max-queue", a->max_queue, "waiting requests beyond which requests get 429")->check(CLI::Range(0, 1 << 20));

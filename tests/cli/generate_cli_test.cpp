@@ -1,0 +1,67 @@
+// The real `densa generate` binary: greedy text equals the golden continuation, per-worker
+// weight precision is selectable, and bad flags / files give one clear line and exit 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <sys/wait.h>
+#include <cstdio>
+#include <string>
+
+#include "test_util.h"
+
+namespace densa {
+namespace {
+
+struct RunResult {
+  int exit_code;
+  std::string output;  // stdout + stderr
+};
+
+RunResult run(const std::string& args) {
+  const std::string cmd = std::string(DENSA_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+
+const std::string kPrompt = "Once upon a time, there was a little girl named Lily.";
+
+TEST(GenerateCli, DefaultModelGreedyMatchesGolden) {
+  const auto golden = testing::read_json(testing::model_dir("tinystories-mixtral-3.6m") / "golden" / "golden.json");
+  const std::string want = golden["prompts"][0]["full_text"].get<std::string>();
+  const RunResult r = run("generate -n 48 --ignore-eos -p \"" + kPrompt + "\"");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, want + "\n");
+}
+
+TEST(GenerateCli, QuantizedWeightsRunAndStayOnTopic) {
+  const std::string model = (testing::model_dir("tinystories-mixtral-3.6m") / "hf").string();
+  for (const char* dtype : {"fp8", "int4"}) {
+    const RunResult r = run("generate -m " + model + " --weight-dtype " + dtype + " -n 8 -p \"" + kPrompt + "\"");
+    ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.output;
+    EXPECT_EQ(r.output.rfind(kPrompt, 0), 0u) << r.output;
+    EXPECT_GT(r.output.size(), kPrompt.size() + 8) << r.output;
+  }
+}
+
+TEST(GenerateCli, BadWeightDtypeIsOneLineError) {
+  const RunResult r = run("generate --weight-dtype int3 -n 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "densa generate: --weight-dtype must be bf16, fp8, int4, q8_0 or q4_0, not \"int3\"\n");
+}
+
+TEST(GenerateCli, MissingModelIsOneLineError) {
+  const RunResult r = run("generate -m /nonexistent/model.gguf -n 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("/nonexistent/model.gguf"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+}  // namespace
+}  // namespace densa
