@@ -12,6 +12,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/internal/attention_isa.h"
 
 #define DENSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma,f16c")))
@@ -68,21 +70,45 @@ DENSA_AVX512 void decode_rows_avx512(const uint8_t* const* rows, int num_rows, i
   }
 }
 
+// Sums of 16 vectors, all at once: returns r with r[t] = sum of the lanes of the vector that
+// x[slot(t)] holds, where slot u holds row 4 * (u % 4) + u / 4 (the tree below leaves slot u's
+// sum at position 4 * (u % 4) + u / 4). A fixed tree: same order for every call.
+DENSA_AVX512_INLINE __m512 transpose_reduce16(__m512* x) {
+  __m512 a[8], b[4], c[2];
+  for (int i = 0; i < 8; ++i)  // 256-bit halves
+    a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; ++i)  // 128-bit lanes
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
+  for (int i = 0; i < 2; ++i)  // pairs within a lane
+    c[i] = _mm512_add_ps(_mm512_unpacklo_ps(b[2 * i], b[2 * i + 1]),
+                         _mm512_unpackhi_ps(b[2 * i], b[2 * i + 1]));
+  return _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+// The 16 scores of a tile for one query head as one vector: 16 independent accumulators (one
+// per row, FMAs over head_dim), then one transpose-reduce. Rows >= num_rows are computed from
+// whatever the tile buffer holds and masked off at the store.
 DENSA_AVX512 void scores_avx512(const float* q, int group, const float* k, int num_rows,
                                 int head_dim, const float* kscale, float* s) {
+  const __mmask16 mask = num_rows >= kAttnTile ? static_cast<__mmask16>(0xffff)
+                                               : static_cast<__mmask16>((1u << num_rows) - 1);
+  const __m512 ksv = _mm512_maskz_loadu_ps(mask, kscale);
   for (int g = 0; g < group; ++g) {
     const float* qg = q + static_cast<int64_t>(g) * head_dim;
-    for (int t = 0; t < num_rows; ++t) {
-      const float* kt = k + static_cast<int64_t>(t) * head_dim;
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-      int d = 0;
-      for (; d + 32 <= head_dim; d += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qg + d), _mm512_loadu_ps(kt + d), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qg + d + 16), _mm512_loadu_ps(kt + d + 16), a1);
+    __m512 acc[kAttnTile];
+    for (int u = 0; u < kAttnTile; ++u) acc[u] = _mm512_setzero_ps();
+    for (int d = 0; d < head_dim; d += 16) {
+      const __m512 qd = _mm512_loadu_ps(qg + d);
+      for (int u = 0; u < kAttnTile; ++u) {
+        const int row = 4 * (u % 4) + u / 4;
+        acc[u] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + static_cast<int64_t>(row) * head_dim + d),
+                                 acc[u]);
       }
-      if (d < head_dim) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qg + d), _mm512_loadu_ps(kt + d), a0);
-      s[g * kAttnTile + t] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * kscale[t];
     }
+    _mm512_mask_storeu_ps(s + g * kAttnTile, mask, _mm512_mul_ps(transpose_reduce16(acc), ksv));
   }
 }
 
@@ -96,16 +122,39 @@ DENSA_AVX512 void exp_shift_avx512(float* p, int n, float m) {
   }
 }
 
+// acc[g][d0 .. d0 + 16 NV) += sum_t w[g][t] * v[t][same], NV accumulators in registers, t in
+// order 0 .. num_rows-1 per lane.
+template <int NV>
+DENSA_AVX512_INLINE void accumulate_block(const float* wg, const float* v, int num_rows,
+                                          int head_dim, float* ag) {
+  __m512 a[NV];
+  for (int j = 0; j < NV; ++j) a[j] = _mm512_loadu_ps(ag + 16 * j);
+  for (int t = 0; t < num_rows; ++t) {
+    const __m512 w = _mm512_set1_ps(wg[t]);
+    const float* vt = v + static_cast<int64_t>(t) * head_dim;
+    for (int j = 0; j < NV; ++j) a[j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vt + 16 * j), a[j]);
+  }
+  for (int j = 0; j < NV; ++j) _mm512_storeu_ps(ag + 16 * j, a[j]);
+}
+
 DENSA_AVX512 void accumulate_avx512(const float* w, int group, const float* v, int num_rows,
                                     int head_dim, float* acc) {
-  for (int d = 0; d < head_dim; d += 16) {
+  for (int d0 = 0; d0 < head_dim; d0 += 128) {
+    const int nv = std::min(8, (head_dim - d0) / 16);
     for (int g = 0; g < group; ++g) {
-      float* ag = acc + static_cast<int64_t>(g) * head_dim + d;
       const float* wg = w + g * kAttnTile;
-      __m512 a = _mm512_loadu_ps(ag);
-      for (int t = 0; t < num_rows; ++t)
-        a = _mm512_fmadd_ps(_mm512_set1_ps(wg[t]), _mm512_loadu_ps(v + static_cast<int64_t>(t) * head_dim + d), a);
-      _mm512_storeu_ps(ag, a);
+      float* ag = acc + static_cast<int64_t>(g) * head_dim + d0;
+      const float* vd = v + d0;
+      switch (nv) {
+        case 8: accumulate_block<8>(wg, vd, num_rows, head_dim, ag); break;
+        case 7: accumulate_block<7>(wg, vd, num_rows, head_dim, ag); break;
+        case 6: accumulate_block<6>(wg, vd, num_rows, head_dim, ag); break;
+        case 5: accumulate_block<5>(wg, vd, num_rows, head_dim, ag); break;
+        case 4: accumulate_block<4>(wg, vd, num_rows, head_dim, ag); break;
+        case 3: accumulate_block<3>(wg, vd, num_rows, head_dim, ag); break;
+        case 2: accumulate_block<2>(wg, vd, num_rows, head_dim, ag); break;
+        default: accumulate_block<1>(wg, vd, num_rows, head_dim, ag); break;
+      }
     }
   }
 }
