@@ -7,8 +7,10 @@
 //   ./build/gemv_bench                                   # everything
 //   ./build/gemv_bench --benchmark_filter='gemv/bf16'    # one dtype
 //   ./build/gemv_bench --benchmark_filter='isa/'         # scalar vs avx2 vs avx512 per dtype
+//   ./build/gemv_bench --benchmark_filter='gemv/(fp8|int4)'  # FP8 / INT4 (bytes include scales)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -114,6 +116,88 @@ void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, i
       iters * 2.0 * static_cast<double>(n * shape.rows * shape.cols) * 1e-9, benchmark::Counter::kIsRate);
 }
 
+// FP8 e4m3 with 128x128 block scales, or INT4 with group scales (group = 32 or 128): codes and
+// fp32 scales, replicated like WeightSet. bytes counts codes plus scales.
+struct QuantWeightSet {
+  std::vector<std::unique_ptr<uint8_t[]>> codes;
+  std::vector<std::vector<float>> scales;
+  std::vector<WeightView> views;
+  int64_t bytes = 0;
+
+  QuantWeightSet(DType dtype, int64_t group, Shape s) {
+    const bool fp8 = dtype == DType::kFP8E4M3;
+    const int64_t code_bytes = s.rows * dtype_row_bytes(dtype, s.cols);
+    const int64_t num_scales = fp8 ? ((s.rows + 127) / 128) * ((s.cols + 127) / 128) : s.rows * (s.cols / group);
+    bytes = code_bytes + num_scales * 4;
+    const int64_t num = std::max<int64_t>(1, (kMinStreamBytes + bytes - 1) / bytes);
+    for (int64_t c = 0; c < num; ++c) {
+      codes.emplace_back(new uint8_t[code_bytes]);
+      uint32_t seed = static_cast<uint32_t>(c + 1);
+      for (int64_t k = 0; k < code_bytes; ++k) {
+        uint8_t b = static_cast<uint8_t>(next_random(seed) >> 24);
+        if (fp8 && (b & 0x7f) == 0x7f) b = static_cast<uint8_t>(b - 1);  // no NaN codes
+        codes.back()[k] = b;
+      }
+      scales.emplace_back(static_cast<size_t>(num_scales), 0.01f);
+      WeightView v{.dtype = dtype, .rows = s.rows, .cols = s.cols, .data = codes.back().get()};
+      v.scales = scales.back().data();
+      v.scale_rows = fp8 ? 128 : 1;
+      v.scale_cols = fp8 ? 128 : group;
+      views.push_back(v);
+    }
+  }
+};
+
+void run_quant_matmul(benchmark::State& state, CpuIsa isa, DType dtype, int64_t group, Shape shape, int64_t n,
+                      int threads) {
+  QuantWeightSet ws(dtype, group, shape);
+  std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
+  uint32_t seed = 7;
+  for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
+  ThreadPool pool(threads);
+  size_t c = 0;
+  for (auto _ : state) {
+    matmul_internal::matmul_with_isa(isa, ws.views[c], x.data(), n, y.data(), &pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    c = (c + 1) % ws.views.size();
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["weight_GB"] =
+      benchmark::Counter(iters * static_cast<double>(ws.bytes) * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP"] = benchmark::Counter(
+      iters * 2.0 * static_cast<double>(n * shape.rows * shape.cols) * 1e-9, benchmark::Counter::kIsRate);
+}
+
+void register_quant(const std::vector<int>& thread_counts) {
+  struct QuantCase {
+    DType dtype;
+    int64_t group;
+    const char* name;
+  };
+  constexpr QuantCase kCases[] = {
+      {DType::kFP8E4M3, 128, "fp8_b128"}, {DType::kI4, 32, "int4_g32"}, {DType::kI4, 128, "int4_g128"}};
+  const CpuIsa best = cpu_isa();
+  for (const QuantCase& q : kCases) {
+    for (const Shape& s : {kShapes[1], kShapes[2]}) {
+      for (int t : thread_counts) {
+        const std::string name = std::string("gemv/") + q.name + "/" + s.note + "/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, s, 1, t)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+    // The decode-to-buffer fallback (every ISA below AVX-512) against the AVX-512 kernel.
+    for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
+      if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;
+      const std::string name = "isa/" + std::string(cpu_isa_name(isa)) + "/gemv/" + q.name + "/" + kShapes[1].note + "/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, isa, q.dtype, q.group, kShapes[1], 1, 1)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
 void register_all() {
   const CpuIsa best = cpu_isa();
   const int all = ThreadPool(0).num_threads();
@@ -135,6 +219,7 @@ void register_all() {
       benchmark::RegisterBenchmark(name.c_str(), run_matmul, isa, dtype, kShapes[0], 1, 1)->UseRealTime()->Unit(benchmark::kMicrosecond);
     }
   }
+  register_quant(thread_counts);
   // Small prefill GEMM: 64 tokens through a 4096x4096 matrix.
   for (DType dtype : kDtypes) {
     for (int t : thread_counts) {

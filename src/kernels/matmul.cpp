@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "kernels/internal/matmul_isa.h"
+#include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/internal/matmul_quant_fallback.h"
 
 namespace densa {
@@ -126,8 +127,15 @@ void matmul_rows_scalar(const WeightView& w, const float* x, int64_t n, float* y
 
 void matmul_with_isa(CpuIsa isa, const WeightView& w, const float* x, int64_t n, float* y,
                      ThreadPool* pool) {
-  // FP8 / INT4 weights: reference-decoding fallback until ISA kernels handle them.
-  if (matmul_quant_fallback_supports(w.dtype)) return matmul_quant_fallback(w, x, n, y, pool);
+  // FP8 / INT4 weights: the AVX-512 kernel where it applies, else the reference-decoding
+  // fallback.
+  if (matmul_quant_fallback_supports(w.dtype)) {
+    if (isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
+      CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "matmul: isa " << cpu_isa_name(isa);
+      return matmul_quant_avx512(w, x, n, y, pool);
+    }
+    return matmul_quant_fallback(w, x, n, y, pool);
+  }
   CHECK(matmul_supports(w.dtype)) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
   CHECK(w.cols % dtype_block_elems(w.dtype) == 0) << "matmul: cols " << w.cols;
   CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "matmul: isa " << cpu_isa_name(isa);
