@@ -10,6 +10,7 @@
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/internal/matmul_quant_fallback.h"
+#include "quant/dequantize.h"
 
 namespace densa {
 namespace matmul_internal {
@@ -55,52 +56,17 @@ constexpr int kScalarTile = 4;
 }  // namespace
 
 void decode_elems(DType dtype, const uint8_t* row, int64_t begin, int64_t count, float* out) {
-  switch (dtype) {
-    case DType::kF32:
-      std::memcpy(out, row + begin * 4, static_cast<size_t>(count) * 4);
-      return;
-    case DType::kF16:
-      for (int64_t j = 0; j < count; ++j) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * (begin + j), 2);
-        out[j] = f16_to_f32(h);
-      }
-      return;
-    case DType::kBF16:
-      for (int64_t j = 0; j < count; ++j) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * (begin + j), 2);
-        out[j] = bf16_to_f32(h);
-      }
-      return;
-    case DType::kQ8_0:
-      for (int64_t b = 0; b < count / 32; ++b) {
-        const uint8_t* blk = row + (begin / 32 + b) * 34;
-        uint16_t dh;
-        std::memcpy(&dh, blk, 2);
-        const float d = f16_to_f32(dh);
-        for (int j = 0; j < 32; ++j) out[b * 32 + j] = d * static_cast<float>(static_cast<int8_t>(blk[2 + j]));
-      }
-      return;
-    case DType::kQ4_0:
-      for (int64_t b = 0; b < count / 32; ++b) {
-        const uint8_t* blk = row + (begin / 32 + b) * 18;
-        uint16_t dh;
-        std::memcpy(&dh, blk, 2);
-        const float d = f16_to_f32(dh);
-        for (int j = 0; j < 16; ++j) {
-          out[b * 32 + j] = d * static_cast<float>((blk[2 + j] & 0x0f) - 8);
-          out[b * 32 + j + 16] = d * static_cast<float>((blk[2 + j] >> 4) - 8);
-        }
-      }
-      return;
-    case DType::kFP8E4M3:
-    case DType::kI4:
-    case DType::kI8:
-    case DType::kI32:
-    case DType::kU8: break;
-  }
-  CHECK(false) << "matmul: unsupported weight dtype " << dtype_name(dtype);
+  // The reference dequantizer is exact for every unscaled dtype, so the scalar kernel shares it.
+  // Scaled formats (FP8, INT4) never reach here: their scales are not part of a bare row.
+  CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
+        dtype == DType::kQ8_0 || dtype == DType::kQ4_0)
+      << "matmul: unsupported weight dtype " << dtype_name(dtype);
+  WeightView view;
+  view.dtype = dtype;
+  view.rows = 1;
+  view.cols = begin + count;
+  view.data = row;
+  dequantize_row_range(view, 0, begin, count, out);
 }
 
 void matmul_rows_scalar(const WeightView& w, const float* x, int64_t n, float* y,
