@@ -9,7 +9,15 @@ namespace densa {
 
 ContiguousKvCache::ContiguousKvCache(int num_layers, int num_kv_heads, int head_dim,
                                      int max_tokens, int num_seqs, DType dtype,
-                                     KvScaleMode scale_mode, std::span<const float> static_scales) {
+                                     KvScaleMode scale_mode, std::span<const float> static_scales)
+    : ContiguousKvCache(KvLayout{num_layers, num_kv_heads, head_dim, max_tokens, dtype, scale_mode}, num_seqs,
+                        static_scales) {}
+
+ContiguousKvCache::ContiguousKvCache(const KvLayout& layout, int num_seqs, std::span<const float> static_scales) {
+  const int num_layers = layout.num_layers, num_kv_heads = layout.num_kv_heads;
+  const DType dtype = layout.dtype;
+  const KvScaleMode scale_mode = layout.scale_mode;
+  CHECK(!layout.is_latent() || scale_mode != KvScaleMode::kStatic) << "latent KV takes no static scales";
   if (dtype == DType::kFP8E4M3) {
     CHECK(scale_mode != KvScaleMode::kNone) << "fp8 KV cache needs static or dynamic scales";
   } else {
@@ -22,7 +30,7 @@ ContiguousKvCache::ContiguousKvCache(int num_layers, int num_kv_heads, int head_
     for (float s : static_scales) CHECK(std::isfinite(s) && s > 0.0f) << "static kv scale " << s;
     static_scales_.assign(static_scales.begin(), static_scales.end());
   }
-  layout_ = KvLayout{num_layers, num_kv_heads, head_dim, max_tokens, dtype, scale_mode};
+  layout_ = layout;
   const int64_t bytes = layout_.page_bytes() * num_seqs;
   data_ = std::make_unique<uint8_t[]>(static_cast<size_t>(bytes));
   std::memset(data_.get(), 0, static_cast<size_t>(bytes));

@@ -19,6 +19,9 @@ class ContiguousKvCache {
   ContiguousKvCache(int num_layers, int num_kv_heads, int head_dim, int max_tokens, int num_seqs,
                     DType dtype, KvScaleMode scale_mode = KvScaleMode::kNone,
                     std::span<const float> static_scales = {});
+  // Any layout (GQA or MLA latent), one page of layout.page_size tokens per sequence. An MLA
+  // layout takes kNone (f32 / bf16) or kDynamic (fp8) scales.
+  ContiguousKvCache(const KvLayout& layout, int num_seqs, std::span<const float> static_scales = {});
 
   KvView view() const;
   const KvLayout& layout() const { return layout_; }

@@ -10,6 +10,10 @@
 namespace densa {
 
 Status validate_kv_scales(const KvScales& s, int num_layers, int num_kv_heads) {
+  if (num_kv_heads <= 0) {
+    return invalid_argument("static KV scales are per (layer, k|v, kv head); this KV cache has no KV heads "
+                            "(an MLA latent cache takes dynamic fp8 scales only)");
+  }
   const size_t want = static_cast<size_t>(num_layers) * 2 * num_kv_heads;
   if (s.num_layers != num_layers || s.num_kv_heads != num_kv_heads || s.values.size() != want) {
     return invalid_argument("kv scales: shape " + std::to_string(s.num_layers) + "x2x" +
