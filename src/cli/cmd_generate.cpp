@@ -23,6 +23,7 @@ struct GenerateArgs {
   float min_p = 0.0f;
   uint64_t seed = 0;
   bool ignore_eos = false;
+  std::string tokenizer;  // SentencePiece tokenizer.model overriding the model's own
   WeightArgs weights;
 };
 
@@ -39,11 +40,20 @@ int run_generate(const GenerateArgs& a) {
     return 1;
   }
   const ModelWeights& w = loaded.value();
-  if (!w.tokenizer) {
-    std::fprintf(stderr, "densa generate: %s: model has no tokenizer\n", path.c_str());
+  std::unique_ptr<Tokenizer> own_tokenizer;
+  if (!a.tokenizer.empty()) {
+    Result<Tokenizer> t = Tokenizer::from_sentencepiece_file(a.tokenizer);
+    if (!t.is_ok()) {
+      std::fprintf(stderr, "densa generate: %s\n", t.status().message().c_str());
+      return 1;
+    }
+    own_tokenizer = std::make_unique<Tokenizer>(std::move(t).value());
+  }
+  if (!own_tokenizer && !w.tokenizer) {
+    std::fprintf(stderr, "densa generate: %s: model has no tokenizer (pass --tokenizer)\n", path.c_str());
     return 1;
   }
-  const Tokenizer& tok = *w.tokenizer;
+  const Tokenizer& tok = own_tokenizer ? *own_tokenizer : *w.tokenizer;
   std::vector<TokenId> ids = tok.encode(a.prompt, /*add_bos=*/true);
   if (static_cast<int>(ids.size()) >= w.config.max_position_embeddings) {
     std::fprintf(stderr, "densa generate: prompt is %zu tokens, context is %d\n", ids.size(),
@@ -83,6 +93,8 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--min-p", args->min_p)->check(CLI::Range(0.0f, 1.0f));
   cmd->add_option("--seed", args->seed);
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past </s>");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "SentencePiece tokenizer.model to use instead of the model's own (checkpoints without one)");
   add_weight_options(cmd, args->weights);
   cmd->callback([args] {
     if (int rc = run_generate(*args); rc != 0) throw CLI::RuntimeError(rc);

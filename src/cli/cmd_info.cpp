@@ -27,7 +27,10 @@ int run_info(const std::string& model) {
   count(by_dtype, w.tok_embeddings);
   count(by_dtype, w.lm_head);
   for (const LayerWeights& l : w.layers) {
-    for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) count(by_dtype, *m);
+    for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_gate,
+                                &l.shared_up, &l.shared_down}) {
+      count(by_dtype, *m);
+    }
     for (const auto* v : {&l.expert_gate, &l.expert_up, &l.expert_down})
       for (const WeightView& m : *v) count(by_dtype, m);
   }
@@ -37,7 +40,21 @@ int run_info(const std::string& model) {
   std::printf("hidden:         %d\n", c.hidden_size);
   std::printf("heads:          %d (kv heads %d, head_dim %d)\n", c.num_heads, c.num_kv_heads, c.head_dim);
   std::printf("ffn:            %d%s\n", c.intermediate_size, c.is_moe() ? " per expert" : "");
-  if (c.is_moe()) std::printf("experts:        %d (top-%d per token)\n", c.num_experts, c.num_experts_per_tok);
+  if (c.is_moe()) {
+    int moe_layers = 0;
+    for (int l = 0; l < c.num_layers; ++l) moe_layers += c.is_moe_layer(l);
+    std::printf("experts:        %d (top-%d per token, %s routing), width %d, in %d of %d layers\n", c.num_experts,
+                c.num_experts_per_tok, c.moe_routing == MoeRouting::kSoftmaxTopK ? "softmax" : "sigmoid grouped",
+                c.moe_intermediate_size, moe_layers, c.num_layers);
+    if (c.shared_expert_intermediate_size > 0) {
+      std::printf("shared expert:  width %d%s\n", c.shared_expert_intermediate_size,
+                  c.shared_expert_gate ? " (sigmoid gate)" : "");
+    }
+  }
+  if (c.attention_bias || c.qk_norm || c.rope_dim() != c.head_dim) {
+    std::printf("attention:      %s%s rope dims %d of %d\n", c.attention_bias ? "qkv bias, " : "",
+                c.qk_norm ? "q/k norm," : "", c.rope_dim(), c.head_dim);
+  }
   std::printf("vocab:          %d\n", c.vocab_size);
   std::printf("context:        %d\n", c.max_position_embeddings);
   std::printf("rope theta:     %g, rms eps %g\n", c.rope_theta, c.rms_norm_eps);

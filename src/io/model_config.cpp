@@ -43,6 +43,99 @@ Status read_token_id(const Json& j, const char* key, const std::string& origin, 
   return Status::ok();
 }
 
+// mlp_only_layers: a list of layer indices (absent or null = none).
+Status read_layer_list(const Json& j, const char* key, const std::string& origin, int num_layers,
+                       std::vector<int>& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_array()) return invalid_argument(origin + ": key '" + key + "' must be a list of layer indices");
+  for (const Json& v : *it) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= num_layers) {
+      return invalid_argument(origin + ": key '" + key + "' holds an invalid layer index " + v.dump());
+    }
+    out.push_back(v.get<int>());
+  }
+  return Status::ok();
+}
+
+Status check_experts(const ModelConfig& c, const std::string& origin, const char* experts_key) {
+  if (c.num_experts <= 0 || c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts) {
+    return invalid_argument(origin + ": need 0 < num_experts_per_tok <= " + experts_key);
+  }
+  if (c.moe_intermediate_size <= 0) return invalid_argument(origin + ": moe_intermediate_size must be positive");
+  return Status::ok();
+}
+
+// Mixtral: every layer MoE, experts as wide as intermediate_size, softmax top-k renormalised.
+Status parse_mixtral(const Json& j, const std::string& origin, ModelConfig& c) {
+  DENSA_RETURN_IF_ERROR(read_key(j, "num_local_experts", true, origin, c.num_experts));
+  DENSA_RETURN_IF_ERROR(read_key(j, "num_experts_per_tok", true, origin, c.num_experts_per_tok));
+  c.moe_intermediate_size = c.intermediate_size;
+  return check_experts(c, origin, "num_local_experts");
+}
+
+// Qwen3-MoE (q/k norm, optional attention_bias) and Qwen2-MoE (q/k/v bias, gated shared
+// expert): softmax top-k, norm_topk_prob, decoder_sparse_step / mlp_only_layers.
+Status parse_qwen_moe(const Json& j, const std::string& origin, bool qwen3, ModelConfig& c) {
+  DENSA_RETURN_IF_ERROR(read_key(j, "num_experts", true, origin, c.num_experts));
+  DENSA_RETURN_IF_ERROR(read_key(j, "num_experts_per_tok", true, origin, c.num_experts_per_tok));
+  DENSA_RETURN_IF_ERROR(read_key(j, "moe_intermediate_size", true, origin, c.moe_intermediate_size));
+  c.norm_topk_prob = false;  // the HF default for both
+  DENSA_RETURN_IF_ERROR(read_key(j, "norm_topk_prob", false, origin, c.norm_topk_prob));
+  DENSA_RETURN_IF_ERROR(read_key(j, "decoder_sparse_step", false, origin, c.decoder_sparse_step));
+  if (c.decoder_sparse_step <= 0) return invalid_argument(origin + ": decoder_sparse_step must be positive");
+  DENSA_RETURN_IF_ERROR(read_layer_list(j, "mlp_only_layers", origin, c.num_layers, c.mlp_only_layers));
+  if (qwen3) {
+    c.qk_norm = true;
+    DENSA_RETURN_IF_ERROR(read_key(j, "attention_bias", false, origin, c.attention_bias));
+  } else {
+    c.attention_bias = true;  // Qwen2-MoE always has q/k/v bias
+    DENSA_RETURN_IF_ERROR(
+        read_key(j, "shared_expert_intermediate_size", true, origin, c.shared_expert_intermediate_size));
+    c.shared_expert_gate = c.shared_expert_intermediate_size > 0;
+  }
+  return check_experts(c, origin, "num_experts");
+}
+
+// GLM-4.5: partial RoPE, optional q/k/v bias and q/k norm, sigmoid routing with correction
+// bias and grouped top-k, routed_scaling_factor, n_shared_experts, leading dense layers.
+Status parse_glm4_moe(const Json& j, const std::string& origin, ModelConfig& c) {
+  const char* experts_key = j.contains("n_routed_experts") ? "n_routed_experts" : "num_experts";
+  DENSA_RETURN_IF_ERROR(read_key(j, experts_key, true, origin, c.num_experts));
+  DENSA_RETURN_IF_ERROR(read_key(j, "num_experts_per_tok", true, origin, c.num_experts_per_tok));
+  DENSA_RETURN_IF_ERROR(read_key(j, "moe_intermediate_size", true, origin, c.moe_intermediate_size));
+  c.moe_routing = MoeRouting::kSigmoidGrouped;
+  c.first_k_dense_replace = 1;
+  int n_shared = 1;
+  double scaling = 1.0, partial = 0.5;
+  DENSA_RETURN_IF_ERROR(read_key(j, "n_shared_experts", false, origin, n_shared));
+  DENSA_RETURN_IF_ERROR(read_key(j, "first_k_dense_replace", false, origin, c.first_k_dense_replace));
+  DENSA_RETURN_IF_ERROR(read_key(j, "n_group", false, origin, c.n_group));
+  DENSA_RETURN_IF_ERROR(read_key(j, "topk_group", false, origin, c.topk_group));
+  DENSA_RETURN_IF_ERROR(read_key(j, "norm_topk_prob", false, origin, c.norm_topk_prob));
+  DENSA_RETURN_IF_ERROR(read_key(j, "routed_scaling_factor", false, origin, scaling));
+  DENSA_RETURN_IF_ERROR(read_key(j, "partial_rotary_factor", false, origin, partial));
+  DENSA_RETURN_IF_ERROR(read_key(j, "attention_bias", false, origin, c.attention_bias));
+  DENSA_RETURN_IF_ERROR(read_key(j, "use_qk_norm", false, origin, c.qk_norm));
+  DENSA_RETURN_IF_ERROR(check_experts(c, origin, experts_key));
+  c.routed_scaling_factor = static_cast<float>(scaling);
+  c.shared_expert_intermediate_size = n_shared * c.moe_intermediate_size;
+  c.rotary_dim = static_cast<int>(c.head_dim * partial);
+  if (partial <= 0.0 || partial > 1.0 || c.rotary_dim <= 0 || c.rotary_dim % 2 != 0) {
+    return invalid_argument(origin + ": partial_rotary_factor " + std::to_string(partial) +
+                            " does not give an even rotary dimension of head_dim " + std::to_string(c.head_dim));
+  }
+  if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
+  const int group_size = c.n_group > 0 ? c.num_experts / c.n_group : 0;
+  if (c.n_group <= 0 || c.num_experts % c.n_group != 0 || group_size < 2 || c.topk_group <= 0 ||
+      c.topk_group > c.n_group || c.topk_group * group_size < c.num_experts_per_tok) {
+    return invalid_argument(origin + ": n_group " + std::to_string(c.n_group) + " / topk_group " +
+                            std::to_string(c.topk_group) + " do not fit " + std::to_string(c.num_experts) +
+                            " experts with top-" + std::to_string(c.num_experts_per_tok));
+  }
+  return Status::ok();
+}
+
 Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
   if (!j.is_object()) return invalid_argument(origin + ": config is not a JSON object");
   ModelConfig c;
@@ -51,11 +144,12 @@ Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
     return invalid_argument(origin + ": missing key 'architectures' (a list of strings)");
   }
   c.architecture = (*arch_it)[0].get<std::string>();
-  const bool is_llama = c.architecture == "LlamaForCausalLM";
-  const bool is_mixtral = c.architecture == "MixtralForCausalLM";
-  if (!is_llama && !is_mixtral) {
+  const std::string& a = c.architecture;
+  if (a != "LlamaForCausalLM" && a != "MixtralForCausalLM" && a != "Qwen3MoeForCausalLM" &&
+      a != "Qwen2MoeForCausalLM" && a != "Glm4MoeForCausalLM") {
     return unimplemented(origin + ": unsupported architecture '" + c.architecture +
-                         "' (supported: LlamaForCausalLM, MixtralForCausalLM)");
+                         "' (supported: LlamaForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
+                         "Qwen2MoeForCausalLM, Glm4MoeForCausalLM)");
   }
   DENSA_RETURN_IF_ERROR(read_key(j, "vocab_size", true, origin, c.vocab_size));
   DENSA_RETURN_IF_ERROR(read_key(j, "hidden_size", true, origin, c.hidden_size));
@@ -77,13 +171,11 @@ Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
   if (c.head_dim <= 0 || c.head_dim % 2 != 0) {
     return invalid_argument(origin + ": head_dim must be positive and even, got " + std::to_string(c.head_dim));
   }
-  if (is_mixtral) {
-    DENSA_RETURN_IF_ERROR(read_key(j, "num_local_experts", true, origin, c.num_experts));
-    DENSA_RETURN_IF_ERROR(read_key(j, "num_experts_per_tok", true, origin, c.num_experts_per_tok));
-    if (c.num_experts <= 0 || c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts) {
-      return invalid_argument(origin + ": need 0 < num_experts_per_tok <= num_local_experts");
-    }
+  if (a == "MixtralForCausalLM") DENSA_RETURN_IF_ERROR(parse_mixtral(j, origin, c));
+  if (a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM") {
+    DENSA_RETURN_IF_ERROR(parse_qwen_moe(j, origin, a == "Qwen3MoeForCausalLM", c));
   }
+  if (a == "Glm4MoeForCausalLM") DENSA_RETURN_IF_ERROR(parse_glm4_moe(j, origin, c));
   double eps = c.rms_norm_eps, theta = c.rope_theta;
   DENSA_RETURN_IF_ERROR(read_key(j, "rms_norm_eps", false, origin, eps));
   DENSA_RETURN_IF_ERROR(read_key(j, "rope_theta", false, origin, theta));
@@ -110,6 +202,14 @@ Result<ModelConfig> parse_hf_config_text(const std::string& json_text, const std
   } catch (const std::exception& e) {  // type errors inside nlohmann accessors
     return invalid_argument(origin + ": bad config value: " + e.what());
   }
+}
+
+bool ModelConfig::is_moe_layer(int layer) const {
+  if (num_experts <= 0 || layer < first_k_dense_replace || (layer + 1) % decoder_sparse_step != 0) return false;
+  for (int l : mlp_only_layers) {
+    if (l == layer) return false;
+  }
+  return true;
 }
 
 Result<ModelConfig> parse_hf_config(const std::filesystem::path& config_json) {

@@ -5,22 +5,30 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/ids.h"
 #include "core/status.h"
 
 namespace densa {
 
+// How a MoE layer turns router logits into expert choices and weights (model/moe_routing.h).
+enum class MoeRouting : uint8_t {
+  kSoftmaxTopK,     // Mixtral / Qwen-MoE: softmax over all experts, top-k, optional renormalise
+  kSigmoidGrouped,  // GLM-4.5 / DeepSeek-V3 (noaux_tc): sigmoid, correction bias, grouped top-k
+};
+
 struct ModelConfig {
-  std::string architecture;   // "LlamaForCausalLM", "MixtralForCausalLM" (HF names)
+  std::string architecture;   // HF names: "LlamaForCausalLM", "MixtralForCausalLM",
+                              // "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "Glm4MoeForCausalLM"
   int vocab_size = 0;
   int hidden_size = 0;
   int num_layers = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;           // hidden_size / num_heads unless the config says otherwise
-  int intermediate_size = 0;  // dense FFN width, or per-expert width for MoE
-  int num_experts = 0;        // 0 = dense
+  int intermediate_size = 0;  // dense FFN width (Mixtral: the per-expert width, no dense layers)
+  int num_experts = 0;        // routed experts; 0 = dense
   int num_experts_per_tok = 0;
   float rms_norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
@@ -29,7 +37,30 @@ struct ModelConfig {
   TokenId bos_token_id = 1;
   TokenId eos_token_id = 2;
 
+  // ---- attention variants (all off for Llama / Mixtral) ----
+  bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2-MoE; GLM attention_bias)
+  bool qk_norm = false;         // per-head RMSNorm of q and k before RoPE (Qwen3; GLM use_qk_norm)
+  int rotary_dim = 0;           // leading dims of each head RoPE rotates (partial_rotary_factor
+                                // * head_dim); 0 = head_dim
+
+  // ---- MoE layers ----
+  int moe_intermediate_size = 0;   // per-expert width (Mixtral: = intermediate_size)
+  MoeRouting moe_routing = MoeRouting::kSoftmaxTopK;
+  bool norm_topk_prob = true;      // renormalise the kept top-k weights to sum to 1
+  float routed_scaling_factor = 1.0f;  // routed weights multiplied by this (GLM / DeepSeek)
+  int n_group = 1;                 // kSigmoidGrouped: expert groups, and how many are kept
+  int topk_group = 1;
+  int shared_expert_intermediate_size = 0;  // 0 = no shared expert (GLM: n_shared * moe width)
+  bool shared_expert_gate = false;  // Qwen2-MoE: shared output * sigmoid(shared_expert_gate . x)
+  // Which layers are MoE: layer i is dense if i < first_k_dense_replace (GLM / DeepSeek),
+  // (i + 1) % decoder_sparse_step != 0 or i is in mlp_only_layers (Qwen).
+  int first_k_dense_replace = 0;
+  int decoder_sparse_step = 1;
+  std::vector<int> mlp_only_layers;
+
   bool is_moe() const { return num_experts > 0; }
+  bool is_moe_layer(int layer) const;
+  int rope_dim() const { return rotary_dim == 0 ? head_dim : rotary_dim; }
 };
 
 // Parses a Hugging Face config.json (path to the file). Errors name the file and the key.

@@ -13,12 +13,14 @@ constexpr int kMaxHeadDim = 1024;
 // Angles are formed in double (pos * inv_freq loses ~pos * 2^-24 rad in fp32) and each
 // (token, pair) cos/sin is computed once and applied to every head.
 void rope_neox(float* x, const int32_t* positions, int64_t n, int num_heads, int head_dim,
-               float theta) {
-  CHECK(head_dim % 2 == 0 && head_dim <= kMaxHeadDim) << "rope: head_dim " << head_dim;
-  const int half = head_dim / 2;
+               float theta, int rotary_dim) {
+  const int rot = rotary_dim == 0 ? head_dim : rotary_dim;
+  CHECK(head_dim <= kMaxHeadDim && rot % 2 == 0 && rot > 0 && rot <= head_dim)
+      << "rope: head_dim " << head_dim << " rotary_dim " << rotary_dim;
+  const int half = rot / 2;
   double inv_freq[kMaxHeadDim / 2];
   for (int k = 0; k < half; ++k) {
-    inv_freq[k] = std::pow(static_cast<double>(theta), -2.0 * k / head_dim);
+    inv_freq[k] = std::pow(static_cast<double>(theta), -2.0 * k / rot);
   }
   float cos_v[kMaxHeadDim / 2], sin_v[kMaxHeadDim / 2];
   for (int64_t t = 0; t < n; ++t) {

@@ -9,6 +9,7 @@
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
+#include "model/ffn.h"
 #include "quant/dequantize.h"
 
 namespace densa {
@@ -21,75 +22,11 @@ T* grow(std::vector<T>& v, size_t n) {
   return v.data();
 }
 
-// Mixtral routing for every token: softmax over all router logits, keep the top-k (ties
-// to the lower expert id), renormalise the kept probabilities to sum to 1.
-void route(const float* router_logits, int64_t n, int num_experts, int top_k, int32_t* ids,
-           float* weights) {
-  std::vector<float> p(static_cast<size_t>(num_experts));
+// x[t, :] += bias for each of the n rows.
+void add_bias(float* x, const std::vector<float>& bias, int64_t n) {
+  const int64_t d = static_cast<int64_t>(bias.size());
   for (int64_t t = 0; t < n; ++t) {
-    std::copy_n(router_logits + t * num_experts, num_experts, p.begin());
-    softmax(p.data(), num_experts);
-    float sum = 0.0f;
-    for (int k = 0; k < top_k; ++k) {
-      int best = -1;
-      for (int e = 0; e < num_experts; ++e) {
-        bool taken = false;
-        for (int j = 0; j < k; ++j) taken |= ids[t * top_k + j] == e;
-        if (!taken && (best < 0 || p[e] > p[best])) best = e;
-      }
-      ids[t * top_k + k] = best;
-      weights[t * top_k + k] = p[best];
-      sum += p[best];
-    }
-    for (int k = 0; k < top_k; ++k) weights[t * top_k + k] /= sum;
-  }
-}
-
-void swiglu(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w,
-            const float* in, int64_t n, float* gate, float* up, float* out, ThreadPool* pool) {
-  matmul(gate_w, in, n, gate, pool);
-  matmul(up_w, in, n, up, pool);
-  silu_mul(gate, up, n * gate_w.rows);
-  matmul(down_w, gate, n, out, pool);
-}
-
-void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, int64_t n,
-             ForwardScratch& s, int32_t* selected, ThreadPool* pool, float* out) {
-  const int E = cfg.num_experts, K = cfg.num_experts_per_tok, H = cfg.hidden_size;
-  const int I = cfg.intermediate_size;
-  float* router = grow(s.router, n * E);
-  matmul(lw.router, xn, n, router, pool);
-  int32_t* ids = grow(s.topk_ids, n * K);
-  float* wts = grow(s.topk_weights, n * K);
-  route(router, n, E, K, ids, wts);
-  std::copy_n(ids, n * K, selected);
-
-  std::fill_n(out, n * H, 0.0f);
-  // Tokens grouped per expert; each token accumulates its experts in ascending id order,
-  // independent of the batch.
-  for (int e = 0; e < E; ++e) {
-    s.expert_rows.clear();
-    s.expert_weight.clear();
-    for (int64_t t = 0; t < n; ++t) {
-      for (int k = 0; k < K; ++k) {
-        if (ids[t * K + k] == e) {
-          s.expert_rows.push_back(static_cast<int32_t>(t));
-          s.expert_weight.push_back(wts[t * K + k]);
-        }
-      }
-    }
-    const int64_t m = static_cast<int64_t>(s.expert_rows.size());
-    if (m == 0) continue;
-    float* in = grow(s.expert_in, m * H);
-    for (int64_t j = 0; j < m; ++j) std::copy_n(xn + s.expert_rows[j] * H, H, in + j * H);
-    float* y = grow(s.expert_out, m * H);
-    swiglu(lw.expert_gate[e], lw.expert_up[e], lw.expert_down[e], in, m, grow(s.gate, m * I),
-           grow(s.up, m * I), y, pool);
-    for (int64_t j = 0; j < m; ++j) {
-      float* o = out + s.expert_rows[j] * H;
-      const float wj = s.expert_weight[j];
-      for (int d = 0; d < H; ++d) o[d] += wj * y[j * H + d];
-    }
+    for (int64_t i = 0; i < d; ++i) x[t * d + i] += bias[i];
   }
 }
 
@@ -103,6 +40,7 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
   const int H = cfg.hidden_size, hd = cfg.head_dim;
   const int q_dim = cfg.num_heads * hd, kv_dim = cfg.num_kv_heads * hd;
   const int64_t ffn_dim = cfg.intermediate_size;
+  const int rope_dim = cfg.rope_dim();
 
   float* x = grow(s.x, n * H);
   float* xn = grow(s.xn, n * H);
@@ -127,19 +65,30 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
     matmul(lw.wq, xn, n, q, pool);
     matmul(lw.wk, xn, n, k, pool);
     matmul(lw.wv, xn, n, v, pool);
-    rope_neox(q, batch.positions.data(), n, cfg.num_heads, hd, cfg.rope_theta);
-    rope_neox(k, batch.positions.data(), n, cfg.num_kv_heads, hd, cfg.rope_theta);
+    if (!lw.bq.empty()) {
+      add_bias(q, lw.bq, n);
+      add_bias(k, lw.bk, n);
+      add_bias(v, lw.bv, n);
+    }
+    if (!lw.q_norm.empty()) {  // per-head RMSNorm: rows of head_dim
+      rmsnorm(q, lw.q_norm.data(), n * cfg.num_heads, hd, cfg.rms_norm_eps, q);
+      rmsnorm(k, lw.k_norm.data(), n * cfg.num_kv_heads, hd, cfg.rms_norm_eps, k);
+    }
+    rope_neox(q, batch.positions.data(), n, cfg.num_heads, hd, cfg.rope_theta, rope_dim);
+    rope_neox(k, batch.positions.data(), n, cfg.num_kv_heads, hd, cfg.rope_theta, rope_dim);
     kv_store(kv, l, k, v, batch.seq_idx, batch.positions);
     paged_attention(kv, l, q, cfg.num_heads, attn_scale, batch.seq_idx, batch.positions, attn, pool);
     matmul(lw.wo, attn, n, proj, pool);
     for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
 
     rmsnorm(x, lw.ffn_norm.data(), n, H, cfg.rms_norm_eps, xn);
-    if (cfg.is_moe()) {
-      moe_ffn(cfg, lw, xn, n, s, selected + static_cast<int64_t>(l) * n * top_k, pool, proj);
+    int32_t* layer_selected = selected + static_cast<int64_t>(l) * n * top_k;
+    if (cfg.is_moe_layer(l)) {
+      moe_ffn(cfg, lw, xn, n, s, layer_selected, pool, proj);
     } else {
-      swiglu(lw.w_gate, lw.w_up, lw.w_down, xn, n, grow(s.gate, n * ffn_dim),
-             grow(s.up, n * ffn_dim), proj, pool);
+      std::fill_n(layer_selected, n * top_k, -1);
+      swiglu_ffn(lw.w_gate, lw.w_up, lw.w_down, xn, n, grow(s.gate, n * ffn_dim), grow(s.up, n * ffn_dim), proj,
+                 pool);
     }
     for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
   }

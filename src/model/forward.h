@@ -1,6 +1,6 @@
 #pragma once
-// One forward pass of a Llama / Mixtral-style decoder over a batch of tokens from any number
-// of sequences, reading and writing the paged KV cache through a KvView.
+// One forward pass of a GQA decoder (Llama, Mixtral, Qwen2/3-MoE, GLM-4.5 families) over a
+// batch of tokens from any number of sequences, reading and writing the paged KV cache through a KvView.
 //
 // Inputs are arguments (no hidden state): forward(weights, batch, kv, scratch, pool, logits).
 #include <cstdint>
@@ -32,7 +32,8 @@ struct ForwardScratch {
   std::vector<int32_t> topk_ids;                  // [num_tokens, top_k]
   std::vector<float> topk_weights;                // [num_tokens, top_k]
   std::vector<float> final_rows;                  // [num_logits, hidden]
-  // Experts chosen per layer (the MoE routing record): [num_layers][num_tokens][top_k].
+  // Experts chosen per layer (the MoE routing record): [num_layers][num_tokens][top_k];
+  // -1 for the tokens of dense layers.
   std::vector<int32_t> selected_experts;
 };
 

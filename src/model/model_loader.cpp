@@ -10,8 +10,10 @@
 
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
+#include "model/hf_moe_names.h"
 #include "model/hf_quantized.h"
 #include "model/quantize_weights.h"
+#include "quant/dequantize.h"
 
 namespace densa {
 namespace {
@@ -133,6 +135,60 @@ std::string layer_name(bool gguf, int i, const char* hf_suffix, const char* gguf
               : "model.layers." + std::to_string(i) + "." + hf_suffix + ".weight";
 }
 
+// HF name of a layer tensor given in full (biases, correction bias), without adding ".weight".
+std::string layer_tensor(int i, const std::string& name) { return "model.layers." + std::to_string(i) + "." + name; }
+
+// Attention extras of the Qwen / GLM families (HF only; GGUF models have none).
+Status load_attention_extras(const TensorSource& src, int i, ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  LayerWeights& l = w.layers[static_cast<size_t>(i)];
+  const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
+  if (c.attention_bias) {
+    DENSA_ASSIGN_OR_RETURN(l.bq, load_vector(src, layer_tensor(i, "self_attn.q_proj.bias"), q_dim));
+    DENSA_ASSIGN_OR_RETURN(l.bk, load_vector(src, layer_tensor(i, "self_attn.k_proj.bias"), kv_dim));
+    DENSA_ASSIGN_OR_RETURN(l.bv, load_vector(src, layer_tensor(i, "self_attn.v_proj.bias"), kv_dim));
+  }
+  if (c.qk_norm) {
+    DENSA_ASSIGN_OR_RETURN(l.q_norm, load_vector(src, layer_tensor(i, "self_attn.q_norm.weight"), c.head_dim));
+    DENSA_ASSIGN_OR_RETURN(l.k_norm, load_vector(src, layer_tensor(i, "self_attn.k_norm.weight"), c.head_dim));
+  }
+  return Status::ok();
+}
+
+// Router, routed experts, and (Qwen2-MoE / GLM) the shared expert of an HF MoE layer.
+Status load_hf_moe(const TensorSource& src, int i, ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  const HfMoeNames names = hf_moe_names(c);
+  const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size, n = c.num_experts;
+  LayerWeights& l = w.layers[static_cast<size_t>(i)];
+  auto name = [&](const std::string& part) { return layer_name(false, i, part.c_str(), ""); };
+  DENSA_ASSIGN_OR_RETURN(l.router, load_matrix(src, name(names.router), n, hidden));
+  for (int e = 0; e < n; ++e) {
+    const std::string prefix = names.expert_prefix + std::to_string(e) + ".";
+    DENSA_ASSIGN_OR_RETURN(WeightView gate, load_matrix(src, name(prefix + names.expert_gate), inter, hidden));
+    DENSA_ASSIGN_OR_RETURN(WeightView up, load_matrix(src, name(prefix + names.expert_up), inter, hidden));
+    DENSA_ASSIGN_OR_RETURN(WeightView down, load_matrix(src, name(prefix + names.expert_down), hidden, inter));
+    l.expert_gate.push_back(gate);
+    l.expert_up.push_back(up);
+    l.expert_down.push_back(down);
+  }
+  if (!names.router_bias.empty()) {
+    DENSA_ASSIGN_OR_RETURN(l.router_bias, load_vector(src, layer_tensor(i, names.router_bias), n));
+  }
+  const int64_t shared = c.shared_expert_intermediate_size;
+  if (shared > 0) {
+    DENSA_ASSIGN_OR_RETURN(l.shared_gate, load_matrix(src, name(names.shared_prefix + "gate_proj"), shared, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.shared_up, load_matrix(src, name(names.shared_prefix + "up_proj"), shared, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.shared_down, load_matrix(src, name(names.shared_prefix + "down_proj"), hidden, shared));
+  }
+  if (c.shared_expert_gate) {
+    DENSA_ASSIGN_OR_RETURN(WeightView g, load_matrix(src, name(names.shared_gate), 1, hidden));
+    l.shared_expert_gate.resize(static_cast<size_t>(hidden));
+    dequantize_row(g, 0, l.shared_expert_gate.data());
+  }
+  return Status::ok();
+}
+
 Status load_layer(const TensorSource& src, int i, ModelWeights& w) {
   const ModelConfig& c = w.config;
   const bool g = src.gguf;
@@ -149,31 +205,21 @@ Status load_layer(const TensorSource& src, int i, ModelWeights& w) {
   if (g) {
     l.wq = unpermute_rows(w, l.wq, c.num_heads, c.head_dim);
     l.wk = unpermute_rows(w, l.wk, c.num_kv_heads, c.head_dim);
+  } else {
+    DENSA_RETURN_IF_ERROR(load_attention_extras(src, i, w));
   }
-  if (!c.is_moe()) {
+  if (!c.is_moe_layer(i)) {
     DENSA_ASSIGN_OR_RETURN(l.w_gate, load_matrix(src, layer_name(g, i, "mlp.gate_proj", "ffn_gate"), inter, hidden));
     DENSA_ASSIGN_OR_RETURN(l.w_up, load_matrix(src, layer_name(g, i, "mlp.up_proj", "ffn_up"), inter, hidden));
     DENSA_ASSIGN_OR_RETURN(l.w_down, load_matrix(src, layer_name(g, i, "mlp.down_proj", "ffn_down"), hidden, inter));
     return Status::ok();
   }
+  if (!g) return load_hf_moe(src, i, w);
   const int64_t n = c.num_experts;
-  DENSA_ASSIGN_OR_RETURN(l.router,
-                         load_matrix(src, layer_name(g, i, "block_sparse_moe.gate", "ffn_gate_inp"), n, hidden));
-  if (g) {
-    DENSA_ASSIGN_OR_RETURN(l.expert_gate, load_matrices(src, layer_name(g, i, "", "ffn_gate_exps"), n, inter, hidden));
-    DENSA_ASSIGN_OR_RETURN(l.expert_up, load_matrices(src, layer_name(g, i, "", "ffn_up_exps"), n, inter, hidden));
-    DENSA_ASSIGN_OR_RETURN(l.expert_down, load_matrices(src, layer_name(g, i, "", "ffn_down_exps"), n, hidden, inter));
-    return Status::ok();
-  }
-  for (int e = 0; e < n; ++e) {
-    const std::string prefix = "block_sparse_moe.experts." + std::to_string(e) + ".";
-    DENSA_ASSIGN_OR_RETURN(WeightView gate, load_matrix(src, layer_name(g, i, (prefix + "w1").c_str(), ""), inter, hidden));
-    DENSA_ASSIGN_OR_RETURN(WeightView up, load_matrix(src, layer_name(g, i, (prefix + "w3").c_str(), ""), inter, hidden));
-    DENSA_ASSIGN_OR_RETURN(WeightView down, load_matrix(src, layer_name(g, i, (prefix + "w2").c_str(), ""), hidden, inter));
-    l.expert_gate.push_back(gate);
-    l.expert_up.push_back(up);
-    l.expert_down.push_back(down);
-  }
+  DENSA_ASSIGN_OR_RETURN(l.router, load_matrix(src, layer_name(g, i, "", "ffn_gate_inp"), n, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.expert_gate, load_matrices(src, layer_name(g, i, "", "ffn_gate_exps"), n, inter, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.expert_up, load_matrices(src, layer_name(g, i, "", "ffn_up_exps"), n, inter, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.expert_down, load_matrices(src, layer_name(g, i, "", "ffn_down_exps"), n, hidden, inter));
   return Status::ok();
 }
 
@@ -223,6 +269,7 @@ Result<ModelConfig> gguf_config(const GgufFile& f) {
   c.num_experts = static_cast<int>(f.get_int("llama.expert_count").value_or(0));
   c.num_experts_per_tok = static_cast<int>(f.get_int("llama.expert_used_count").value_or(0));
   c.architecture = c.num_experts > 0 ? "MixtralForCausalLM" : "LlamaForCausalLM";
+  c.moe_intermediate_size = c.num_experts > 0 ? c.intermediate_size : 0;
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.head_dim <= 0 || c.head_dim % 2 != 0) {
     return invalid_argument(fname + ": inconsistent attention metadata (heads " + std::to_string(c.num_heads) +
                             ", kv heads " + std::to_string(c.num_kv_heads) + ", head_dim " +

@@ -12,29 +12,37 @@ void for_each_matrix(const ModelWeights& w, Fn fn) {
   fn(w.tok_embeddings);
   if (w.lm_head.data != w.tok_embeddings.data) fn(w.lm_head);
   for (const LayerWeights& l : w.layers) {
-    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) fn(*v);
+    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router,
+                                &l.shared_gate, &l.shared_up, &l.shared_down}) {
+      fn(*v);
+    }
     for (const auto* experts : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
       for (const WeightView& v : *experts) fn(v);
     }
   }
 }
 
-int64_t norm_params(const ModelWeights& w) {
+int64_t vector_params(const ModelWeights& w) {
   int64_t n = static_cast<int64_t>(w.final_norm.size());
-  for (const LayerWeights& l : w.layers) n += static_cast<int64_t>(l.attn_norm.size() + l.ffn_norm.size());
+  for (const LayerWeights& l : w.layers) {
+    for (const auto* v : {&l.attn_norm, &l.ffn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.router_bias,
+                          &l.shared_expert_gate}) {
+      n += static_cast<int64_t>(v->size());
+    }
+  }
   return n;
 }
 
 }  // namespace
 
 int64_t ModelWeights::num_params() const {
-  int64_t n = norm_params(*this);
+  int64_t n = vector_params(*this);
   for_each_matrix(*this, [&](const WeightView& v) { n += matrix_params(v); });
   return n;
 }
 
 int64_t ModelWeights::weight_bytes() const {
-  int64_t n = norm_params(*this) * static_cast<int64_t>(sizeof(float));
+  int64_t n = vector_params(*this) * static_cast<int64_t>(sizeof(float));
   for_each_matrix(*this, [&](const WeightView& v) { n += matrix_bytes(v); });
   return n;
 }

@@ -21,8 +21,11 @@ struct LayerWeights {
   WeightView wk;                 // [num_kv_heads*head_dim, hidden]
   WeightView wv;                 // [num_kv_heads*head_dim, hidden]
   WeightView wo;                 // [hidden, num_heads*head_dim]
+  // Attention extras; empty unless the config asks for them.
+  std::vector<float> bq, bk, bv;         // attention_bias: [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> q_norm, k_norm;     // qk_norm: [head_dim], applied per head before RoPE
   std::vector<float> ffn_norm;   // [hidden]
-  // Dense FFN (num_experts == 0).
+  // Dense FFN (layers where !config.is_moe_layer(i)).
   WeightView w_gate;             // [intermediate, hidden]
   WeightView w_up;               // [intermediate, hidden]
   WeightView w_down;             // [hidden, intermediate]
@@ -31,6 +34,12 @@ struct LayerWeights {
   std::vector<WeightView> expert_gate;  // [num_experts] x [intermediate, hidden]
   std::vector<WeightView> expert_up;    // [num_experts] x [intermediate, hidden]
   std::vector<WeightView> expert_down;  // [num_experts] x [hidden, intermediate]
+  std::vector<float> router_bias;       // kSigmoidGrouped: [num_experts], selection only
+  // Shared expert (shared_expert_intermediate_size > 0): a SwiGLU every token passes through.
+  WeightView shared_gate;               // [shared_intermediate, hidden]
+  WeightView shared_up;                 // [shared_intermediate, hidden]
+  WeightView shared_down;               // [hidden, shared_intermediate]
+  std::vector<float> shared_expert_gate;  // [hidden]; empty = ungated (GLM)
 };
 
 struct ModelWeights {

@@ -1,10 +1,12 @@
 #include "model/quantize_weights.h"
 
+#include "model/hf_moe_names.h"
 #include "quant/dequantize.h"
 
 namespace densa {
 
 void for_each_quantizable_matrix(ModelWeights& w, const std::function<void(const std::string&, WeightView&)>& fn) {
+  const HfMoeNames moe = hf_moe_names(w.config);
   for (size_t i = 0; i < w.layers.size(); ++i) {
     LayerWeights& l = w.layers[i];
     const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -18,10 +20,15 @@ void for_each_quantizable_matrix(ModelWeights& w, const std::function<void(const
       fn(p + "mlp.down_proj", l.w_down);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {
-      const std::string ep = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
-      fn(ep + "w1", l.expert_gate[e]);
-      fn(ep + "w2", l.expert_down[e]);
-      fn(ep + "w3", l.expert_up[e]);
+      const std::string ep = p + moe.expert_prefix + std::to_string(e) + ".";
+      fn(ep + moe.expert_gate, l.expert_gate[e]);
+      fn(ep + moe.expert_down, l.expert_down[e]);
+      fn(ep + moe.expert_up, l.expert_up[e]);
+    }
+    if (!l.shared_gate.empty()) {
+      fn(p + moe.shared_prefix + "gate_proj", l.shared_gate);
+      fn(p + moe.shared_prefix + "up_proj", l.shared_up);
+      fn(p + moe.shared_prefix + "down_proj", l.shared_down);
     }
   }
 }

@@ -1,8 +1,8 @@
 #pragma once
 // Quantize-on-load: converts the large matrices of a ModelWeights (attention q/k/v/o, dense
-// FFN, every expert's gate/up/down) to a target weight format (quant/quantize_matrix.h), in
-// buffers owned by the ModelWeights. Norms, the MoE router, embeddings and lm_head stay as
-// stored.
+// FFN, every expert's and the shared expert's gate/up/down) to a target weight format (quant/quantize_matrix.h), in
+// buffers owned by the ModelWeights. Norms, biases, the MoE router (and its correction bias
+// and the shared-expert gate), embeddings and lm_head stay as stored.
 #include <functional>
 #include <string>
 

@@ -9,6 +9,7 @@
 
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
+#include "model/hf_moe_names.h"
 #include "model/model_loader.h"
 #include "model/quantize_weights.h"
 #include "quant/dequantize.h"
@@ -105,7 +106,19 @@ Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuan
     const std::string p = "model.layers." + std::to_string(i) + ".";
     kept.push_back(p + "input_layernorm.weight");
     kept.push_back(p + "post_attention_layernorm.weight");
-    if (c.is_moe()) kept.push_back(p + "block_sparse_moe.gate.weight");
+    const LayerWeights& l = w.layers[static_cast<size_t>(i)];
+    if (!l.bq.empty()) {
+      for (const char* b : {"q", "k", "v"}) kept.push_back(p + "self_attn." + b + "_proj.bias");
+    }
+    if (!l.q_norm.empty()) {
+      kept.push_back(p + "self_attn.q_norm.weight");
+      kept.push_back(p + "self_attn.k_norm.weight");
+    }
+    if (!c.is_moe_layer(i)) continue;
+    const HfMoeNames moe = hf_moe_names(c);
+    kept.push_back(p + moe.router + ".weight");
+    if (!moe.router_bias.empty()) kept.push_back(p + moe.router_bias);
+    if (c.shared_expert_gate) kept.push_back(p + moe.shared_gate + ".weight");
   }
   int total = static_cast<int>(kept.size()), done = 0;
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView&) { ++total; });

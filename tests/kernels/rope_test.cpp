@@ -62,3 +62,41 @@ TEST(RopeTest, RotateHalfPairing) {
 
 }  // namespace
 }  // namespace densa
+
+namespace densa {
+namespace {
+
+// Partial rotary (GLM-4.5): the first rotary_dim elements of each head turn exactly like a
+// rotary_dim-wide head (same kernel, bit-equal), the rest pass through; matches the reference.
+TEST(RopeTest, PartialRotaryRotatesLeadingDimsOnly) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int kHeads = 3, kHeadDim = 16, kRot = 8;
+  const std::vector<int32_t> positions = {0, 3, 250, 70000};
+  const int64_t n = static_cast<int64_t>(positions.size());
+  std::vector<float> x(n * kHeads * kHeadDim);
+  for (float& v : x) v = normal(rng);
+  std::vector<float> got = x, want = x;
+  rope_neox(got.data(), positions.data(), n, kHeads, kHeadDim, 1e6f, kRot);
+  ref::rope_neox(want.data(), positions.data(), n, kHeads, kHeadDim, 1e6f, kRot);
+  std::vector<float> narrow;  // the leading kRot dims of every head, as heads of width kRot
+  for (int64_t v = 0; v < n * kHeads; ++v) narrow.insert(narrow.end(), &x[v * kHeadDim], &x[v * kHeadDim + kRot]);
+  rope_neox(narrow.data(), positions.data(), n, kHeads, kRot, 1e6f);
+  for (int64_t v = 0; v < n * kHeads; ++v) {
+    for (int k = 0; k < kHeadDim; ++k) {
+      const int64_t idx = v * kHeadDim + k;
+      if (k < kRot) {
+        EXPECT_EQ(got[idx], narrow[v * kRot + k]) << idx;
+        EXPECT_NEAR(got[idx], want[idx], 1e-6) << idx;
+      } else {
+        EXPECT_EQ(got[idx], x[idx]) << idx;
+        EXPECT_EQ(want[idx], x[idx]) << idx;
+      }
+    }
+  }
+  // The rotated part really moved at position > 0.
+  EXPECT_NE(got[kHeads * kHeadDim], x[kHeads * kHeadDim]);
+}
+
+}  // namespace
+}  // namespace densa

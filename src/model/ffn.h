@@ -1,0 +1,21 @@
+#pragma once
+// The feed-forward half of a decoder layer: a dense SwiGLU, or a MoE block (router ->
+// routing variant of the config -> routed experts, plus an optional shared expert).
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "model/forward.h"
+
+namespace densa {
+
+// out[n, hidden] = down(silu(gate . x) * (up . x)); gate/up: [n, gate_w.rows] scratch.
+void swiglu_ffn(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w, const float* in,
+                int64_t n, float* gate, float* up, float* out, ThreadPool* pool);
+
+// out[n, hidden] = sum over each token's experts (ascending id, so the result does not depend
+// on the batch) of weight * expert(xn), + [sigmoid(shared_expert_gate . xn) *] shared(xn).
+// selected: [n, top_k] receives the chosen expert ids (the routing record).
+void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, int64_t n, ForwardScratch& s,
+             int32_t* selected, ThreadPool* pool, float* out);
+
+}  // namespace densa
