@@ -1,6 +1,6 @@
 // `densa bench`: benchmark commands. `bench serve` loads any OpenAI-compatible server with
 // streamed requests (tools/bench_serve.h); `bench serve --compare A.json B.json` compares two
-// runs. `bench offline` (engine without HTTP) is a later addition to this group.
+// runs. `bench offline` (engine in process, cmd_bench_offline.cpp) measures prefill/decode speed.
 #include <cstdio>
 #include <memory>
 
@@ -8,6 +8,9 @@
 #include "tools/bench_serve.h"
 
 namespace densa::cli {
+
+void add_bench_offline_command(CLI::App* bench);  // cmd_bench_offline.cpp
+
 namespace {
 
 struct BenchServeArgs {
@@ -37,8 +40,9 @@ int run_bench_serve(BenchServeArgs& a) {
 }
 
 const CommandRegistrar kRegister([](CLI::App& app) {
-  CLI::App* bench = app.add_subcommand("bench", "benchmarks: serve (any OpenAI-compatible server)");
+  CLI::App* bench = app.add_subcommand("bench", "benchmarks: serve (any OpenAI-compatible server), offline (engine in process)");
   bench->require_subcommand(1);
+  add_bench_offline_command(bench);
 
   auto args = std::make_shared<BenchServeArgs>();
   bench::BenchServeConfig& c = args->config;

@@ -1,0 +1,83 @@
+#pragma once
+// `densa bench offline`: prefill and decode speed of the real serving path (Engine: scheduler,
+// paged KV, runner, sampler) in process, without HTTP, on token ids (no tokenizer needed).
+//
+// One run submits `batch` requests of `prompt_len` random token ids (distinct per request and
+// repeat, so the prefix cache never hits) with max_new_tokens = gen_len and ignore_eos, all at
+// once, and reads the event timestamps:
+//   prefill: batch * prompt_len tokens over [submit, last request's first token];
+//   decode:  tokens emitted after that moment over [that moment, last token] (aggregate over
+//            the batch; decode steps = the most tokens one request emitted in that window).
+// Each run also records the process CPU time, so a run on a busy machine states how much of
+// its cores it actually got (cpu_share).
+// The report gives the median over repeats, and the bytes one decode step must read: active
+// weights (for MoE only the experts the step routed to, from the routing model::forward
+// records in ForwardScratch::selected_experts, replayed over the generated sequences) and the
+// KV cache at the step's context; achieved GB/s = bytes per step / seconds per step.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/model_weights.h"
+
+namespace densa::bench {
+
+struct BenchOfflineConfig {
+  int batch = 1;
+  int prompt_len = 128;
+  int gen_len = 32;
+  int repeats = 3;
+  DType kv_dtype = DType::kBF16;
+  int num_threads = 0;            // 0 = all cores
+  uint64_t seed = 0;
+  bool routing_replay = true;     // MoE, batch > 1: replay the sequences to count routed experts
+  int max_step_tokens = 0;        // 0: batch * prompt_len, at least 1024 and at most 16384
+};
+
+struct BenchOfflineRun {
+  double prefill_s = 0;
+  double prefill_tok_s = 0;
+  double decode_s = 0;
+  int64_t decode_tokens = 0;      // tokens emitted after the last first token
+  int64_t decode_steps = 0;
+  double decode_tok_s = 0;        // aggregate over the batch
+  int64_t generated_tokens = 0;   // all tokens emitted (= batch * gen_len)
+  double wall_s = 0;              // submit to last token
+  double cpu_s = 0;               // process CPU time over the same span (all threads)
+  // cpu_s / (wall_s * threads): the share of its cores the run got. On a machine shared with
+  // other work it is < 1 and wall-clock rates understate the code's speed.
+  double cpu_share = 0;
+};
+
+struct BenchOfflineReport {
+  BenchOfflineConfig config;
+  std::string model;
+  std::string weight_dtype;       // dtype of the attention matrices ("q4_0", "i4", ...)
+  int64_t total_params = 0;
+  int64_t prompt_tokens = 0;      // per repeat
+  std::vector<BenchOfflineRun> runs;
+  double prefill_tok_s = 0;       // medians
+  double decode_tok_s = 0;
+  double decode_step_ms = 0;
+  int num_threads = 0;            // kernel threads the engine ran (config.num_threads resolved)
+  double cpu_share = 0;           // median over repeats (see BenchOfflineRun)
+  // Bytes one decode step reads (averaged over the measured steps of the last repeat).
+  int64_t weight_bytes_all = 0;       // every matrix and norm as stored
+  double weight_bytes_per_step = 0;   // active: routed experts only, embeddings of the batch
+  double experts_per_layer_step = 0;  // MoE: distinct experts a step reads per layer (avg)
+  double kv_bytes_per_step = 0;       // K and V of every context token of every sequence
+  double weight_gbs = 0;              // weight_bytes_per_step / decode_step seconds
+  double total_gbs = 0;               // (weights + KV) per step / decode_step seconds
+  bool routing_measured = false;      // false: MoE expert bytes assume every expert
+};
+
+Result<BenchOfflineReport> run_bench_offline(const ModelWeights& weights, const BenchOfflineConfig& config);
+
+// The report as JSON text (stable keys) and as a short human summary.
+std::string bench_offline_json(const BenchOfflineReport& r);
+std::string bench_offline_summary(const BenchOfflineReport& r);
+
+}  // namespace densa::bench

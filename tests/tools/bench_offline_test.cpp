@@ -1,0 +1,111 @@
+// bench offline on the trained fixtures: the report's counts agree with what was asked for
+// and with each other (no timing asserts: the machine is shared).
+#include "tools/bench_offline.h"
+
+#include <gtest/gtest.h>
+
+#include "model/model_loader.h"
+#include "test_util.h"
+
+namespace densa::bench {
+namespace {
+
+ModelWeights load(const std::string& model, const std::string& file) {
+  Result<ModelWeights> w = load_model(testing::model_dir(model) / "gguf" / file);
+  EXPECT_TRUE(w.is_ok()) << w.status().message();
+  return std::move(w.value());
+}
+
+void expect_consistent_runs(const BenchOfflineReport& r, const BenchOfflineConfig& c) {
+  ASSERT_EQ(static_cast<int>(r.runs.size()), c.repeats);
+  EXPECT_EQ(r.prompt_tokens, int64_t{c.batch} * c.prompt_len);
+  for (const BenchOfflineRun& run : r.runs) {
+    EXPECT_EQ(run.generated_tokens, int64_t{c.batch} * c.gen_len);
+    // The whole batch prefills in one step, so every request decodes gen_len - 1 tokens
+    // after the last first token, in gen_len - 1 steps.
+    EXPECT_EQ(run.decode_tokens, int64_t{c.batch} * (c.gen_len - 1));
+    EXPECT_EQ(run.decode_steps, c.gen_len - 1);
+    EXPECT_GT(run.prefill_s, 0);
+    EXPECT_GT(run.decode_s, 0);
+    EXPECT_NEAR(run.prefill_tok_s * run.prefill_s, static_cast<double>(r.prompt_tokens), 1e-6 * r.prompt_tokens);
+    EXPECT_NEAR(run.decode_tok_s * run.decode_s, static_cast<double>(run.decode_tokens), 1e-6 * run.decode_tokens);
+    EXPECT_NEAR(run.wall_s, run.prefill_s + run.decode_s, 1e-9);
+    EXPECT_GT(run.cpu_s, 0);
+    EXPECT_NEAR(run.cpu_share * run.wall_s * c.num_threads, run.cpu_s, 1e-9);
+  }
+  EXPECT_EQ(r.num_threads, c.num_threads);
+  EXPECT_GT(r.decode_step_ms, 0);
+  EXPECT_GT(r.weight_gbs, 0);
+  EXPECT_NEAR(r.weight_gbs * r.decode_step_ms * 1e-3 * 1e9, r.weight_bytes_per_step, 1e-6 * r.weight_bytes_per_step);
+  EXPECT_GT(r.total_gbs, r.weight_gbs);
+}
+
+TEST(BenchOffline, MoeReportCountsRoutedExperts) {
+  const ModelWeights w = load("tinystories-mixtral-3.6m", "tinystories-mixtral-3.6m-f16.gguf");
+  const ModelConfig& m = w.config;
+  BenchOfflineConfig c;
+  c.batch = 3;
+  c.prompt_len = 20;
+  c.gen_len = 6;
+  c.repeats = 2;
+  c.num_threads = 1;
+  Result<BenchOfflineReport> r = run_bench_offline(w, c);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  expect_consistent_runs(*r, c);
+  EXPECT_EQ(r->total_params, 3'609'728);
+  EXPECT_EQ(r->weight_dtype, "f16");
+  EXPECT_TRUE(r->routing_measured);
+  // 3 tokens x top-2 per step: between 2 and min(6, 8) distinct experts per layer.
+  EXPECT_GE(r->experts_per_layer_step, 2.0);
+  EXPECT_LE(r->experts_per_layer_step, 6.0);
+  // Experts are 3 F16 matrices of 256 x 128 each; a step reads fewer than all 8.
+  const double expert = 3.0 * 256 * 128 * 2;
+  const double all_experts = expert * m.num_experts * m.num_layers;
+  EXPECT_LT(r->weight_bytes_per_step, static_cast<double>(r->weight_bytes_all) - expert * m.num_layers);
+  EXPECT_GT(r->weight_bytes_per_step, static_cast<double>(r->weight_bytes_all) - all_experts);
+  EXPECT_NEAR(r->weight_bytes_per_step - (r->weight_bytes_all - all_experts - (m.vocab_size - c.batch) * 128 * 2),
+              r->experts_per_layer_step * m.num_layers * expert, 1.0);
+  // KV: 4 layers x K,V x 4 heads x 16 dims x 2 bytes per token, average context 20 + 2 + 1.
+  EXPECT_DOUBLE_EQ(r->kv_bytes_per_step, 23.0 * c.batch * 4 * 2 * 4 * 16 * 2);
+
+  const nlohmann::json j = nlohmann::json::parse(bench_offline_json(*r));
+  EXPECT_EQ(j["batch"], 3);
+  EXPECT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["generated_tokens"], 18);
+  EXPECT_EQ(j["kv_dtype"], "bf16");
+  EXPECT_DOUBLE_EQ(j["decode_tok_s"].get<double>(), r->decode_tok_s);
+  EXPECT_NE(bench_offline_summary(*r).find("decode:"), std::string::npos);
+}
+
+TEST(BenchOffline, DenseReadsEveryMatrixOncePerStep) {
+  const ModelWeights w = load("tinystories-llama-1m", "tinystories-llama-1m-f32.gguf");
+  BenchOfflineConfig c;
+  c.batch = 2;
+  c.prompt_len = 12;
+  c.gen_len = 4;
+  c.repeats = 1;
+  c.num_threads = 1;
+  c.kv_dtype = DType::kFP8E4M3;
+  Result<BenchOfflineReport> r = run_bench_offline(w, c);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  expect_consistent_runs(*r, c);
+  EXPECT_FALSE(r->routing_measured);
+  EXPECT_EQ(r->experts_per_layer_step, 0);
+  // All weights but the embedding table, of which only the batch's 2 rows (F32, hidden 128).
+  EXPECT_DOUBLE_EQ(r->weight_bytes_per_step, static_cast<double>(r->weight_bytes_all) - (1024 - 2) * 128 * 4);
+  // FP8 KV: 1 byte per element plus a 4-byte scale per (layer, K|V, head, token).
+  EXPECT_DOUBLE_EQ(r->kv_bytes_per_step, (12 + 1 + 1) * 2.0 * (4 * 2 * 4 * 16 + 4 * 2 * 4 * 4));
+}
+
+TEST(BenchOffline, RejectsPromptsBeyondTheContext) {
+  const ModelWeights w = load("tinystories-llama-1m", "tinystories-llama-1m-f32.gguf");
+  BenchOfflineConfig c;
+  c.prompt_len = 250;
+  c.gen_len = 10;
+  Result<BenchOfflineReport> r = run_bench_offline(w, c);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("context"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace densa::bench

@@ -1,0 +1,280 @@
+#include "tools/gen_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include <unistd.h>
+
+#include "model/model_loader.h"
+#include "quant/dequantize.h"
+#include "quant/quantize_matrix.h"
+#include "test_util.h"
+#include "tools/generator.h"
+
+namespace densa {
+namespace {
+
+namespace fs = std::filesystem;
+
+class GenModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("densa_gen_model_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A tiny Mixtral (or Llama with experts = 0): every matrix dimension a multiple of 128 so
+  // FP8 blocks and INT4 groups fit.
+  GenModelOptions tiny(bool moe, const std::string& dtype, const std::string& format, const std::string& name) {
+    GenModelOptions o;
+    o.arch = moe ? "mixtral" : "llama";
+    o.hidden_size = 128;
+    o.num_layers = 2;
+    o.num_heads = 4;
+    o.num_kv_heads = 2;
+    o.intermediate_size = 256;
+    o.num_experts = moe ? 4 : 0;
+    o.num_experts_per_tok = moe ? 2 : 0;
+    o.vocab_size = 384;
+    o.max_context = 512;
+    o.dtype = dtype;
+    o.format = format;
+    o.seed = 7;
+    o.output = dir_ / name;
+    return o;
+  }
+
+  ModelWeights make(const GenModelOptions& o) {
+    Result<GenModelReport> r = generate_model(o);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    Result<ModelWeights> w = load_model(o.output);
+    EXPECT_TRUE(w.is_ok()) << w.status().message();
+    return std::move(w.value());
+  }
+
+  fs::path dir_;
+};
+
+std::vector<float> values(const WeightView& w) { return dequantize_matrix(w); }
+
+void expect_same(const std::string& what, const WeightView& a, const WeightView& b) {
+  ASSERT_EQ(a.rows, b.rows) << what;
+  ASSERT_EQ(a.cols, b.cols) << what;
+  const std::vector<float> x = values(a), y = values(b);
+  EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << what << " differs";
+}
+
+// Calls fn(name, a, b) for every matrix pair of two models of the same shape.
+template <typename Fn>
+void each_matrix_pair(const ModelWeights& a, const ModelWeights& b, bool with_embeddings, Fn fn) {
+  if (with_embeddings) {
+    fn("tok_embeddings", a.tok_embeddings, b.tok_embeddings);
+    fn("lm_head", a.lm_head, b.lm_head);
+  }
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const LayerWeights &x = a.layers[i], &y = b.layers[i];
+    const std::string p = "layer " + std::to_string(i) + " ";
+    fn(p + "wq", x.wq, y.wq);
+    fn(p + "wk", x.wk, y.wk);
+    fn(p + "wv", x.wv, y.wv);
+    fn(p + "wo", x.wo, y.wo);
+    if (!x.w_gate.empty()) {
+      fn(p + "w_gate", x.w_gate, y.w_gate);
+      fn(p + "w_up", x.w_up, y.w_up);
+      fn(p + "w_down", x.w_down, y.w_down);
+    }
+    if (with_embeddings && !x.router.empty()) fn(p + "router", x.router, y.router);
+    ASSERT_EQ(x.expert_gate.size(), y.expert_gate.size());
+    for (size_t e = 0; e < x.expert_gate.size(); ++e) {
+      const std::string q = p + "expert " + std::to_string(e) + " ";
+      fn(q + "gate", x.expert_gate[e], y.expert_gate[e]);
+      fn(q + "up", x.expert_up[e], y.expert_up[e]);
+      fn(q + "down", x.expert_down[e], y.expert_down[e]);
+    }
+  }
+}
+
+TEST(GenModelPresetTest, ParameterCountsOfThePresets) {
+  GenModelOptions o;
+  ASSERT_TRUE(apply_gen_model_preset("dense-336m", o).is_ok());
+  Result<ModelConfig> dense = gen_model_config(o);
+  ASSERT_TRUE(dense.is_ok()) << dense.status().message();
+  // 2 x 32000 x 1024 embeddings/head + 1024 final norm + 24 x (attention 2,621,440 + norms
+  // 2,048 + SwiGLU 3 x 1024 x 2816).
+  EXPECT_EQ(count_total_params(*dense), 336'118'784);
+  EXPECT_EQ(count_active_params(*dense), 336'118'784);
+  ASSERT_TRUE(apply_gen_model_preset("moe-959m-a336m", o).is_ok());
+  Result<ModelConfig> moe = gen_model_config(o);
+  ASSERT_TRUE(moe.is_ok()) << moe.status().message();
+  EXPECT_TRUE(moe->is_moe());
+  EXPECT_EQ(moe->num_experts, 8);
+  EXPECT_EQ(moe->num_experts_per_tok, 2);
+  // Experts: 8 x 3 x 1024 x 1408 per layer, router 8 x 1024; active keeps 2 of the 8.
+  EXPECT_EQ(count_total_params(*moe), 959'169'536);
+  EXPECT_EQ(count_active_params(*moe), 336'315'392);
+  EXPECT_FALSE(apply_gen_model_preset("dense-7b", o).is_ok());
+}
+
+TEST_F(GenModelTest, TinyMoeGgufLoadsRunsAndCountsMatch) {
+  const GenModelOptions o = tiny(true, "f32", "gguf", "moe.gguf");
+  Result<GenModelReport> r = generate_model(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  Result<ModelWeights> loaded = load_model(o.output);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  const ModelWeights& w = loaded.value();
+  const ModelConfig& c = w.config;
+  EXPECT_EQ(c.architecture, "MixtralForCausalLM");
+  EXPECT_EQ(c.hidden_size, 128);
+  EXPECT_EQ(c.num_layers, 2);
+  EXPECT_EQ(c.num_heads, 4);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 32);
+  EXPECT_EQ(c.intermediate_size, 256);
+  EXPECT_EQ(c.num_experts, 4);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_EQ(c.vocab_size, 384);
+  EXPECT_EQ(c.max_position_embeddings, 512);
+  EXPECT_EQ(w.tokenizer, nullptr);
+  EXPECT_EQ(w.num_params(), r->total_params);
+  EXPECT_EQ(r->total_params, count_total_params(c));
+  EXPECT_LT(r->active_params, r->total_params);
+  EXPECT_EQ(static_cast<int64_t>(fs::file_size(o.output)), r->bytes_written);
+
+  // The forward pass runs and stays finite; the logits are not constant.
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 1) % c.vocab_size);
+  const std::vector<float> logits = prompt_logits(w, prompt, DType::kF32, nullptr);
+  ASSERT_EQ(logits.size(), prompt.size() * static_cast<size_t>(c.vocab_size));
+  float lo = logits[0], hi = logits[0];
+  for (float v : logits) {
+    ASSERT_TRUE(std::isfinite(v));
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  EXPECT_GT(hi - lo, 1.0f);
+  EXPECT_LT(hi - lo, 100.0f);
+}
+
+TEST_F(GenModelTest, HfConfigKeys) {
+  const GenModelOptions o = tiny(true, "bf16", "hf", "moe-hf");
+  ASSERT_TRUE(generate_model(o).is_ok());
+  const nlohmann::json j = densa::testing::read_json(o.output / "config.json");
+  EXPECT_EQ(j["architectures"][0], "MixtralForCausalLM");
+  EXPECT_EQ(j["model_type"], "mixtral");
+  EXPECT_EQ(j["hidden_size"], 128);
+  EXPECT_EQ(j["intermediate_size"], 256);
+  EXPECT_EQ(j["num_hidden_layers"], 2);
+  EXPECT_EQ(j["num_attention_heads"], 4);
+  EXPECT_EQ(j["num_key_value_heads"], 2);
+  EXPECT_EQ(j["num_local_experts"], 4);
+  EXPECT_EQ(j["num_experts_per_tok"], 2);
+  EXPECT_EQ(j["vocab_size"], 384);
+  EXPECT_EQ(j["max_position_embeddings"], 512);
+  EXPECT_EQ(j["tie_word_embeddings"], false);
+  EXPECT_EQ(j["torch_dtype"], "bfloat16");
+  EXPECT_FALSE(j.contains("quantization_config"));
+  EXPECT_FALSE(fs::exists(o.output / "tokenizer.model"));
+
+  const GenModelOptions d = tiny(false, "int4", "hf", "dense-int4");
+  ASSERT_TRUE(generate_model(d).is_ok());
+  const nlohmann::json k = densa::testing::read_json(d.output / "config.json");
+  EXPECT_EQ(k["architectures"][0], "LlamaForCausalLM");
+  EXPECT_EQ(k["model_type"], "llama");
+  EXPECT_FALSE(k.contains("num_local_experts"));
+  EXPECT_EQ(k["quantization_config"]["quant_method"], "compressed-tensors");
+  EXPECT_EQ(k["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"], 32);
+}
+
+// Same options and seed: the GGUF file and the HF directory load to the same values, for
+// every float type (GGUF's permuted Q/K rows and stacked experts undone by the loader).
+TEST_F(GenModelTest, GgufAndHfLoadToIdenticalWeights) {
+  for (const char* dtype : {"f32", "f16", "bf16"}) {
+    for (bool moe : {false, true}) {
+      SCOPED_TRACE(std::string(dtype) + (moe ? " moe" : " dense"));
+      const std::string tag = std::string(dtype) + (moe ? "-moe" : "-dense");
+      const ModelWeights g = make(tiny(moe, dtype, "gguf", tag + ".gguf"));
+      const ModelWeights h = make(tiny(moe, dtype, "hf", tag + "-hf"));
+      EXPECT_EQ(g.config.num_experts, h.config.num_experts);
+      EXPECT_EQ(g.config.head_dim, h.config.head_dim);
+      each_matrix_pair(g, h, true, expect_same);
+      EXPECT_EQ(g.final_norm, h.final_norm);
+      EXPECT_EQ(g.layers[1].attn_norm, h.layers[1].attn_norm);
+    }
+  }
+}
+
+// Quantized checkpoints hold what quantize-on-load makes of the BF16 checkpoint.
+TEST_F(GenModelTest, QuantizedCheckpointsEqualQuantizeOnLoad) {
+  const GenModelOptions bf16 = tiny(true, "bf16", "hf", "base-hf");
+  ASSERT_TRUE(generate_model(bf16).is_ok());
+  struct Case { const char* dtype; const char* format; DType load; };
+  for (const Case& k : {Case{"q8_0", "gguf", DType::kQ8_0}, Case{"q4_0", "gguf", DType::kQ4_0},
+                        Case{"fp8", "hf", DType::kFP8E4M3}, Case{"int4", "hf", DType::kI4}}) {
+    SCOPED_TRACE(k.dtype);
+    const ModelWeights q = make(tiny(true, k.dtype, k.format, std::string(k.dtype) + "." + k.format));
+    Result<ModelWeights> ref = load_model(bf16.output, LoadOptions{k.load, 32});
+    ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+    EXPECT_EQ(q.layers[0].wq.dtype, k.load);
+    EXPECT_EQ(q.layers[1].expert_down[3].dtype, k.load);
+    each_matrix_pair(q, ref.value(), false, expect_same);
+  }
+}
+
+TEST_F(GenModelTest, RoutingSpreadsOverExperts) {
+  const ModelWeights w = make(tiny(true, "bf16", "gguf", "route.gguf"));
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < 64; ++i) prompt.push_back((i * 101 + 3) % w.config.vocab_size);
+  // Layer 0's router on the normed embeddings: with router logits ~N(0,1) every expert is
+  // the top choice of some token.
+  std::set<int> top1;
+  const ModelConfig& c = w.config;
+  const std::vector<float> r = dequantize_matrix(w.layers[0].router);
+  for (TokenId t : prompt) {
+    std::vector<float> x(static_cast<size_t>(c.hidden_size));
+    dequantize_row(w.tok_embeddings, t, x.data());
+    float ss = 0;
+    for (float v : x) ss += v * v;
+    const float inv = 1.0f / std::sqrt(ss / c.hidden_size + c.rms_norm_eps);
+    int best = 0;
+    float best_v = -1e30f;
+    for (int e = 0; e < c.num_experts; ++e) {
+      float dot = 0;
+      for (int j = 0; j < c.hidden_size; ++j) dot += r[e * c.hidden_size + j] * x[j] * inv * w.layers[0].attn_norm[j];
+      if (dot > best_v) best_v = dot, best = e;
+    }
+    top1.insert(best);
+  }
+  EXPECT_EQ(static_cast<int>(top1.size()), c.num_experts);
+}
+
+TEST_F(GenModelTest, BadOptionsAreClearErrors) {
+  GenModelOptions o = tiny(false, "fp8", "gguf", "x.gguf");
+  Result<GenModelReport> r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("--format hf"), std::string::npos) << r.status().message();
+  o = tiny(false, "q4_0", "hf", "x");
+  EXPECT_FALSE(generate_model(o).is_ok());
+  o = tiny(false, "bf16", "gguf", "x.gguf");
+  o.num_heads = 3;
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("--heads"), std::string::npos) << r.status().message();
+  o = tiny(false, "q8_0", "gguf", "x.gguf");
+  o.hidden_size = 100;
+  o.num_heads = 2;
+  o.num_kv_heads = 2;
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("cannot be stored as q8_0"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace densa
