@@ -15,6 +15,8 @@
 #include "model/model_loader.h"
 #include "server/http_server.h"
 #include "server/kv_integrity_admin.h"
+#include "server/metrics.h"
+#include "tools/canary.h"
 #include "tools/capacity.h"
 
 namespace densa::cli {
@@ -35,6 +37,13 @@ struct ServeArgs {
   int threads = 0;
   bool no_prefix_cache = false;
   std::string kv_integrity = "off";
+  bool routing_stats = false;
+  std::string request_log;
+  std::string canary;
+  double canary_every_s = 60;
+  double canary_max_kl = CanaryThresholds{}.max_kl;
+  double canary_max_ppl_delta = CanaryThresholds{}.max_ppl_delta;
+  int test_degrade_weights_bits = 0;
   std::string served_model_name;
   WeightArgs weights;
 };
@@ -60,6 +69,7 @@ int run_serve(const ServeArgs& a) {
   cfg.max_step_tokens = a.max_step_tokens;
   cfg.num_threads = a.threads;
   cfg.enable_prefix_cache = !a.no_prefix_cache;
+  cfg.routing_stats = a.routing_stats;
   Result<KvIntegrityPolicy> integrity = server::parse_kv_integrity_policy(a.kv_integrity);
   if (!integrity.is_ok()) return fail("--kv-integrity: " + integrity.status().message());
   cfg.kv_integrity = *integrity;  // always set, so POST /admin/kv-integrity can switch it
@@ -68,6 +78,11 @@ int run_serve(const ServeArgs& a) {
   if (!load_opts.is_ok()) return fail(load_opts.status().message());
   Result<ModelWeights> loaded = load_model(path, load_opts.value());
   if (!loaded.is_ok()) return fail(loaded.status().message());
+  if (a.test_degrade_weights_bits > 0) {
+    if (Status s = degrade_weights_for_test(loaded.value(), a.test_degrade_weights_bits); !s.is_ok())
+      return fail("--test-degrade-weights-bits: " + s.message());
+    std::fprintf(stderr, "densa serve: TEST ONLY: weights rounded to %d bits per value\n", a.test_degrade_weights_bits);
+  }
   const ModelWeights& weights = loaded.value();
   if (!weights.tokenizer) return fail(path + ": model has no tokenizer");
 
@@ -91,10 +106,49 @@ int run_serve(const ServeArgs& a) {
       a.served_model_name.empty() ? std::filesystem::path(path).filename().replace_extension().string() : a.served_model_name;
   scfg.page_size = a.page_size;
   scfg.num_http_threads = std::min(a.max_running_requests + 16, 512);
+  scfg.request_log_path = a.request_log;
   server::HttpServer http(**engine, weights, scfg);
   if (Status s = http.bind(); !s.is_ok()) {
     (*engine)->shutdown();
     return fail(s.message());
+  }
+  // Quality canary (tools/canary.h): the probe scored at the serving precision and on a BF16
+  // copy of the checkpoint this process holds, on its own low-priority thread.
+  std::unique_ptr<ModelWeights> canary_baseline;
+  std::unique_ptr<CanaryThread> canary;
+  if (!a.canary.empty()) {
+    Status ready = Status::ok();
+    Result<std::vector<TokenId>> probe = load_canary_probe(weights, a.canary);
+    if (!probe.is_ok()) ready = probe.status();
+    if (ready.is_ok()) ready = check_canary_baseline_memory(weights);
+    if (ready.is_ok()) {
+      LoadOptions baseline_opts;
+      baseline_opts.weight_dtype = DType::kBF16;
+      Result<ModelWeights> baseline = load_model(path, baseline_opts);
+      if (baseline.is_ok()) canary_baseline = std::make_unique<ModelWeights>(std::move(baseline).value());
+      else ready = baseline.status();
+    }
+    if (!ready.is_ok()) {
+      (*engine)->shutdown();
+      return fail("--canary: " + ready.message());
+    }
+    server::Metrics& metrics = http.metrics();
+    canary = std::make_unique<CanaryThread>(
+        CanaryPath{&weights, cfg.kv_dtype}, CanaryPath{canary_baseline.get(), DType::kBF16}, std::move(probe).value(),
+        CanaryThresholds{a.canary_max_kl, a.canary_max_ppl_delta},
+        std::chrono::milliseconds(static_cast<int64_t>(a.canary_every_s * 1000)),
+        [&metrics, runs = int64_t{0}, was_degraded = false](const Result<CanaryReading>& r) mutable {
+          if (!r.is_ok()) {
+            std::fprintf(stderr, "densa serve: canary failed: %s\n", r.status().message().c_str());
+            return;
+          }
+          metrics.set_quality({++runs, r->kl_mean, r->ppl_serving, r->ppl_baseline, r->ppl_delta_ratio, r->degraded});
+          if (runs == 1 || r->degraded != was_degraded)
+            std::fprintf(stderr, "densa serve: canary %s: KL %.4g nats, PPL %.4f vs baseline %.4f (%+.2f%%)\n",
+                         r->degraded ? "DEGRADED" : "ok", r->kl_mean, r->ppl_serving, r->ppl_baseline,
+                         100.0 * r->ppl_delta_ratio);
+          was_degraded = r->degraded;
+        });
   }
   const EngineStats stats = (*engine)->stats();
   std::fprintf(stderr, "densa serve: model %s (%s), KV %d pages x %d tokens (%s), listening on http://%s:%d\n",
@@ -109,6 +163,7 @@ int run_serve(const ServeArgs& a) {
     http.stop();  // open streams end; run() returns once handlers have finished
   });
   http.run();
+  if (canary) canary->stop();
   pthread_kill(waiter.native_handle(), SIGUSR1);
   waiter.join();
   (*engine)->shutdown();
@@ -136,6 +191,18 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--kv-integrity", a->kv_integrity,
                   "KV integrity check before batches read cached KV: off | on | sample=N | digest[=N]");
   cmd->add_option("--served-model-name", a->served_model_name, "model id clients use (default: the file name)");
+  cmd->add_flag("--routing-stats", a->routing_stats, "record MoE routing load per step (/metrics densa_moe_*)");
+  cmd->add_option("--request-log", a->request_log, "one JSON line per finished request to FILE ('-' = stderr)");
+  cmd->add_option("--canary", a->canary, "quality canary: probe text FILE scored at serving precision vs a BF16 copy");
+  cmd->add_option("--canary-every", a->canary_every_s, "seconds between canary scorings (the first runs at start)")
+      ->check(CLI::Range(0.01, 86400.0));
+  cmd->add_option("--canary-max-kl", a->canary_max_kl, "mean KL (nats) above which densa_quality_degraded is 1");
+  cmd->add_option("--canary-max-ppl-delta", a->canary_max_ppl_delta,
+                  "relative perplexity increase above which densa_quality_degraded is 1");
+  cmd->add_option("--test-degrade-weights-bits", a->test_degrade_weights_bits,
+                  "TESTS ONLY: round every matrix to this many bits (2 = visibly broken)")
+      ->check(CLI::Range(2, 8))
+      ->group("");
   cmd->callback([a] {
     if (int rc = run_serve(*a); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -11,6 +11,7 @@
 #include "engine/request_stream.h"
 #include "exec/integrity_tracker.h"
 #include "exec/kv_integrity.h"
+#include "exec/routing_stats.h"
 #include "kv/fault_injection.h"
 #include "model/model_weights.h"
 
@@ -38,6 +39,9 @@ struct EngineConfig {
   // Tests only: called after each step's page operations to break one request's KV on
   // purpose. Not owned; must outlive the engine.
   FaultInjector* fault_injector = nullptr;
+  // MoE models: record the routing load of every step (Engine::routing_stats). Costs
+  // O(layers x tokens x top_k) increments and a few clock reads per step; off: nothing.
+  bool routing_stats = false;
 };
 
 // A point-in-time view for /metrics and /health.
@@ -78,6 +82,8 @@ class Engine {
   }
   // The current policy; nullopt when not switchable.
   virtual std::optional<KvIntegrityPolicy> kv_integrity() const { return std::nullopt; }
+  // MoE routing load since start; nullopt unless EngineConfig::routing_stats on a MoE model.
+  virtual std::optional<RoutingSnapshot> routing_stats() const { return std::nullopt; }
   // Stops the engine thread; pending requests end with kAborted.
   virtual void shutdown() = 0;
 };

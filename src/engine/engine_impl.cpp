@@ -70,6 +70,11 @@ EngineImpl::EngineImpl(const ModelWeights& weights, const EngineConfig& config, 
               config.integrity_tracker != nullptr ? config.integrity_tracker
               : own_tracker_ != nullptr           ? static_cast<IntegrityTracker*>(own_tracker_.get())
                                                   : &noop_tracker_) {
+  if (config.routing_stats && weights.config.is_moe()) {
+    routing_ = std::make_unique<RoutingStats>(weights.config.num_layers, weights.config.num_experts,
+                                              weights.config.num_experts_per_tok);
+    runner_.set_routing_stats(routing_.get());
+  }
   published_ = snapshot();
   thread_ = std::thread([this] { loop(); });
 }
@@ -127,6 +132,11 @@ void EngineImpl::cancel(RequestId id) {
   if (stop_) return;
   cancels_.push_back(id);
   cv_.notify_one();
+}
+
+std::optional<RoutingSnapshot> EngineImpl::routing_stats() const {
+  if (routing_ == nullptr) return std::nullopt;
+  return routing_->snapshot();
 }
 
 EngineStats EngineImpl::stats() const {
@@ -210,6 +220,7 @@ void EngineImpl::emit(const RequestUpdate& u) {
   e.num_prompt_tokens = u.num_prompt_tokens;
   e.num_cached_tokens = u.num_cached_tokens;
   e.time = std::chrono::steady_clock::now();
+  timelines_.event(u.id, e);
   it->second->push(std::move(e));
   if (u.finish != FinishCause::kNone) streams_.erase(it);
 }
@@ -222,6 +233,7 @@ void EngineImpl::inject_fault(const StepPlan& plan, std::span<Request* const> re
 
 void EngineImpl::step() {
   pool_.set_step(num_steps_);  // page history events carry this step's number
+  const auto step_begin = std::chrono::steady_clock::now();
   const StepPlan plan = scheduler_.plan_step(pool_, cache_);
   scheduler_.apply(plan, pool_, cache_);
   std::vector<Request*> requests;
@@ -229,6 +241,7 @@ void EngineImpl::step() {
   for (const ScheduledChunk& c : plan.chunks) requests.push_back(scheduler_.find(c.id));
   if (config_.fault_injector != nullptr) inject_fault(plan, requests);
   StepResult result = runner_.run(plan, requests, pool_);
+  timelines_.step(plan.chunks, requests, step_begin, std::chrono::steady_clock::now());
   for (size_t k = 0; k < result.outcomes.size(); ++k) {
     Status& error = result.outcomes[k].error;
     if (error.is_ok()) continue;
@@ -261,6 +274,7 @@ void EngineImpl::loop() {
       stopping = stop_;
     }
     for (Submission& s : submissions) {
+      timelines_.submitted(s.request->id, s.request->arrival_time);
       streams_.emplace(s.request->id, std::move(s.stream));
       scheduler_.add(std::move(s.request));
     }

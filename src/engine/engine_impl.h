@@ -17,6 +17,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/engine.h"
+#include "engine/timeline_recorder.h"
 #include "exec/runner.h"
 #include "exec/tag_tracker.h"
 #include "kv/page_pool.h"
@@ -37,6 +38,7 @@ class EngineImpl final : public Engine {
   void shutdown() override;
   Status set_kv_integrity(const KvIntegrityPolicy& policy) override;
   std::optional<KvIntegrityPolicy> kv_integrity() const override;
+  std::optional<RoutingSnapshot> routing_stats() const override;
 
  private:
   struct Submission {
@@ -66,6 +68,8 @@ class EngineImpl final : public Engine {
   std::unordered_map<RequestId, std::shared_ptr<RequestStream>> streams_;
   int64_t num_steps_ = 0;
   int64_t num_integrity_violations_ = 0;
+  TimelineRecorder timelines_;             // per-request stage times (engine thread)
+  std::unique_ptr<RoutingStats> routing_;  // MoE routing load; null unless EngineConfig::routing_stats
 
   // Inbox and published stats, guarded by mu_.
   mutable std::mutex mu_;

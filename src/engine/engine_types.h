@@ -9,6 +9,7 @@
 
 #include "core/ids.h"
 #include "core/status.h"
+#include "engine/request_timeline.h"
 #include "sample/sampler.h"
 
 namespace densa {
@@ -44,6 +45,7 @@ struct TokenEvent {
   int32_t num_prompt_tokens = 0;
   int32_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
   std::chrono::steady_clock::time_point time;
+  std::optional<RequestTimeline> timeline;  // on the final event only: where the time went
 };
 
 }  // namespace densa

@@ -1,5 +1,7 @@
 #include "exec/runner.h"
 
+#include <chrono>
+
 #include "sample/sampler.h"
 
 namespace densa {
@@ -81,8 +83,16 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
   kv.pool = pool.base();
   kv.block_table = block_table_;
   kv.block_offsets = block_offsets_;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point forward_begin = routing_ != nullptr ? Clock::now() : Clock::time_point{};
+  scratch_.time_experts = routing_ != nullptr;
   forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_,
           logits_.data());
+  if (routing_ != nullptr) {
+    const double forward_s = std::chrono::duration<double>(Clock::now() - forward_begin).count();
+    routing_->record_step(scratch_.selected_experts, static_cast<int64_t>(tokens_.size()), scratch_.expert_seconds,
+                          forward_s);
+  }
 
   for (size_t j = 0; j < logit_rows_.size(); ++j) {
     const std::span<const float> row(logits_.data() + j * vocab, static_cast<size_t>(vocab));

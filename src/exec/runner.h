@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "exec/integrity_tracker.h"
+#include "exec/routing_stats.h"
 #include "kv/page_pool.h"
 #include "model/forward.h"
 #include "model/model_weights.h"
@@ -28,12 +29,16 @@ class Runner {
   // already hold pages for every token of their chunk (Scheduler::apply). Chunks whose
   // request fails the integrity check are left out of the batch and reported as errors.
   StepResult run(const StepPlan& plan, std::span<Request* const> requests, PagePool& pool);
+  // MoE: after every forward, record the batch's routing and expert GEMM time into `stats`
+  // (not owned; null = nothing recorded, no clock reads).
+  void set_routing_stats(RoutingStats* stats) { routing_ = stats; }
 
  private:
   const ModelWeights& weights_;
   ThreadPool* threads_;
   IntegrityTracker* tracker_;
   ForwardScratch scratch_;
+  RoutingStats* routing_ = nullptr;
   // Batch buffers, reused between steps.
   std::vector<TokenId> tokens_;         // [num_tokens]
   std::vector<int32_t> positions_;      // [num_tokens]

@@ -1,6 +1,7 @@
 #include "model/ffn.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "kernels/activation.h"
@@ -68,8 +69,11 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
     float* in = grow(s.expert_in, m * H);
     for (int64_t j = 0; j < m; ++j) std::copy_n(xn + s.expert_rows[j] * H, H, in + j * H);
     float* y = grow(s.expert_out, m * H);
+    const auto gemm_begin = s.time_experts ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     swiglu_ffn(lw.expert_gate[e], lw.expert_up[e], lw.expert_down[e], in, m, grow(s.gate, m * I),
                grow(s.up, m * I), y, pool);
+    if (s.time_experts)
+      s.expert_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - gemm_begin).count();
     for (int64_t j = 0; j < m; ++j) {
       float* o = out + s.expert_rows[j] * H;
       const float wj = s.expert_weight[j];

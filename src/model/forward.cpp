@@ -51,6 +51,7 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
   float* proj = grow(s.proj, n * H);
   const int top_k = std::max(1, cfg.num_experts_per_tok);
   int32_t* selected = grow(s.selected_experts, static_cast<size_t>(cfg.num_layers) * n * top_k);
+  s.expert_seconds = 0;
 
   for (int64_t t = 0; t < n; ++t) {
     const TokenId tok = batch.tokens[t];

@@ -35,6 +35,10 @@ struct ForwardScratch {
   // Experts chosen per layer (the MoE routing record): [num_layers][num_tokens][top_k];
   // -1 for the tokens of dense layers.
   std::vector<int32_t> selected_experts;
+  // Set time_experts to have forward() store in expert_seconds the time its MoE layers spent
+  // in the experts' SwiGLU GEMMs (two clock reads per expert and layer; off: none).
+  bool time_experts = false;
+  double expert_seconds = 0;
 };
 
 // logits: [batch.logit_rows.size(), vocab] fp32. Stores K/V of every token of the batch.

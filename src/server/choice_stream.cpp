@@ -39,7 +39,10 @@ void ChoiceStream::apply(TokenEvent& e, ChoiceUpdate& update) {
   last_event_ = e.time;
   if (e.num_prompt_tokens > 0) num_prompt_tokens_ = e.num_prompt_tokens;
   num_cached_tokens_ = std::max(num_cached_tokens_, e.num_cached_tokens);
-  if (e.finish != FinishReason::kNone) engine_done_ = true;
+  if (e.finish != FinishReason::kNone) {
+    engine_done_ = true;
+    if (e.timeline) timeline_ = std::move(e.timeline);
+  }
   if (finished()) return;  // after a stop-string match: drain the engine's tail silently
 
   if (e.token) {
@@ -85,6 +88,21 @@ ChoiceUpdate ChoiceStream::poll(std::chrono::milliseconds timeout) {
   // One event per poll, so a stream sends one chunk per token (no coalescing).
   if (std::optional<TokenEvent> e = stream_->next(timeout)) apply(*e, update);
   return update;
+}
+
+bool ChoiceStream::await_engine(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!engine_done_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    std::optional<TokenEvent> e = stream_->next(left);
+    if (!e) return false;
+    if (e->finish != FinishReason::kNone) {
+      engine_done_ = true;
+      if (e->timeline) timeline_ = std::move(e->timeline);
+    }
+  }
+  return true;
 }
 
 RequestTiming ChoiceStream::timing() const {

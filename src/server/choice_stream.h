@@ -52,6 +52,13 @@ class ChoiceStream {
   int num_cached_tokens() const { return num_cached_tokens_; }
   int num_generated_tokens() const { return num_generated_; }
   RequestTiming timing() const;
+  // The engine's stage times, once its final event has been consumed (nullopt before, and for
+  // engines that keep none).
+  const std::optional<RequestTimeline>& engine_timeline() const { return timeline_; }
+  // After a stop-string finish the engine's (aborted) final event is still on its way: waits up
+  // to `timeout` for it so engine_timeline() is known. True once the engine is done.
+  bool await_engine(std::chrono::milliseconds timeout);
+  std::chrono::steady_clock::time_point arrival() const { return arrival_; }
 
  private:
   void apply(TokenEvent& event, ChoiceUpdate& update);
@@ -71,6 +78,7 @@ class ChoiceStream {
   std::chrono::steady_clock::time_point arrival_;
   std::optional<std::chrono::steady_clock::time_point> first_token_;
   std::chrono::steady_clock::time_point last_event_;
+  std::optional<RequestTimeline> timeline_;
 };
 
 }  // namespace densa::server

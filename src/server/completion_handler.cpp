@@ -10,6 +10,7 @@
 
 #include "server/api_error.h"
 #include "server/choice_stream.h"
+#include "server/choice_timing.h"
 #include "server/openai_response.h"
 #include "server/sse.h"
 
@@ -172,6 +173,62 @@ ResponseHeader header_of(const ServingContext& ctx, ApiKind kind) {
           ctx.served_model_name};
 }
 
+// How long a finished choice waits for its engine request's final event (it carries the stage
+// times) after a stop string cancelled it; only when the times are wanted (densa_timing / log).
+constexpr milliseconds kTimelineWait{200};
+
+bool wants_timing(const ServingContext& ctx, const Plan& plan) {
+  return plan.request.timing || ctx.request_log != nullptr;
+}
+
+// Stage times of one finished choice (nullopt when the engine kept none), observed in /metrics.
+std::optional<ChoiceTiming> finish_timing(ServingContext& ctx, ChoiceStream& choice, bool wait) {
+  if (wait) choice.await_engine(kTimelineWait);
+  if (!choice.engine_timeline()) return std::nullopt;
+  ChoiceTiming t = make_choice_timing(*choice.engine_timeline(), choice.arrival(), Clock::now());
+  ctx.metrics.observe_stages(t);
+  return t;
+}
+
+const char* finish_name(ChoiceFinish f) {
+  switch (f) {
+    case ChoiceFinish::kNone: return "none";
+    case ChoiceFinish::kStop: return "stop";
+    case ChoiceFinish::kLength: return "length";
+    case ChoiceFinish::kError: return "error";
+  }
+  return "error";
+}
+
+// One line of the structured request log.
+void log_request(ServingContext& ctx, const Plan& plan, const std::string& id, int status,
+                 const std::vector<std::unique_ptr<ChoiceStream>>& choices,
+                 const std::vector<std::optional<ChoiceTiming>>& timings, const std::vector<ChoiceFinish>& finishes,
+                 const std::string& error) {
+  if (ctx.request_log == nullptr) return;
+  const Usage u = usage_of(plan, choices);
+  nlohmann::json line = {
+      {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
+      {"id", id},
+      {"route", plan.request.kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions"},
+      {"stream", plan.request.stream},
+      {"status", status},
+      {"prompt_tokens", u.prompt_tokens},
+      {"completion_tokens", u.completion_tokens},
+      {"cached_tokens", u.cached_tokens}};
+  nlohmann::json per_choice = nlohmann::json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    nlohmann::json c = {{"index", i},
+                        {"finish_reason", finish_name(i < finishes.size() ? finishes[i] : ChoiceFinish::kNone)},
+                        {"completion_tokens", choices[i]->num_generated_tokens()}};
+    if (i < timings.size() && timings[i]) c["timing"] = choice_timing_json(*timings[i], /*with_steps=*/false);
+    per_choice.push_back(std::move(c));
+  }
+  line["choices"] = std::move(per_choice);
+  if (!error.empty()) line["error"] = error;
+  ctx.request_log->write(line);
+}
+
 void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::unique_ptr<ChoiceStream>> choices,
                       httplib::Response& res) {
   const OpenAiRequest& r = plan.request;
@@ -185,7 +242,12 @@ void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::un
       results[i].text += u.text;
       for (TokenLogprob& t : u.tokens) results[i].tokens.push_back(std::move(t));
       if (u.finish == ChoiceFinish::kError) {
-        send_error(res, api_error(u.error));
+        const ApiError e = api_error(u.error);
+        send_error(res, e);
+        std::vector<ChoiceFinish> finishes;
+        for (const ChoiceResult& c : results) finishes.push_back(c.finish);
+        finishes[i] = ChoiceFinish::kError;
+        log_request(ctx, plan, "", e.http_status, choices, {}, finishes, u.error.message());
         return;  // the other choices are cancelled by their destructors
       }
       if (u.finish != ChoiceFinish::kNone) {
@@ -202,10 +264,24 @@ void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::un
   }
   if (r.echo)
     for (size_t i = 0; i < results.size(); ++i) results[i].text = plan.prompts[i / r.n].echo_text + results[i].text;
-  const nlohmann::json body =
-      response_json(header_of(ctx, r.kind), ctx.tokenizer, results, r.num_top_logprobs >= 0, usage_of(plan, choices));
+  const ResponseHeader header = header_of(ctx, r.kind);
+  nlohmann::json body = response_json(header, ctx.tokenizer, results, r.num_top_logprobs >= 0, usage_of(plan, choices));
+  std::vector<std::optional<ChoiceTiming>> timings;
+  const std::optional<ChoiceTiming>* slowest = nullptr;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    timings.push_back(finish_timing(ctx, *choices[i], wants_timing(ctx, plan)));
+    if (timings.back() && (slowest == nullptr || (*slowest)->server_ms < timings.back()->server_ms))
+      slowest = &timings.back();
+    if (r.timing) body["choices"][i]["densa_timing"] = timings[i] ? choice_timing_json(*timings[i]) : nlohmann::json();
+  }
+  // The response's Server-Timing is its slowest choice's.
+  std::optional<ChoiceTiming> header_timing = slowest != nullptr ? *slowest : std::nullopt;
+  if (header_timing) res.set_header("Server-Timing", server_timing_header(*header_timing));
   res.status = 200;
   res.set_content(dump_json(body), "application/json");
+  std::vector<ChoiceFinish> finishes;
+  for (const ChoiceResult& c : results) finishes.push_back(c.finish);
+  log_request(ctx, plan, header.id, 200, choices, timings, finishes, "");
 }
 
 // State of one SSE response, shared by httplib's content provider and releaser.
@@ -215,6 +291,8 @@ struct StreamState {
   ResponseHeader header;
   std::vector<std::unique_ptr<ChoiceStream>> choices;
   std::vector<size_t> text_bytes;  // [choices] bytes sent so far (completions text_offset)
+  std::vector<std::optional<ChoiceTiming>> timings;  // [choices] once finished
+  std::vector<ChoiceFinish> finishes;                // [choices]
   bool started = false;
   bool done = false;
 
@@ -239,16 +317,27 @@ struct StreamState {
       ChoiceUpdate u = choices[i]->poll(waited || !out.empty() ? milliseconds(0) : kPollWait);
       waited = true;
       if (u.finish == ChoiceFinish::kError) {
-        out += sse_event(error_body(api_error(u.error)));
+        const ApiError e = api_error(u.error);
+        out += sse_event(error_body(e));
         out += sse_done();
         done = true;
+        finishes[i] = ChoiceFinish::kError;
+        log_request(ctx, plan, header.id, e.http_status, choices, timings, finishes, u.error.message());
         return out;
       }
-      if (u.finish != ChoiceFinish::kNone) ctx.metrics.observe_request(choices[i]->timing());
+      if (u.finish != ChoiceFinish::kNone) {
+        ctx.metrics.observe_request(choices[i]->timing());
+        finishes[i] = u.finish;
+        timings[i] = finish_timing(ctx, *choices[i], wants_timing(ctx, plan));
+      }
       if (!u.text.empty() || !u.tokens.empty() || u.finish != ChoiceFinish::kNone) {
         nlohmann::json logprobs = lp ? logprobs_json(r.kind, ctx.tokenizer, u.tokens, text_bytes[i]) : nlohmann::json();
-        out += sse_event(dump_json(chunk_json(header, static_cast<int>(i), u.text, logprobs, u.finish,
-                                              /*first=*/false, r.include_usage)));
+        nlohmann::json chunk = chunk_json(header, static_cast<int>(i), u.text, logprobs, u.finish,
+                                          /*first=*/false, r.include_usage);
+        // The choice's final chunk carries its stage times when asked (densa_timing).
+        if (r.timing && u.finish != ChoiceFinish::kNone)
+          chunk["choices"][0]["densa_timing"] = timings[i] ? choice_timing_json(*timings[i]) : nlohmann::json();
+        out += sse_event(dump_json(chunk));
         text_bytes[i] += u.text.size();
       }
       all_done = all_done && choices[i]->finished();
@@ -257,6 +346,7 @@ struct StreamState {
       if (r.include_usage) out += sse_event(dump_json(usage_chunk_json(header, usage_of(plan, choices))));
       out += sse_done();
       done = true;
+      log_request(ctx, plan, header.id, 200, choices, timings, finishes, "");
     }
     return out;
   }
@@ -270,9 +360,11 @@ struct StreamState {
 void respond_streaming(ServingContext& ctx, Plan plan, std::vector<std::unique_ptr<ChoiceStream>> choices,
                        httplib::Response& res) {
   auto state = std::make_shared<StreamState>(StreamState{ctx, std::move(plan), header_of(ctx, ApiKind::kCompletion),
-                                                         std::move(choices), {}, false, false});
+                                                         std::move(choices), {}, {}, {}, false, false});
   state->header = header_of(ctx, state->plan.request.kind);
   state->text_bytes.assign(state->choices.size(), 0);
+  state->timings.assign(state->choices.size(), std::nullopt);
+  state->finishes.assign(state->choices.size(), ChoiceFinish::kNone);
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(

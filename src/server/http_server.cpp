@@ -107,7 +107,8 @@ void HttpServer::register_routes() {
                send_json(res, status, body);
              }));
   http_->Get("/metrics", guarded(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
-               res.set_content(ctx.metrics.render(ctx.engine.stats()), "text/plain; version=0.0.4");
+               res.set_content(ctx.metrics.render(ctx.engine.stats()) + render_routing(ctx.engine.routing_stats()),
+                               "text/plain; version=0.0.4");
              }));
 
   register_kv_integrity_admin(*http_, ctx, api_key);
@@ -125,6 +126,12 @@ void HttpServer::register_routes() {
 }
 
 Status HttpServer::bind() {
+  if (!config_.request_log_path.empty() && request_log_ == nullptr) {
+    Result<std::unique_ptr<RequestLog>> log = RequestLog::open(config_.request_log_path);
+    if (!log.is_ok()) return log.status();
+    request_log_ = std::move(log).value();
+    ctx_->request_log = request_log_.get();
+  }
   const int port = config_.port == 0 ? http_->bind_to_any_port(config_.host)
                                      : (http_->bind_to_port(config_.host, config_.port) ? config_.port : -1);
   if (port <= 0) return unavailable("cannot listen on " + config_.host + ":" + std::to_string(config_.port));
@@ -133,6 +140,8 @@ Status HttpServer::bind() {
 }
 
 void HttpServer::run() { http_->listen_after_bind(); }
+
+Metrics& HttpServer::metrics() { return ctx_->metrics; }
 
 void HttpServer::stop() {
   ctx_->stopping.store(true);

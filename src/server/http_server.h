@@ -19,6 +19,8 @@ namespace densa::server {
 
 struct ServingContext;
 class CompletionHandler;
+class Metrics;
+class RequestLog;
 
 struct HttpServerConfig {
   std::string host = "127.0.0.1";
@@ -27,6 +29,7 @@ struct HttpServerConfig {
   std::string served_model_name;   // the "model" clients name; required
   int page_size = 16;              // the engine's page size (pool capacity in tokens)
   int num_http_threads = 64;       // connections served at once (each stream holds one)
+  std::string request_log_path;    // structured request log (JSON lines); "-" = stderr; empty: off
 };
 
 class HttpServer {
@@ -43,6 +46,8 @@ class HttpServer {
   void run();
   // Thread-safe and async-signal-unsafe: call from a normal thread. Open streams end.
   void stop();
+  // The server's metrics (e.g. for the quality canary's gauges); thread-safe.
+  Metrics& metrics();
 
  private:
   void register_routes();
@@ -50,6 +55,7 @@ class HttpServer {
   HttpServerConfig config_;
   std::unique_ptr<ServingContext> ctx_;
   std::unique_ptr<CompletionHandler> completions_;
+  std::unique_ptr<RequestLog> request_log_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
 };

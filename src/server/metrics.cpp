@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <span>
 
 namespace densa::server {
 
@@ -43,12 +45,52 @@ void histogram(std::string& out, const char* name, const char* help, const Histo
   out += std::string(name) + "_count " + std::to_string(h.count) + "\n";
 }
 
+void histogram_family(std::string& out, const char* name, const char* help, const char* label,
+                      std::span<const char* const> values, std::span<const Histogram> hs) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  for (size_t k = 0; k < hs.size(); ++k) {
+    const Histogram& h = hs[k];
+    const std::string lbl = std::string(label) + "=\"" + values[k] + "\"";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < h.bounds.size(); ++i) {
+      cumulative += h.counts[i];
+      out += std::string(name) + "_bucket{" + lbl + ",le=\"" + num(h.bounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
+    }
+    out += std::string(name) + "_bucket{" + lbl + ",le=\"+Inf\"} " + std::to_string(h.count) + "\n";
+    out += std::string(name) + "_sum{" + lbl + "} " + num(h.sum) + "\n";
+    out += std::string(name) + "_count{" + lbl + "} " + std::to_string(h.count) + "\n";
+  }
+}
+
+// Stages of ChoiceTiming, in the order they happen.
+constexpr const char* kStageNames[] = {"tokenize", "queue", "prefill", "kv_transfer", "decode", "engine_other", "respond"};
+
+const std::vector<double> kStageBounds = {0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                          0.1,    0.25,   0.5,   1,      2.5,   5,    10,   30};
+
 }  // namespace
 
 Metrics::Metrics()
     : ttft_({0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
       tpot_({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}),
-      e2e_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}) {}
+      e2e_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}),
+      stages_(std::size(kStageNames), Histogram(kStageBounds)),
+      prefill_chunk_(kStageBounds),
+      decode_step_({0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}) {}
+
+void Metrics::observe_stages(const ChoiceTiming& t) {
+  const double stage_ms[] = {t.tokenize_ms, t.queue_ms,        t.prefill_ms(), t.kv_transfer_ms,
+                             t.decode_ms(), t.engine_other_ms, t.respond_ms};
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t k = 0; k < std::size(stage_ms); ++k) stages_[k].observe(stage_ms[k] / 1000.0);
+  for (double v : t.prefill_chunks_ms) prefill_chunk_.observe(v / 1000.0);
+  for (double v : t.decode_steps_ms) decode_step_.observe(v / 1000.0);
+}
+
+void Metrics::set_quality(const QualityGauges& q) {
+  std::lock_guard<std::mutex> lock(mu_);
+  quality_ = q;
+}
 
 void Metrics::observe_request(const RequestTiming& t) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -90,6 +132,74 @@ std::string Metrics::render(const EngineStats& s) const {
   histogram(out, "densa_time_to_first_token_seconds", "Time from request arrival to its first token.", ttft_);
   histogram(out, "densa_time_per_output_token_seconds", "Mean time between output tokens of a request.", tpot_);
   histogram(out, "densa_e2e_request_latency_seconds", "Time from request arrival to its last token.", e2e_);
+  histogram_family(out, "densa_request_stage_seconds",
+                   "Where a finished request's server time went (stages add up to its server time).", "stage",
+                   kStageNames, stages_);
+  histogram(out, "densa_prefill_chunk_seconds", "Engine steps that ran a prompt chunk of a request.", prefill_chunk_);
+  histogram(out, "densa_decode_step_seconds", "Engine steps that fed a generated token of a request.", decode_step_);
+  if (quality_) {
+    const QualityGauges& q = *quality_;
+    counter(out, "densa_canary_runs_total", "Quality canary scorings so far.", static_cast<double>(q.num_runs));
+    gauge(out, "densa_canary_kl_divergence", "Mean per-token KL(baseline || serving) on the canary probe, nats.",
+          q.kl_mean);
+    gauge(out, "densa_canary_perplexity", "Perplexity of the canary probe at the serving precision.", q.ppl_serving);
+    gauge(out, "densa_canary_baseline_perplexity", "Perplexity of the canary probe on the baseline path.",
+          q.ppl_baseline);
+    gauge(out, "densa_canary_perplexity_delta_ratio", "Serving / baseline perplexity - 1 on the canary probe.",
+          q.ppl_delta_ratio);
+    gauge(out, "densa_quality_degraded", "1 when the canary crossed its KL or perplexity threshold.",
+          q.degraded ? 1 : 0);
+  }
+  return out;
+}
+
+std::string render_routing(const std::optional<RoutingSnapshot>& routing) {
+  std::string out;
+  if (!routing) return out;
+  const RoutingSnapshot& r = *routing;
+  counter(out, "densa_moe_routed_steps_total", "Engine steps whose MoE routing was recorded.",
+          static_cast<double>(r.num_steps));
+  counter(out, "densa_moe_routed_tokens_total", "Tokens routed (each through every MoE layer).",
+          static_cast<double>(r.num_tokens));
+  out += "# HELP densa_moe_expert_tokens_total Tokens routed to an expert (one per token and top-k slot).\n"
+         "# TYPE densa_moe_expert_tokens_total counter\n";
+  for (size_t l = 0; l < r.layers.size(); ++l) {
+    if (r.layers[l].num_steps == 0) continue;  // a dense layer
+    for (size_t e = 0; e < r.layers[l].expert_tokens.size(); ++e) {
+      out += "densa_moe_expert_tokens_total{layer=\"" + std::to_string(l) + "\",expert=\"" + std::to_string(e) +
+             "\"} " + std::to_string(r.layers[l].expert_tokens[e]) + "\n";
+    }
+  }
+  struct PerLayer {
+    const char* name;
+    const char* help;
+    double (*value)(const LayerRouting&);
+  };
+  const PerLayer per_layer[] = {
+      {"densa_moe_load_imbalance_ratio", "Max / mean tokens per expert since start (1 = balanced).",
+       [](const LayerRouting& l) { return l.imbalance(); }},
+      {"densa_moe_step_load_imbalance_ratio", "Mean over steps of max / mean tokens per expert in one step.",
+       [](const LayerRouting& l) { return l.num_steps > 0 ? l.step_imbalance_sum / l.num_steps : 0.0; }},
+      {"densa_moe_step_load_imbalance_ratio_max", "Worst step's max / mean tokens per expert.",
+       [](const LayerRouting& l) { return l.step_imbalance_max; }},
+      {"densa_moe_step_load_imbalance_ratio_last", "Latest step's max / mean tokens per expert.",
+       [](const LayerRouting& l) { return l.step_imbalance_last; }},
+      {"densa_moe_routing_entropy_ratio",
+       "Mean over steps of the entropy of the step's expert shares / log(experts) (1 = spread evenly).",
+       [](const LayerRouting& l) { return l.num_steps > 0 ? l.step_entropy_sum / l.num_steps : 0.0; }},
+  };
+  for (const PerLayer& m : per_layer) {
+    out += std::string("# HELP ") + m.name + " " + m.help + "\n# TYPE " + m.name + " gauge\n";
+    for (size_t l = 0; l < r.layers.size(); ++l) {
+      if (r.layers[l].num_steps == 0) continue;
+      out += std::string(m.name) + "{layer=\"" + std::to_string(l) + "\"} " + num(m.value(r.layers[l])) + "\n";
+    }
+  }
+  counter(out, "densa_moe_expert_gemm_seconds_total", "Forward time spent in the experts' GEMMs.",
+          r.expert_gemm_seconds);
+  counter(out, "densa_moe_forward_seconds_total", "Forward time of the recorded steps.", r.forward_seconds);
+  gauge(out, "densa_moe_expert_time_share", "Share of forward time spent in expert GEMMs since start.",
+        r.expert_time_share());
   return out;
 }
 

@@ -202,6 +202,7 @@ bool read_fields(Reader& r, OpenAiRequest& req) {
   if (req.kind == ApiKind::kCompletion && !r.read_bool("echo", req.echo)) return false;
   if (!r.read_bool("stream", req.stream)) return false;
   if (!r.read_bool("ignore_eos", req.ignore_eos)) return false;
+  if (!r.read_bool("densa_timing", req.timing)) return false;
   if (r.field("densa_kv_integrity") != nullptr) {
     bool on = false;
     if (!r.read_bool("densa_kv_integrity", on)) return false;

@@ -44,6 +44,7 @@ struct OpenAiRequest {
   bool include_usage = false;          // stream_options.include_usage
   bool ignore_eos = false;             // extension (as in vLLM): keep generating past EOS
   std::optional<bool> kv_integrity;    // extension densa_kv_integrity: override the KV check
+  bool timing = false;                 // extension densa_timing: per-choice stage times in the response
 };
 
 inline constexpr int kMaxChoices = 16;

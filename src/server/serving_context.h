@@ -9,6 +9,7 @@
 #include "model/model_weights.h"
 #include "server/chat_template.h"
 #include "server/metrics.h"
+#include "server/request_log.h"
 
 namespace densa::server {
 
@@ -21,6 +22,7 @@ struct ServingContext {
   ChatTemplateFamily chat_family = ChatTemplateFamily::kPlain;
   Metrics metrics;
   std::atomic<bool> stopping{false};  // set on shutdown: handlers stop waiting
+  RequestLog* request_log = nullptr;  // structured request log; null: off. Owned by HttpServer.
 
   int context_tokens() const { return weights.config.max_position_embeddings; }
 };

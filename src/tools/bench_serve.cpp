@@ -5,9 +5,11 @@
 #include <fstream>
 #include <iostream>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "io/tokenizer.h"
+#include "tools/bench_serve_breakdown.h"
 #include "tools/bench_serve_client.h"
 #include "tools/bench_serve_load.h"
 #include "tools/bench_serve_report.h"
@@ -17,6 +19,16 @@ namespace densa::bench {
 using json = nlohmann::json;
 
 namespace {
+
+// The server's MoE routing counters (densa serve --routing-stats); nullopt when it has none.
+std::optional<RoutingLoad> fetch_routing(const std::string& origin) {
+  httplib::Client http(origin);
+  http.set_connection_timeout(5, 0);
+  http.set_read_timeout(10, 0);
+  const httplib::Result r = http.Get("/metrics");
+  if (!r || r->status != 200) return std::nullopt;
+  return parse_routing_metrics(r->body);
+}
 
 Result<std::optional<Tokenizer>> load_tokenizer(const BenchServeConfig& c) {
   if (c.tokenizer_free) return std::optional<Tokenizer>();
@@ -97,6 +109,7 @@ Status run_bench_serve(const BenchServeConfig& c) {
   } else {
     levels = c.request_rate;
   }
+  const std::optional<RoutingLoad> routing_before = fetch_routing(client.endpoint.origin);
   std::vector<LevelResult> results;
   for (int rep = 0; rep < meta.repeats; ++rep) {
     for (size_t li = 0; li < levels.size(); ++li) {
@@ -141,10 +154,27 @@ Status run_bench_serve(const BenchServeConfig& c) {
   std::filesystem::create_directories(c.out_dir, ec);
   if (ec) return not_found(c.out_dir + ": cannot create the output directory: " + ec.message());
   const std::filesystem::path dir = c.out_dir;
-  const std::string md = result_markdown(meta, results);
-  DENSA_RETURN_IF_ERROR(write_text_file(dir / "result.json", result_json(meta, results).dump(1) + "\n"));
-  DENSA_RETURN_IF_ERROR(write_text_file(dir / "summary.md", md));
+  std::string md = result_markdown(meta, results);
+  json result = result_json(meta, results);
   DENSA_ASSIGN_OR_RETURN(std::vector<std::string> plots, write_plots(dir, meta, results));
+  // Latency split (servers that report stage times) and the run's MoE routing load.
+  const std::string breakdown = breakdown_markdown(meta, results);
+  if (!breakdown.empty()) {
+    md += breakdown;
+    for (size_t i = 0; i < results.size() && i < result["levels"].size(); ++i)
+      result["levels"][i]["breakdown"] = breakdown_json(results[i].metrics);
+    DENSA_RETURN_IF_ERROR(write_text_file(dir / "latency_breakdown.svg", render_svg_plot(breakdown_plot(meta, results))));
+    plots.push_back("latency_breakdown.svg");
+  }
+  if (const std::optional<RoutingLoad> after = fetch_routing(client.endpoint.origin)) {
+    const RoutingLoad load = routing_delta(*after, routing_before);
+    md += routing_markdown(load);
+    result["moe_routing"] = routing_json(load);
+    DENSA_RETURN_IF_ERROR(write_text_file(dir / "routing_load.svg", render_svg_plot(routing_plot(load))));
+    plots.push_back("routing_load.svg");
+  }
+  DENSA_RETURN_IF_ERROR(write_text_file(dir / "result.json", result.dump(1) + "\n"));
+  DENSA_RETURN_IF_ERROR(write_text_file(dir / "summary.md", md));
   std::cout << md << std::flush;
   std::fprintf(stderr, "wrote %s/result.json, summary.md", c.out_dir.c_str());
   for (const std::string& p : plots) std::fprintf(stderr, ", %s", p.c_str());

@@ -62,6 +62,13 @@ StreamChunk parse_stream_chunk(std::string_view payload) {
       auto fr = ch.find("finish_reason");
       const bool finished = fr != ch.end() && !fr->is_null();
       if (has_text || (!finished && text)) c.is_token = true;
+      if (auto t = ch.find("densa_timing"); t != ch.end() && t->is_object()) {
+        const auto seconds = [&](const char* key) {
+          auto v = t->find(key);
+          return v != t->end() && v->is_number() ? v->get<double>() / 1e3 : 0.0;
+        };
+        c.server = ServerStages{seconds("server_ms"), seconds("queue_ms"), seconds("prefill_ms"), seconds("decode_ms")};
+      }
     }
   }
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
@@ -162,6 +169,7 @@ RequestRecord StreamingClient::send(const BenchPrompt& prompt, std::chrono::stea
       if (!c.error.empty() && stream_error.empty()) stream_error = c.error;
       if (c.prompt_tokens) usage_prompt = c.prompt_tokens;
       if (c.completion_tokens) usage_completion = c.completion_tokens;
+      if (c.server) rec.server = c.server;
       if (!c.is_token) return;
       if (num_token_chunks == 0) {
         rec.ttft_s = since(start, now);

@@ -42,6 +42,7 @@ struct StreamChunk {
   bool done = false;        // the "[DONE]" sentinel
   bool is_token = false;
   std::optional<int64_t> prompt_tokens, completion_tokens;  // from "usage" when present
+  std::optional<ServerStages> server;  // a choice's "densa_timing" (densa servers, opt-in)
   std::string error;        // non-empty for an {"error": ...} payload or unparsable JSON
 };
 StreamChunk parse_stream_chunk(std::string_view payload);

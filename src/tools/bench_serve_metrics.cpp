@@ -55,6 +55,7 @@ LevelMetrics compute_level_metrics(std::span<const RequestRecord> records, doubl
   m.num_requests = static_cast<int>(records.size());
   m.duration_s = duration_s;
   std::vector<double> ttft, tpot, itl, e2e;
+  std::vector<double> server, network, queue, prefill, decode;
   for (const RequestRecord& r : records) {
     if (!r.ok) {
       ++m.num_failed;
@@ -68,7 +69,19 @@ LevelMetrics compute_level_metrics(std::span<const RequestRecord> records, doubl
     if (const std::optional<double> t = tpot_s(r)) tpot.push_back(*t * 1e3);
     for (double gap : r.itl_s) itl.push_back(gap * 1e3);
     if (meets_slo(r, slo)) ++m.num_good;
+    if (r.server) {
+      server.push_back(r.server->server_s * 1e3);
+      network.push_back(std::max(0.0, r.e2e_s - r.server->server_s) * 1e3);
+      queue.push_back(r.server->queue_s * 1e3);
+      prefill.push_back(r.server->prefill_s * 1e3);
+      decode.push_back(r.server->decode_s * 1e3);
+    }
   }
+  m.server_ms = summarize(std::move(server));
+  m.network_ms = summarize(std::move(network));
+  m.queue_ms = summarize(std::move(queue));
+  m.prefill_ms = summarize(std::move(prefill));
+  m.decode_ms = summarize(std::move(decode));
   m.ttft_ms = summarize(std::move(ttft));
   m.tpot_ms = summarize(std::move(tpot));
   m.itl_ms = summarize(std::move(itl));

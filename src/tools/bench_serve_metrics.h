@@ -11,6 +11,13 @@
 
 namespace densa::bench {
 
+// The server's own account of one request, seconds: a densa server asked with
+// "densa_timing": true puts it in the final chunk (choices[0].densa_timing, server/choice_timing.h).
+struct ServerStages {
+  double server_s = 0;   // handler entry -> response built
+  double queue_s = 0, prefill_s = 0, decode_s = 0;
+};
+
 // What one streamed request did. Times are seconds from the start of its level's run.
 struct RequestRecord {
   bool ok = false;
@@ -21,6 +28,7 @@ struct RequestRecord {
   double ttft_s = 0;            // first token chunk received, relative to start_s
   double e2e_s = 0;             // last byte received, relative to start_s
   std::vector<double> itl_s;    // [token chunks - 1] gaps between consecutive token chunks
+  std::optional<ServerStages> server;  // when the server reported its stage times
 };
 
 // Service-level objectives for goodput; an absent bound always passes.
@@ -48,6 +56,9 @@ struct LevelMetrics {
   double output_throughput = 0;         // generated tokens / s
   double total_token_throughput = 0;    // both / s
   Distribution ttft_ms, tpot_ms, itl_ms, e2e_ms;
+  // Round trip split (ok requests the server reported stages for; n = 0 otherwise):
+  // network = client e2e - server time, per request.
+  Distribution server_ms, network_ms, queue_ms, prefill_ms, decode_ms;
   int num_good = 0;                     // ok requests meeting every SLO
   double goodput = 0;                   // num_good / duration_s
 };
