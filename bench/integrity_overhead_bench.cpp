@@ -7,6 +7,8 @@
 // over rounds, for tags (`on`) and, separately, `digest`. A plain main(), not a timed test.
 //
 //   ./build-int/integrity_overhead_bench [--model PATH] [--rounds N] [--threads T]
+//       [--concurrency C] [--prompt-len P] [--gen-len G] [--kv-cache-mib M]
+// (the last four default to the fixture run: 8 x 192 in / 64 out, 64 MiB of KV pool).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,9 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kConcurrency = 8;
-constexpr int kPromptTokens = 192;
-constexpr int kOutputTokens = 64;
 
 struct RoundStats {
   double throughput_tps = 0;  // output tokens / s
@@ -104,10 +103,16 @@ int main_impl(int argc, char** argv) {
   }
   int rounds = 20;
   int threads = 0;
+  int64_t kv_cache_mib = 64;
+  int concurrency = 8, prompt_len = 192, gen_len = 64;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
     else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--concurrency")) concurrency = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--prompt-len")) prompt_len = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--gen-len")) gen_len = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--kv-cache-mib")) kv_cache_mib = std::atoll(argv[i + 1]);
   }
   Result<ModelWeights> w = load_model(model);
   if (!w.is_ok()) {
@@ -118,16 +123,17 @@ int main_impl(int argc, char** argv) {
   c.kv_dtype = DType::kBF16;
   c.enable_prefix_cache = false;  // every run of a round does the same work
   c.num_threads = threads;
+  c.kv_cache_bytes = kv_cache_mib << 20;
   c.kv_integrity = KvIntegrityPolicy{};
   std::unique_ptr<Engine> engine = Engine::create(*w, c).value();
 
   std::mt19937 rng(1);
   const int32_t vocab = w->config.vocab_size;
-  std::vector<GenerateRequest> reqs(kConcurrency);
+  std::vector<GenerateRequest> reqs(concurrency);
   for (GenerateRequest& r : reqs) {
     r.prompt.push_back(1);
-    for (int t = 1; t < kPromptTokens; ++t) r.prompt.push_back(3 + static_cast<TokenId>(rng() % (vocab - 3)));
-    r.max_new_tokens = kOutputTokens;
+    for (int t = 1; t < prompt_len; ++t) r.prompt.push_back(3 + static_cast<TokenId>(rng() % (vocab - 3)));
+    r.max_new_tokens = gen_len;
     r.ignore_eos = true;
     r.sampling.temperature = 0.0f;
   }
@@ -149,8 +155,8 @@ int main_impl(int argc, char** argv) {
       tpot[m].push_back(s.p99_tpot_s);
     }
   }
-  std::printf("KV integrity overhead: %d rounds x %d concurrent x %d in / %d out, MoE fixture, BF16 KV\n", rounds,
-              kConcurrency, kPromptTokens, kOutputTokens);
+  std::printf("KV integrity overhead: %d rounds x %d concurrent x %d in / %d out, %s, BF16 KV\n", rounds,
+              concurrency, prompt_len, gen_len, model.c_str());
   std::printf("%-8s %14s %14s\n", "mode", "tok/s (mean)", "p99 TPOT ms");
   for (int m = 0; m < 3; ++m) {
     std::printf("%-8s %14.1f %14.3f\n", names[m], mean_ci(tput[m]).mean, 1e3 * mean_ci(tpot[m]).mean);
