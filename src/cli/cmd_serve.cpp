@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -18,6 +19,8 @@
 #include "server/metrics.h"
 #include "tools/canary.h"
 #include "tools/capacity.h"
+#include "tools/kv_calibration.h"
+#include "disagg/ucx_worker.h"
 
 namespace densa::cli {
 namespace {
@@ -45,8 +48,50 @@ struct ServeArgs {
   double canary_max_ppl_delta = CanaryThresholds{}.max_ppl_delta;
   int test_degrade_weights_bits = 0;
   std::string served_model_name;
+  std::string role = "both";
+  int disagg_timeout_ms = 30000;
+  std::string kv_scales = "dynamic";
   WeightArgs weights;
 };
+
+Result<server::ServeRole> parse_role(const std::string& role) {
+  if (role == "both") return server::ServeRole::kBoth;
+  if (role == "prefill") return server::ServeRole::kPrefill;
+  if (role == "decode") return server::ServeRole::kDecode;
+  return invalid_argument("--role must be both, prefill or decode, not \"" + role + "\"");
+}
+
+// --kv-scales: dynamic (per-token scales beside the page) | calibrate[=FILE] (a calibration
+// pass over FILE's text, or the built-in passage) | checkpoint (k_scale / v_scale tensors).
+Result<std::optional<KvScales>> kv_scales_from_flag(const std::string& flag, const ModelWeights& weights, DType kv_dtype) {
+  if (flag == "dynamic") return std::optional<KvScales>();
+  if (kv_dtype != DType::kFP8E4M3) return invalid_argument("--kv-scales " + flag + " needs --kv-dtype fp8");
+  if (flag == "checkpoint") {
+    Result<std::optional<KvScales>> s = read_checkpoint_kv_scales(weights);
+    if (!s.is_ok()) return s.status();
+    if (!s->has_value()) return not_found("--kv-scales checkpoint: the model has no k_scale / v_scale tensors");
+    return s;
+  }
+  if (flag == "calibrate" || flag.rfind("calibrate=", 0) == 0) {
+    std::vector<TokenId> tokens;
+    if (flag.size() > std::string("calibrate=").size() - 1 && flag != "calibrate") {
+      const std::string file = flag.substr(std::string("calibrate=").size());
+      std::ifstream in(file);
+      if (!in) return not_found("--kv-scales: cannot read " + file);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      tokens = weights.tokenizer->encode(text, true);
+    }
+    ThreadPool pool(0);
+    KvCalibrationOptions opts;
+    // Calibration only, never the checkpoint's scales: kv_scales_for_model prefers those.
+    KvScales scales = tokens.empty()
+                          ? calibrate_kv_scales(weights, weights.tokenizer->encode(std::string(kv_calibration_builtin_text()), true),
+                                                opts, &pool)
+                          : calibrate_kv_scales(weights, tokens, opts, &pool);
+    return std::optional<KvScales>(std::move(scales));
+  }
+  return invalid_argument("--kv-scales must be dynamic, calibrate[=FILE] or checkpoint, not \"" + flag + "\"");
+}
 
 int fail(const std::string& message) {
   std::fprintf(stderr, "densa serve: %s\n", message.c_str());
@@ -85,6 +130,16 @@ int run_serve(const ServeArgs& a) {
   }
   const ModelWeights& weights = loaded.value();
   if (!weights.tokenizer) return fail(path + ": model has no tokenizer");
+  Result<server::ServeRole> role = parse_role(a.role);
+  if (!role.is_ok()) return fail(role.status().message());
+  Result<std::optional<KvScales>> scales = kv_scales_from_flag(a.kv_scales, weights, cfg.kv_dtype);
+  if (!scales.is_ok()) return fail("--kv-scales: " + scales.status().message());
+  cfg.kv_scales = *scales;
+  const KvScaleMode scale_mode = cfg.kv_dtype != DType::kFP8E4M3 ? KvScaleMode::kNone
+                                 : cfg.kv_scales                 ? KvScaleMode::kStatic
+                                                                 : KvScaleMode::kDynamic;
+  std::fprintf(stderr, "densa serve: %s\n",
+               kv_cache_mode_line(cfg.kv_dtype, scale_mode, cfg.kv_scales ? &*cfg.kv_scales : nullptr).c_str());
 
   // Block the stop signals before any thread starts, so only the waiter below receives them.
   sigset_t stop_signals;
@@ -94,6 +149,13 @@ int run_serve(const ServeArgs& a) {
   sigaddset(&stop_signals, SIGUSR1);  // main wakes the waiter with it when the server ends
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  // After the mask: UCX starts its own threads, which must not take the stop signals.
+  std::unique_ptr<disagg::UcxContext> ucx;
+  if (*role != server::ServeRole::kBoth) {
+    Result<std::unique_ptr<disagg::UcxContext>> u = disagg::UcxContext::create();
+    if (!u.is_ok()) return fail(u.status().message());
+    ucx = std::move(u).value();
+  }
 
   Result<std::unique_ptr<Engine>> engine = Engine::create(weights, cfg);
   if (!engine.is_ok()) return fail("engine: " + engine.status().message());
@@ -107,6 +169,9 @@ int run_serve(const ServeArgs& a) {
   scfg.page_size = a.page_size;
   scfg.num_http_threads = std::min(a.max_running_requests + 16, 512);
   scfg.request_log_path = a.request_log;
+  scfg.role = *role;
+  scfg.ucx = ucx.get();
+  scfg.disagg_timeout_ms = a.disagg_timeout_ms;
   server::HttpServer http(**engine, weights, scfg);
   if (Status s = http.bind(); !s.is_ok()) {
     (*engine)->shutdown();
@@ -151,9 +216,9 @@ int run_serve(const ServeArgs& a) {
         });
   }
   const EngineStats stats = (*engine)->stats();
-  std::fprintf(stderr, "densa serve: model %s (%s), KV %d pages x %d tokens (%s), listening on http://%s:%d\n",
+  std::fprintf(stderr, "densa serve: model %s (%s), KV %d pages x %d tokens (%s), role %s, listening on http://%s:%d\n",
                scfg.served_model_name.c_str(), path.c_str(), stats.kv_pages_total, a.page_size, a.kv_dtype.c_str(),
-               a.host.c_str(), http.bound_port());
+               a.role.c_str(), a.host.c_str(), http.bound_port());
 
   std::thread waiter([&] {
     int sig = 0;
@@ -203,6 +268,12 @@ const CommandRegistrar kRegister([](CLI::App& app) {
                   "TESTS ONLY: round every matrix to this many bits (2 = visibly broken)")
       ->check(CLI::Range(2, 8))
       ->group("");
+  cmd->add_option("--role", a->role,
+                  "both (colocated) | prefill (computes prompts, pushes KV over UCX) | decode (needs the "
+                  "X-Densa-Prefill-Url header)");
+  cmd->add_option("--disagg-timeout-ms", a->disagg_timeout_ms, "limit of every wait of a KV transfer")
+      ->check(CLI::Range(1, 3600000));
+  cmd->add_option("--kv-scales", a->kv_scales, "fp8 KV scales: dynamic | calibrate[=FILE] | checkpoint");
   cmd->callback([a] {
     if (int rc = run_serve(*a); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -13,6 +13,7 @@
 #include "exec/kv_integrity.h"
 #include "exec/routing_stats.h"
 #include "kv/fault_injection.h"
+#include "kv/kv_scales.h"
 #include "model/model_weights.h"
 
 namespace densa {
@@ -42,6 +43,8 @@ struct EngineConfig {
   // MoE models: record the routing load of every step (Engine::routing_stats). Costs
   // O(layers x tokens x top_k) increments and a few clock reads per step; off: nothing.
   bool routing_stats = false;
+  // fp8 KV only: static per-(layer, k|v, kv head) scales; nullopt = dynamic per-token scales.
+  std::optional<KvScales> kv_scales;
 };
 
 // A point-in-time view for /metrics and /health.
@@ -58,6 +61,8 @@ struct EngineStats {
   int64_t requests_finished = 0;
   int64_t steps = 0;
   int64_t kv_integrity_violations = 0;  // requests failed by the KV integrity check
+  int64_t tokens_in_flight = 0;  // prompt + generated tokens of live requests (incl. imports)
+  int32_t kv_pages_pinned = 0;   // held by exports and import reservations
 };
 
 class Engine {
@@ -70,7 +75,8 @@ class Engine {
   // beyond the context or the whole pool (out_of_range), or a full queue (resource_exhausted).
   virtual Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) = 0;
   // Cancels a request: its pages are freed on the engine thread's next turn and its stream
-  // ends with FinishReason::kAborted. Unknown / finished ids are ignored.
+  // ends with FinishReason::kAborted. Unknown / finished ids are ignored, except that a
+  // finished export_kv request's pinned export is released.
   virtual void cancel(RequestId id) = 0;
   virtual EngineStats stats() const = 0;
   // Runs kv_audit on the engine thread and returns its verdict (tests, /health?deep=1).
@@ -84,6 +90,25 @@ class Engine {
   virtual std::optional<KvIntegrityPolicy> kv_integrity() const { return std::nullopt; }
   // MoE routing load since start; nullopt unless EngineConfig::routing_stats on a MoE model.
   virtual std::optional<RoutingSnapshot> routing_stats() const { return std::nullopt; }
+  // ---- disaggregation (prefill / decode roles) ----
+  // Unpins the pages of a KvExport (any thread). Unknown ids are ignored.
+  virtual void release_export(RequestId id) {}
+  // Validates `request` like submit(), reserves pages for the KV of its first `num_tokens`
+  // prompt tokens (0 < num_tokens < prompt size) and returns them with the request's stream.
+  // The request then waits for finish_import (adopt the bytes and decode) or fail_import;
+  // cancel() frees its pages too. resource_exhausted when the pool cannot hold them now.
+  virtual Result<std::pair<KvImport, std::shared_ptr<RequestStream>>> begin_import(GenerateRequest request,
+                                                                                   int32_t num_tokens) {
+    return unimplemented("this engine does not import KV");
+  }
+  // Adopts received pages: tags must still match the reservation and digests the bytes,
+  // else the request fails (kError with data_loss) and its pages are freed.
+  virtual void finish_import(RequestId id, KvImportData data) {}
+  // The transfer failed: pages freed, the stream ends with kError carrying `error`.
+  virtual void fail_import(RequestId id, Status error) {}
+  // The pool's layout and, for fp8 static KV, its scales [layer][k|v][kv_head].
+  virtual KvLayout kv_layout() const { return {}; }
+  virtual std::vector<float> kv_static_scales() const { return {}; }
   // Stops the engine thread; pending requests end with kAborted.
   virtual void shutdown() = 0;
 };

@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "kv/kv_audit.h"
+#include "kv/page_digest.h"
 
 namespace densa {
 namespace {
@@ -49,7 +51,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights, cons
       config.kv_dtype != DType::kFP8E4M3) {
     return invalid_argument("unsupported KV dtype " + std::string(dtype_name(config.kv_dtype)));
   }
-  const KvLayout layout = kv_layout_for(weights.config, config.page_size, config.kv_dtype);
+  KvLayout layout = kv_layout_for(weights.config, config.page_size, config.kv_dtype);
+  if (config.kv_scales) {
+    if (config.kv_dtype != DType::kFP8E4M3) return invalid_argument("static KV scales need an fp8 KV cache");
+    DENSA_RETURN_IF_ERROR(validate_kv_scales(*config.kv_scales, layout.num_layers, layout.num_kv_heads));
+    layout.scale_mode = KvScaleMode::kStatic;
+  }
   Result<PagePool> pool = PagePool::create(layout, config.kv_cache_bytes);
   if (!pool.is_ok()) return pool.status();
   return std::unique_ptr<Engine>(new EngineImpl(weights, config, std::move(pool).value()));
@@ -69,7 +76,10 @@ EngineImpl::EngineImpl(const ModelWeights& weights, const EngineConfig& config, 
       runner_(weights, &threads_,
               config.integrity_tracker != nullptr ? config.integrity_tracker
               : own_tracker_ != nullptr           ? static_cast<IntegrityTracker*>(own_tracker_.get())
-                                                  : &noop_tracker_) {
+                                                  : &noop_tracker_),
+      layout_(pool_.layout()),
+      static_scales_(layout_.scale_mode == KvScaleMode::kStatic ? config.kv_scales->values : std::vector<float>{}) {
+  runner_.set_static_kv_scales(static_scales_);
   if (config.routing_stats && weights.config.is_moe()) {
     routing_ = std::make_unique<RoutingStats>(weights.config.num_layers, weights.config.num_experts,
                                               weights.config.num_experts_per_tok);
@@ -81,9 +91,8 @@ EngineImpl::EngineImpl(const ModelWeights& weights, const EngineConfig& config, 
 
 EngineImpl::~EngineImpl() { shutdown(); }
 
-Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest request) {
+Result<RequestParams> EngineImpl::validate(const GenerateRequest& request, int64_t num_prompt) const {
   const ModelConfig& mc = weights_.config;
-  const int64_t num_prompt = static_cast<int64_t>(request.prompt.size());
   if (num_prompt == 0) return invalid_argument("prompt is empty");
   for (TokenId t : request.prompt) {
     if (t < 0 || t >= mc.vocab_size) {
@@ -105,14 +114,20 @@ Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest reques
                         " tokens) exceeds the whole KV pool of " + std::to_string(pool_tokens) +
                         " tokens");
   }
-
   RequestParams params;
   params.sampling = request.sampling;
   params.max_new_tokens = request.max_new_tokens;
   params.ignore_eos = request.ignore_eos;
-  params.stop_token_ids = std::move(request.stop_token_ids);
+  params.stop_token_ids = request.stop_token_ids;
   params.num_top_logprobs = request.num_top_logprobs;
   params.kv_integrity = request.kv_integrity;
+  params.export_kv = request.export_kv;
+  return params;
+}
+
+Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest request) {
+  Result<RequestParams> params = validate(request, static_cast<int64_t>(request.prompt.size()));
+  if (!params.is_ok()) return params.status();
 
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_) return unavailable("engine is shut down");
@@ -122,9 +137,57 @@ Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest reques
   }
   const RequestId id = next_id_++;
   auto stream = std::make_shared<RequestStream>(id);
-  inbox_.push_back({std::make_unique<Request>(id, std::move(request.prompt), std::move(params)), stream});
+  inbox_.push_back(
+      {std::make_unique<Request>(id, std::move(request.prompt), std::move(params).value()), stream});
   cv_.notify_one();
   return stream;
+}
+
+Result<std::pair<KvImport, std::shared_ptr<RequestStream>>> EngineImpl::begin_import(GenerateRequest request,
+                                                                                     int32_t num_tokens) {
+  const int64_t num_prompt = static_cast<int64_t>(request.prompt.size());
+  Result<RequestParams> params = validate(request, num_prompt);
+  if (!params.is_ok()) return params.status();
+  if (num_tokens < 1 || num_tokens >= num_prompt) {
+    return invalid_argument("imported KV must cover 1.." + std::to_string(num_prompt - 1) + " prompt tokens, not " +
+                            std::to_string(num_tokens));
+  }
+  std::future<Result<KvImport>> reply;
+  std::shared_ptr<RequestStream> stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return unavailable("engine is shut down");
+    const RequestId id = next_id_++;
+    stream = std::make_shared<RequestStream>(id);
+    ImportBegin b;
+    b.submission = {std::make_unique<Request>(id, std::move(request.prompt), std::move(params).value()), stream};
+    b.num_tokens = num_tokens;
+    reply = b.reply.get_future();
+    import_begins_.push_back(std::move(b));
+    cv_.notify_one();
+  }
+  Result<KvImport> reserved = reply.get();
+  if (!reserved.is_ok()) return reserved.status();
+  return std::make_pair(std::move(reserved).value(), std::move(stream));
+}
+
+void EngineImpl::finish_import(RequestId id, KvImportData data) {
+  std::lock_guard<std::mutex> lock(mu_);
+  import_ends_.push_back({id, Status::ok(), std::move(data)});
+  cv_.notify_one();
+}
+
+void EngineImpl::fail_import(RequestId id, Status error) {
+  CHECK(!error.is_ok()) << "fail_import needs an error";
+  std::lock_guard<std::mutex> lock(mu_);
+  import_ends_.push_back({id, std::move(error), {}});
+  cv_.notify_one();
+}
+
+void EngineImpl::release_export(RequestId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  export_releases_.push_back(id);
+  cv_.notify_one();
 }
 
 void EngineImpl::cancel(RequestId id) {
@@ -182,7 +245,9 @@ void EngineImpl::shutdown() {
 }
 
 Status EngineImpl::audit_now() const {
-  const std::vector<const BlockTable*> tables = scheduler_.live_tables();
+  std::vector<const BlockTable*> tables = scheduler_.live_tables();
+  for (const auto& [id, table] : exports_) tables.push_back(&table);
+  for (const auto& [id, im] : imports_) tables.push_back(&im.request->table);
   const std::vector<PageId> cached = cache_.pages();
   DENSA_RETURN_IF_ERROR(kv_audit(pool_, tables, cached));
   return cache_.audit(pool_);
@@ -203,6 +268,12 @@ EngineStats EngineImpl::snapshot() const {
   s.requests_finished = c.finished;
   s.steps = num_steps_;
   s.kv_integrity_violations = num_integrity_violations_;
+  s.tokens_in_flight = scheduler_.num_live_tokens();
+  for (const auto& [id, table] : exports_) s.kv_pages_pinned += table.num_pages();
+  for (const auto& [id, im] : imports_) {
+    s.kv_pages_pinned += im.request->table.num_pages();
+    s.tokens_in_flight += im.request->num_tokens();
+  }
   return s;
 }
 
@@ -220,6 +291,17 @@ void EngineImpl::emit(const RequestUpdate& u) {
   e.num_prompt_tokens = u.num_prompt_tokens;
   e.num_cached_tokens = u.num_cached_tokens;
   e.time = std::chrono::steady_clock::now();
+  if (u.exported) {
+    auto x = std::make_shared<KvExport>();
+    x->id = u.id;
+    x->layout = layout_;
+    x->pages = u.exported->pages;
+    x->num_tokens = u.exported->num_tokens;
+    for (PageId p : x->pages) x->data.push_back(pool_.page_data(p));
+    x->static_scales = static_scales_;
+    exports_.emplace(u.id, *u.exported);
+    e.kv_export = std::move(x);
+  }
   timelines_.event(u.id, e);
   it->second->push(std::move(e));
   if (u.finish != FinishCause::kNone) streams_.erase(it);
@@ -257,32 +339,153 @@ void EngineImpl::step() {
   }
 }
 
+void EngineImpl::end_request(RequestId id, std::shared_ptr<RequestStream>& stream, int32_t num_prompt,
+                             FinishReason finish, Status error) {
+  TokenEvent e;
+  e.finish = finish;
+  e.error = std::move(error);
+  e.num_prompt_tokens = num_prompt;
+  e.time = std::chrono::steady_clock::now();
+  stream->push(std::move(e));
+}
+
+void EngineImpl::begin_import_now(ImportBegin& b) {
+  Request& r = *b.submission.request;
+  const int32_t num_pages = static_cast<int32_t>(pages_for_tokens(b.num_tokens, config_.page_size));
+  if (pool_.num_free() < num_pages) cache_.evict(num_pages - pool_.num_free(), pool_);
+  if (!pool_.allocate_into(num_pages, r.table)) {
+    b.reply.set_value(resource_exhausted("no room for " + std::to_string(num_pages) +
+                                         " KV pages of an import now; retry later"));
+    return;
+  }
+  KvImport im;
+  im.id = r.id;
+  im.num_tokens = b.num_tokens;
+  im.pages = r.table.pages;
+  im.tags = r.table.tags;
+  const RequestId id = r.id;
+  imports_.emplace(id, Import{std::move(b.submission.request), std::move(b.submission.stream), b.num_tokens});
+  b.reply.set_value(std::move(im));
+}
+
+Status EngineImpl::adopt(Import& im, const KvImportData& data) {
+  BlockTable& table = im.request->table;
+  const size_t num_pages = table.pages.size();
+  const int64_t page_bytes = pool_.page_bytes();
+  if (data.digests.size() != num_pages || data.tags.size() != num_pages ||
+      data.bytes.size() != num_pages * static_cast<size_t>(page_bytes)) {
+    return data_loss("kv_transfer_failed: import of " + std::to_string(num_pages) + " pages got " +
+                     std::to_string(data.digests.size()) + " digests and " + std::to_string(data.bytes.size()) +
+                     " bytes");
+  }
+  // Every check before the first write: a rejected import leaves its pages untouched.
+  for (size_t k = 0; k < num_pages; ++k) {
+    const PageId p = table.pages[k];
+    if (pool_.tag(p) != table.tags[k] || data.tags[k] != table.tags[k]) {
+      return data_loss("kv_transfer_failed: page " + std::to_string(p.value) + " of the import has tag " +
+                       std::to_string(pool_.tag(p)) + ", reserved as " + std::to_string(table.tags[k]) +
+                       ", written for " + std::to_string(data.tags[k]) + "; write rejected");
+    }
+  }
+  for (size_t k = 0; k < num_pages; ++k) {
+    uint8_t* dst = pool_.page_data(table.pages[k]);
+    std::memcpy(dst, data.bytes.data() + k * page_bytes, static_cast<size_t>(page_bytes));
+    const uint64_t found = page_digest(pool_, table.pages[k]);
+    if (found != data.digests[k]) {
+      return data_loss("kv_transfer_failed: page " + std::to_string(k) + " of the import has digest " +
+                       std::to_string(found) + ", expected " + std::to_string(data.digests[k]));
+    }
+  }
+  return Status::ok();
+}
+
+void EngineImpl::end_import_now(ImportEnd& e) {
+  const auto it = imports_.find(e.id);
+  if (it == imports_.end()) return;  // cancelled meanwhile: pages already freed
+  Import im = std::move(it->second);
+  imports_.erase(it);
+  Request& r = *im.request;
+  Status s = e.error;
+  if (s.is_ok()) s = adopt(im, e.data);
+  if (!s.is_ok()) {
+    pool_.release_all(r.table.pages);
+    r.table.clear();
+    end_request(r.id, im.stream, r.num_prompt_tokens, FinishReason::kError, std::move(s));
+    return;
+  }
+  r.num_computed_tokens = r.table.num_tokens = im.num_tokens;
+  streams_.emplace(r.id, std::move(im.stream));
+  scheduler_.add(std::move(im.request));
+}
+
 void EngineImpl::loop() {
   while (true) {
     std::vector<Submission> submissions;
     std::vector<RequestId> cancels;
     std::vector<std::promise<Status>> audits;
+    std::vector<ImportBegin> begins;
+    std::vector<ImportEnd> ends;
+    std::vector<RequestId> releases;
     bool stopping = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stop_ || !inbox_.empty() || !cancels_.empty() || !audits_.empty() || !scheduler_.idle();
+        return stop_ || !inbox_.empty() || !cancels_.empty() || !audits_.empty() || !import_begins_.empty() ||
+               !import_ends_.empty() || !export_releases_.empty() || !scheduler_.idle();
       });
       submissions.swap(inbox_);
       cancels.swap(cancels_);
       audits.swap(audits_);
+      begins.swap(import_begins_);
+      ends.swap(import_ends_);
+      releases.swap(export_releases_);
       stopping = stop_;
+    }
+    for (RequestId id : releases) {
+      const auto it = exports_.find(id);
+      if (it == exports_.end()) continue;
+      pool_.release_all(it->second.pages);
+      exports_.erase(it);
     }
     for (Submission& s : submissions) {
       timelines_.submitted(s.request->id, s.request->arrival_time);
       streams_.emplace(s.request->id, std::move(s.stream));
       scheduler_.add(std::move(s.request));
     }
+    for (ImportBegin& b : begins) {
+      if (stopping) {
+        b.reply.set_value(unavailable("engine is shut down"));
+      } else {
+        begin_import_now(b);
+      }
+    }
+    for (ImportEnd& e : ends) end_import_now(e);
     for (RequestId id : cancels) {
+      if (const auto it = exports_.find(id); it != exports_.end()) {  // finished: unpin its export
+        pool_.release_all(it->second.pages);
+        exports_.erase(it);
+        continue;
+      }
+      if (const auto it = imports_.find(id); it != imports_.end()) {
+        Import& im = it->second;
+        pool_.release_all(im.request->table.pages);
+        im.request->table.clear();
+        end_request(id, im.stream, im.request->num_prompt_tokens, FinishReason::kAborted, Status::ok());
+        imports_.erase(it);
+        continue;
+      }
       if (const std::optional<RequestUpdate> u = scheduler_.abort(id, pool_, cache_)) emit(*u);
     }
     if (stopping) {
       for (const RequestUpdate& u : scheduler_.abort_all(pool_, cache_)) emit(u);
+      for (auto& [id, im] : imports_) {
+        pool_.release_all(im.request->table.pages);
+        im.request->table.clear();
+        end_request(id, im.stream, im.request->num_prompt_tokens, FinishReason::kAborted, Status::ok());
+      }
+      imports_.clear();
+      for (auto& [id, table] : exports_) pool_.release_all(table.pages);
+      exports_.clear();
     } else if (!scheduler_.idle()) {
       step();
     }
@@ -297,6 +500,8 @@ void EngineImpl::loop() {
   std::lock_guard<std::mutex> lock(mu_);
   for (std::promise<Status>& p : audits_) p.set_value(unavailable("engine is shut down"));
   audits_.clear();
+  for (ImportBegin& b : import_begins_) b.reply.set_value(unavailable("engine is shut down"));
+  import_begins_.clear();
 }
 
 }  // namespace densa

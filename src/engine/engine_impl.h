@@ -39,6 +39,13 @@ class EngineImpl final : public Engine {
   Status set_kv_integrity(const KvIntegrityPolicy& policy) override;
   std::optional<KvIntegrityPolicy> kv_integrity() const override;
   std::optional<RoutingSnapshot> routing_stats() const override;
+  void release_export(RequestId id) override;
+  Result<std::pair<KvImport, std::shared_ptr<RequestStream>>> begin_import(GenerateRequest request,
+                                                                           int32_t num_tokens) override;
+  void finish_import(RequestId id, KvImportData data) override;
+  void fail_import(RequestId id, Status error) override;
+  KvLayout kv_layout() const override { return layout_; }
+  std::vector<float> kv_static_scales() const override { return static_scales_; }
 
  private:
   struct Submission {
@@ -46,7 +53,30 @@ class EngineImpl final : public Engine {
     std::shared_ptr<RequestStream> stream;
   };
 
+  // A request whose prompt KV is being imported: pages reserved (pinned in `table`).
+  struct Import {
+    std::unique_ptr<Request> request;
+    std::shared_ptr<RequestStream> stream;
+    int32_t num_tokens = 0;  // prompt tokens whose KV is imported
+  };
+  struct ImportBegin {
+    Submission submission;
+    int32_t num_tokens = 0;
+    std::promise<Result<KvImport>> reply;
+  };
+  struct ImportEnd {
+    RequestId id = 0;
+    Status error;       // non-ok: fail the import
+    KvImportData data;  // ok: the bytes to adopt
+  };
+
   void loop();
+  Result<RequestParams> validate(const GenerateRequest& request, int64_t num_prompt) const;
+  void begin_import_now(ImportBegin& b);
+  void end_import_now(ImportEnd& e);
+  Status adopt(Import& im, const KvImportData& data);
+  void end_request(RequestId id, std::shared_ptr<RequestStream>& stream, int32_t num_prompt, FinishReason finish,
+                   Status error);
   void step();
   void emit(const RequestUpdate& update);
   void inject_fault(const StepPlan& plan, std::span<Request* const> requests);
@@ -70,6 +100,10 @@ class EngineImpl final : public Engine {
   int64_t num_integrity_violations_ = 0;
   TimelineRecorder timelines_;             // per-request stage times (engine thread)
   std::unique_ptr<RoutingStats> routing_;  // MoE routing load; null unless EngineConfig::routing_stats
+  std::unordered_map<RequestId, BlockTable> exports_;  // pinned pages handed to exporters
+  std::unordered_map<RequestId, Import> imports_;      // reservations awaiting their KV
+  const KvLayout layout_;
+  const std::vector<float> static_scales_;             // fp8 static KV only
 
   // Inbox and published stats, guarded by mu_.
   mutable std::mutex mu_;
@@ -77,6 +111,9 @@ class EngineImpl final : public Engine {
   std::vector<Submission> inbox_;
   std::vector<RequestId> cancels_;
   std::vector<std::promise<Status>> audits_;
+  std::vector<ImportBegin> import_begins_;
+  std::vector<ImportEnd> import_ends_;
+  std::vector<RequestId> export_releases_;
   bool stop_ = false;
   EngineStats published_;
 

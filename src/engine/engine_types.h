@@ -2,6 +2,7 @@
 // What crosses the engine boundary: a request in, a stream of events out. No JSON, no text
 // formatting here (server/ maps these to the OpenAI API).
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "core/ids.h"
 #include "core/status.h"
 #include "engine/request_timeline.h"
+#include "kernels/kv_view.h"
 #include "sample/sampler.h"
 
 namespace densa {
@@ -24,6 +26,37 @@ struct GenerateRequest {
   std::vector<TokenId> stop_token_ids;  // finish (reason stop) when one is sampled
   int num_top_logprobs = -1;            // -1: no logprobs; 0..20: chosen token + that many alternatives
   std::optional<bool> kv_integrity;     // true / false overrides the engine's KV integrity policy
+  // Prefill-only (disaggregation): on a normal finish the final TokenEvent carries a KvExport
+  // of the prompt's KV, pinned until Engine::release_export.
+  bool export_kv = false;
+};
+
+// The KV of a finished export_kv request: tokens [0, num_tokens) in `pages` (token order),
+// pinned (refcount held) so no step reallocates or writes them until Engine::release_export.
+// Readable from any thread while pinned.
+struct KvExport {
+  RequestId id = 0;
+  KvLayout layout;
+  std::vector<PageId> pages;           // [num_pages]
+  int32_t num_tokens = 0;
+  std::vector<const uint8_t*> data;    // [num_pages] page bytes (layout.page_bytes() each)
+  std::vector<float> static_scales;    // [layer][k|v][kv_head] when layout is fp8 static
+};
+
+// Pages reserved for a request whose prompt KV is about to arrive (Engine::begin_import).
+struct KvImport {
+  RequestId id = 0;
+  int32_t num_tokens = 0;              // tokens whose KV will be imported
+  std::vector<PageId> pages;           // [num_pages] reserved, pinned, in token order
+  std::vector<uint32_t> tags;          // [num_pages] their tags when reserved
+};
+
+// The bytes that arrived for an import: page i of the reservation, already verified against
+// `digests[i]` by the receiver; the engine re-checks tags and digests before adopting them.
+struct KvImportData {
+  std::vector<uint8_t> bytes;          // [num_pages * page_bytes]
+  std::vector<uint64_t> digests;       // [num_pages] xxh3 of each page's bytes
+  std::vector<uint32_t> tags;          // [num_pages] the tag each page was written for
 };
 
 enum class FinishReason : uint8_t {
@@ -46,6 +79,7 @@ struct TokenEvent {
   int32_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
   std::chrono::steady_clock::time_point time;
   std::optional<RequestTimeline> timeline;  // on the final event only: where the time went
+  std::shared_ptr<const KvExport> kv_export;  // final event of an export_kv request
 };
 
 }  // namespace densa

@@ -83,6 +83,7 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
   kv.pool = pool.base();
   kv.block_table = block_table_;
   kv.block_offsets = block_offsets_;
+  kv.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
   using Clock = std::chrono::steady_clock;
   const Clock::time_point forward_begin = routing_ != nullptr ? Clock::now() : Clock::time_point{};
   scratch_.time_experts = routing_ != nullptr;

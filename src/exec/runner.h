@@ -32,6 +32,8 @@ class Runner {
   // MoE: after every forward, record the batch's routing and expert GEMM time into `stats`
   // (not owned; null = nothing recorded, no clock reads).
   void set_routing_stats(RoutingStats* stats) { routing_ = stats; }
+  // fp8 static KV: the scales [layer][k|v][kv_head] every batch's KvView carries (copied).
+  void set_static_kv_scales(std::span<const float> scales) { static_scales_.assign(scales.begin(), scales.end()); }
 
  private:
   const ModelWeights& weights_;
@@ -48,6 +50,7 @@ class Runner {
   std::vector<int32_t> block_table_;    // pages of all batch sequences, concatenated
   std::vector<int32_t> block_offsets_;  // [num_seqs + 1]
   std::vector<float> logits_;           // [num_logits, vocab]
+  std::vector<float> static_scales_;    // [layer][k|v][kv_head]; empty unless fp8 static KV
 };
 
 }  // namespace densa

@@ -36,6 +36,9 @@ struct RequestParams {
   std::vector<TokenId> stop_token_ids;
   int32_t num_top_logprobs = -1;  // < 0: no logprobs
   std::optional<bool> kv_integrity;  // overrides the engine's KV integrity policy; nullopt: follow it
+  // Prefill-only export (disaggregation): on a normal finish the request's pages are retained
+  // once more and handed out in RequestUpdate::exported instead of being freed.
+  bool export_kv = false;
 };
 
 struct Request {
@@ -61,6 +64,9 @@ struct Request {
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }
+  // A request whose table already holds KV for tokens[0, num_computed_tokens) when it is
+  // added (pages imported from a prefill worker). Admission keeps its pages.
+  bool prefilled() const { return state == RequestState::kWaiting && num_computed_tokens > 0; }
   // Tokens still to feed before the next sample (>= 1 while running).
   int32_t num_pending() const { return num_tokens() - num_computed_tokens; }
 };

@@ -14,6 +14,10 @@ Scheduler::Scheduler(const SchedulerConfig& config) : config_(config) {
 
 void Scheduler::add(std::unique_ptr<Request> request) {
   CHECK(request && !request->tokens.empty()) << "empty request";
+  CHECK(request->num_computed_tokens < request->num_tokens() &&
+        request->table.num_tokens == request->num_computed_tokens &&
+        request->table.capacity_tokens(config_.page_size) >= request->num_computed_tokens)
+      << "request " << request->id << " added with inconsistent prefilled KV";
   const RequestId id = request->id;
   request->state = RequestState::kWaiting;
   const bool inserted = requests_.emplace(id, std::move(request)).second;
@@ -68,13 +72,18 @@ void Scheduler::apply(const StepPlan& plan, PagePool& pool, RadixCache& cache) {
     CHECK(!waiting_.empty() && waiting_.front() == a.id) << "admission out of FCFS order: " << a.id;
     Request& r = *find(a.id);
     waiting_.pop_front();
-    pool.retain_all(a.prefix.pages);
-    for (size_t k = 0; k < a.prefix.pages.size(); ++k) {
-      CHECK(pool.tag(a.prefix.pages[k]) == a.prefix.tags[k]) << "cached page changed under the plan";
-      r.table.append(a.prefix.pages[k], a.prefix.tags[k]);
+    if (r.prefilled()) {
+      // Imported KV: its pages are already in the table; the plan matched no prefix.
+      CHECK(a.prefix.pages.empty()) << "prefilled request " << a.id << " with a prefix match";
+    } else {
+      pool.retain_all(a.prefix.pages);
+      for (size_t k = 0; k < a.prefix.pages.size(); ++k) {
+        CHECK(pool.tag(a.prefix.pages[k]) == a.prefix.tags[k]) << "cached page changed under the plan";
+        r.table.append(a.prefix.pages[k], a.prefix.tags[k]);
+      }
+      r.table.num_tokens = r.num_computed_tokens = a.prefix.num_tokens;
+      cache.touch(a.prefix);
     }
-    r.table.num_tokens = r.num_computed_tokens = a.prefix.num_tokens;
-    cache.touch(a.prefix);
     if (!r.admitted_once) {
       r.admitted_once = true;
       r.num_cached_tokens = a.prefix.num_tokens;
@@ -149,6 +158,10 @@ std::vector<RequestUpdate> Scheduler::commit(const StepPlan& plan, const StepRes
     u.sampled = out.sampled;
     if (const std::optional<FinishCause> cause = stop_condition(r)) {
       u.finish = *cause;
+      if (r.params.export_kv) {
+        pool.retain_all(r.table.pages);
+        u.exported = r.table;
+      }
       finish(r, /*cache_kv=*/true, pool, cache);
     }
     updates.push_back(std::move(u));

@@ -70,6 +70,12 @@ class Scheduler {
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   bool idle() const { return running_.empty() && waiting_.empty(); }
+  // Prompt + generated tokens of every live request.
+  int64_t num_live_tokens() const {
+    int64_t n = 0;
+    for (const auto& [id, r] : requests_) n += r->num_tokens();
+    return n;
+  }
   const SchedulerCounters& counters() const { return counters_; }
   const SchedulerConfig& config() const { return config_; }
 

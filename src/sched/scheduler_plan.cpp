@@ -97,12 +97,15 @@ StepPlan Scheduler::plan_step(const PagePool& pool, const RadixCache& cache) con
     if (num_running >= config_.max_running_requests || budget <= 0) break;
     const Request& r = *find(id);
     PrefixMatch prefix;
-    if (config_.enable_prefix_cache) prefix = cache.match(r.tokens, r.num_tokens() - 1);
-    const int32_t computed = prefix.num_tokens;
+    const bool prefilled = r.prefilled();  // imported KV: its own pages, no prefix match
+    if (config_.enable_prefix_cache && !prefilled) prefix = cache.match(r.tokens, r.num_tokens() - 1);
+    const int32_t computed = prefilled ? r.num_computed_tokens : prefix.num_tokens;
     const int32_t n = std::min({r.num_tokens() - computed, config_.chunked_prefill_size, budget});
-    const int32_t num_prefix_pages = static_cast<int32_t>(prefix.pages.size());
-    const int32_t need_now = static_cast<int32_t>(pages_for_tokens(computed + n, P)) - num_prefix_pages;
-    const int32_t need_all = static_cast<int32_t>(pages_for_tokens(r.num_tokens(), P)) - num_prefix_pages;
+    const int32_t num_prefix_pages = prefilled ? r.table.num_pages() : static_cast<int32_t>(prefix.pages.size());
+    const int32_t need_now =
+        std::max(0, static_cast<int32_t>(pages_for_tokens(computed + n, P)) - num_prefix_pages);
+    const int32_t need_all =
+        std::max(0, static_cast<int32_t>(pages_for_tokens(r.num_tokens(), P)) - num_prefix_pages);
     if (pages.retain_cost(prefix) + need_all > pages.avail() - reserved) break;
     pages.retain(prefix);
     pages.take(need_now);

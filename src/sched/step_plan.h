@@ -70,6 +70,9 @@ struct RequestUpdate {
   Status error;
   int32_t num_prompt_tokens = 0;
   int32_t num_cached_tokens = 0;
+  // RequestParams::export_kv and a normal finish: the request's table, its pages retained
+  // once more for the exporter (released with PagePool::release_all when done).
+  std::optional<BlockTable> exported;
 };
 
 }  // namespace densa

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "disagg/disagg_error.h"
 #include "exec/kv_integrity.h"
 
 namespace densa::server {
@@ -41,7 +42,12 @@ ApiError api_error(const Status& status, std::string param, std::string code) {
   e.param = std::move(param);
   e.code = std::move(code);
   if (e.code.empty() && is_kv_integrity_violation(status)) e.code = std::string(kKvIntegrityViolation);
-  e.retry_after_s = m.retry_after_s;
+  if (const std::string_view disagg = disagg::disagg_error_code(status); !disagg.empty()) {
+    e.http_status = 502;  // the peer worker failed us
+    e.type = "server_error";
+    e.code = std::string(disagg);
+  }
+  e.retry_after_s = e.http_status == 502 ? 0 : m.retry_after_s;
   return e;
 }
 

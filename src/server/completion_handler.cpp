@@ -127,7 +127,8 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
 // Submits n requests per prompt; on any failure the ones already submitted are cancelled
 // (ChoiceStream destructors) and the error is returned.
 std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingContext& ctx, const Plan& plan,
-                                                                     Clock::time_point arrival, ApiError& error) {
+                                                                     Clock::time_point arrival,
+                                                                     const std::string& prefill_url, ApiError& error) {
   std::vector<std::unique_ptr<ChoiceStream>> choices;
   const OpenAiRequest& r = plan.request;
   for (const PreparedPrompt& p : plan.prompts) {
@@ -141,7 +142,9 @@ std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingCont
       g.stop_token_ids = plan.stop_token_ids;
       g.num_top_logprobs = r.num_top_logprobs;
       g.kv_integrity = r.kv_integrity;
-      Result<std::shared_ptr<RequestStream>> stream = ctx.engine.submit(std::move(g));
+      // A decode worker gets the prompt's KV from the prefill worker the request names.
+      Result<std::shared_ptr<RequestStream>> stream =
+          ctx.disagg != nullptr ? ctx.disagg->submit(std::move(g), prefill_url) : ctx.engine.submit(std::move(g));
       if (!stream.is_ok()) {
         const bool too_long = stream.status().code() == StatusCode::kOutOfRange;
         error = api_error(stream.status(), too_long ? "max_tokens" : "", too_long ? "context_length_exceeded" : "");
@@ -402,6 +405,27 @@ void send_error(httplib::Response& res, const ApiError& error) {
   res.set_content(error_body(error), "application/json");
 }
 
+Status CompletionHandler::check_role(const httplib::Request& req, std::string& prefill_url) const {
+  if (ctx_.disagg == nullptr) {
+    // A prefill worker computes prompts for decode workers only.
+    if (ctx_.prefill_only) {
+      return invalid_argument("this is a prefill worker: it serves /disagg/v1/prefill for decode workers, not "
+                              "OpenAI requests; send them to a decode worker or a colocated server");
+    }
+    return Status::ok();
+  }
+  prefill_url = req.get_header_value(kPrefillUrlHeader);
+  if (prefill_url.empty()) {
+    return invalid_argument(std::string("this is a decode worker: name the prefill worker in the ") +
+                            kPrefillUrlHeader + " header (http://host:port), or use densa router");
+  }
+  if (prefill_url.rfind("http://", 0) != 0) {
+    return invalid_argument(std::string(kPrefillUrlHeader) + " must be an http://host:port URL, not \"" + prefill_url +
+                            "\"");
+  }
+  return Status::ok();
+}
+
 void CompletionHandler::handle(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
   const Clock::time_point arrival = Clock::now();
   RequestError parse_error;
@@ -411,10 +435,12 @@ void CompletionHandler::handle(ApiKind kind, const httplib::Request& req, httpli
     return send_error(res, api_error(not_found("The model '" + request->model + "' does not exist; this server serves '" +
                                                ctx_.served_model_name + "'"),
                                      "model", "model_not_found"));
+  std::string prefill_url;
+  if (Status s = check_role(req, prefill_url); !s.is_ok()) return send_error(res, api_error(s));
   ApiError error;
   std::optional<Plan> plan = make_plan(ctx_, std::move(*request), error);
   if (!plan) return send_error(res, error);
-  auto choices = submit_all(ctx_, *plan, arrival, error);
+  auto choices = submit_all(ctx_, *plan, arrival, prefill_url, error);
   if (!choices) return send_error(res, error);
   if (plan->request.stream) return respond_streaming(ctx_, std::move(*plan), std::move(*choices), res);
   respond_blocking(ctx_, *plan, std::move(*choices), res);

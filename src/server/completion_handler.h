@@ -17,6 +17,9 @@ class CompletionHandler {
   void handle(ApiKind kind, const httplib::Request& req, httplib::Response& res);
 
  private:
+  // Prefill workers refuse OpenAI requests; decode workers need the prefill worker's URL.
+  Status check_role(const httplib::Request& req, std::string& prefill_url) const;
+
   ServingContext& ctx_;
 };
 

@@ -51,6 +51,9 @@ HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerCo
   ctx_.reset(new ServingContext{engine, weights, *weights.tokenizer, config_.served_model_name, config_.page_size,
                                 detect_chat_template(weights.chat_template), {}, {}});
   completions_ = std::make_unique<CompletionHandler>(*ctx_);
+  disagg_ = std::make_unique<DisaggWorker>(*ctx_, config_.role, config_.ucx, config_.disagg_timeout_ms);
+  if (config_.role == ServeRole::kDecode) ctx_->disagg = disagg_.get();
+  ctx_->prefill_only = config_.role == ServeRole::kPrefill;
   const size_t threads = static_cast<size_t>(std::max(8, config_.num_http_threads));
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(64u << 20);
@@ -107,11 +110,12 @@ void HttpServer::register_routes() {
                send_json(res, status, body);
              }));
   http_->Get("/metrics", guarded(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
-               res.set_content(ctx.metrics.render(ctx.engine.stats()) + render_routing(ctx.engine.routing_stats()),
+               res.set_content(ctx.metrics.render(ctx.engine.stats()) + ctx.disagg_metrics.render(ctx.engine.stats()) + render_routing(ctx.engine.routing_stats()),
                                "text/plain; version=0.0.4");
              }));
 
   register_kv_integrity_admin(*http_, ctx, api_key);
+  disagg_->register_routes(*http_);
 
   // Unknown routes (and 404s no handler wrote a body for) get an OpenAI error body.
   http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "engine/engine.h"
 #include "model/model_weights.h"
+#include "server/disagg_worker.h"
 
 namespace httplib {
 class Server;
@@ -30,6 +31,9 @@ struct HttpServerConfig {
   int page_size = 16;              // the engine's page size (pool capacity in tokens)
   int num_http_threads = 64;       // connections served at once (each stream holds one)
   std::string request_log_path;    // structured request log (JSON lines); "-" = stderr; empty: off
+  ServeRole role = ServeRole::kBoth;        // disaggregation role (server/disagg_worker.h)
+  const disagg::UcxContext* ucx = nullptr;  // prefill / decode roles; must outlive the server
+  int disagg_timeout_ms = 30000;            // every wait of a KV transfer
 };
 
 class HttpServer {
@@ -55,6 +59,7 @@ class HttpServer {
   HttpServerConfig config_;
   std::unique_ptr<ServingContext> ctx_;
   std::unique_ptr<CompletionHandler> completions_;
+  std::unique_ptr<DisaggWorker> disagg_;
   std::unique_ptr<RequestLog> request_log_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;

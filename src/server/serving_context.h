@@ -8,6 +8,7 @@
 #include "io/tokenizer.h"
 #include "model/model_weights.h"
 #include "server/chat_template.h"
+#include "server/disagg_worker.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
 
@@ -22,6 +23,9 @@ struct ServingContext {
   ChatTemplateFamily chat_family = ChatTemplateFamily::kPlain;
   Metrics metrics;
   std::atomic<bool> stopping{false};  // set on shutdown: handlers stop waiting
+  DisaggWorker* disagg = nullptr;     // decode role: imports prompt KV; null otherwise
+  bool prefill_only = false;          // prefill role: OpenAI requests are refused
+  DisaggMetrics disagg_metrics;
   RequestLog* request_log = nullptr;  // structured request log; null: off. Owned by HttpServer.
 
   int context_tokens() const { return weights.config.max_position_embeddings; }

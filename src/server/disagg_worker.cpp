@@ -1,0 +1,340 @@
+#include "server/disagg_worker.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "disagg/disagg_error.h"
+#include "disagg/kv_receiver.h"
+#include "disagg/kv_sender.h"
+#include "disagg/kv_wire.h"
+#include "kv/block_table.h"
+#include "server/api_error.h"
+#include "server/completion_handler.h"
+#include "server/serving_context.h"
+
+namespace densa::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string to_hex(std::span<const uint8_t> bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+std::optional<std::vector<uint8_t>> from_hex(const std::string& s) {
+  if (s.size() % 2 != 0) return std::nullopt;
+  std::vector<uint8_t> out(s.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int v = 0;
+    for (int j = 0; j < 2; ++j) {
+      const char c = s[2 * i + j];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return std::nullopt;
+      v = v * 16 + d;
+    }
+    out[i] = static_cast<uint8_t>(v);
+  }
+  return out;
+}
+
+json descriptor_json(const disagg::KvLayoutDescriptor& d) {
+  char fp[24];
+  std::snprintf(fp, sizeof(fp), "%016llx", static_cast<unsigned long long>(d.model_fingerprint));
+  json j = {{"model_fingerprint", fp},
+            {"num_layers", d.layout.num_layers},
+            {"num_kv_heads", d.layout.num_kv_heads},
+            {"head_dim", d.layout.head_dim},
+            {"page_size", d.layout.page_size},
+            {"dtype", std::string(dtype_name(d.layout.dtype))},
+            {"scale_mode", disagg::kv_scale_mode_name(d.layout.scale_mode)},
+            {"page_bytes", d.layout.page_bytes()}};
+  if (d.layout.scale_mode == KvScaleMode::kStatic) j["static_scales"] = d.static_scales;
+  return j;
+}
+
+// Throws nlohmann exceptions on a wrong type; the caller maps them to a 400.
+Result<disagg::KvLayoutDescriptor> parse_descriptor(const json& j) {
+  disagg::KvLayoutDescriptor d;
+  d.model_fingerprint = std::stoull(j.at("model_fingerprint").get<std::string>(), nullptr, 16);
+  d.layout.num_layers = j.at("num_layers").get<int>();
+  d.layout.num_kv_heads = j.at("num_kv_heads").get<int>();
+  d.layout.head_dim = j.at("head_dim").get<int>();
+  d.layout.page_size = j.at("page_size").get<int>();
+  const std::string dtype = j.at("dtype").get<std::string>();
+  const std::optional<DType> t = dtype_from_name(dtype);
+  if (!t) return disagg::kv_layout_mismatch("unknown KV dtype \"" + dtype + "\"");
+  d.layout.dtype = *t;
+  Result<KvScaleMode> mode = disagg::parse_kv_scale_mode(j.at("scale_mode").get<std::string>());
+  if (!mode.is_ok()) return disagg::kv_layout_mismatch(mode.status().message());
+  d.layout.scale_mode = *mode;
+  if (j.contains("static_scales")) d.static_scales = j.at("static_scales").get<std::vector<float>>();
+  return d;
+}
+
+void send_status(httplib::Response& res, const Status& s) { send_error(res, api_error(s)); }
+
+}  // namespace
+
+std::string DisaggMetrics::render(const EngineStats& stats) const {
+  std::string out;
+  out += "# HELP densa_tokens_in_flight Prompt and generated tokens of live requests (imports included).\n"
+         "# TYPE densa_tokens_in_flight gauge\ndensa_tokens_in_flight " +
+         std::to_string(stats.tokens_in_flight) + "\n";
+  out += "# HELP densa_kv_transfer_bytes_total KV transfer bytes on the wire (sent or received).\n"
+         "# TYPE densa_kv_transfer_bytes_total counter\ndensa_kv_transfer_bytes_total " +
+         std::to_string(kv_transfer_bytes.load()) + "\n";
+  out += "# HELP densa_kv_transfer_failures_total KV transfers that failed.\n"
+         "# TYPE densa_kv_transfer_failures_total counter\ndensa_kv_transfer_failures_total " +
+         std::to_string(kv_transfer_failures.load()) + "\n";
+  return out;
+}
+
+const char* serve_role_name(ServeRole role) {
+  switch (role) {
+    case ServeRole::kBoth: return "both";
+    case ServeRole::kPrefill: return "prefill";
+    case ServeRole::kDecode: return "decode";
+  }
+  return "both";
+}
+
+DisaggWorker::DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms)
+    : ctx_(ctx),
+      role_(role),
+      ucx_(ucx),
+      timeout_ms_(timeout_ms),
+      descriptor_(disagg::describe_kv(ctx.weights, ctx.engine.kv_layout(), ctx.engine.kv_static_scales())) {
+  CHECK(role == ServeRole::kBoth || ucx != nullptr) << "a " << serve_role_name(role) << " worker needs UCX";
+}
+
+DisaggWorker::~DisaggWorker() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return num_threads_ == 0; });
+}
+
+void DisaggWorker::register_routes(httplib::Server& http) {
+  http.Get("/disagg/v1/layout", [this](const httplib::Request&, httplib::Response& res) { handle_layout(res); });
+  if (role_ == ServeRole::kPrefill) {
+    http.Post("/disagg/v1/prefill", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        handle_prefill(req, res);
+      } catch (const std::exception& e) {
+        send_status(res, invalid_argument(std::string("bad prefill order: ") + e.what()));
+      }
+    });
+  }
+}
+
+void DisaggWorker::handle_layout(httplib::Response& res) const {
+  json body = descriptor_json(descriptor_);
+  body["role"] = serve_role_name(role_);
+  res.status = 200;
+  res.set_content(body.dump(), "application/json");
+}
+
+// ---- prefill role ----
+
+void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response& res) {
+  const json order_json = json::parse(req.body);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(
+                                           std::min<int64_t>(timeout_ms_, order_json.value("timeout_ms", timeout_ms_)));
+  const std::vector<TokenId> tokens = order_json.at("tokens").get<std::vector<TokenId>>();
+  disagg::KvSendOrder order;
+  order.transfer_id = order_json.at("transfer_id").get<uint64_t>();
+  order.page_tags = order_json.at("page_tags").get<std::vector<uint32_t>>();
+  const std::optional<std::vector<uint8_t>> address = from_hex(order_json.at("ucx_address").get<std::string>());
+  if (!address || address->empty()) return send_status(res, invalid_argument("ucx_address is not a hex string"));
+  order.peer_address = *address;
+  Result<disagg::KvLayoutDescriptor> decode = parse_descriptor(order_json.at("layout"));
+  if (!decode.is_ok()) return send_status(res, decode.status());
+  if (Status s = disagg::check_compatible(descriptor_, *decode); !s.is_ok()) {
+    ctx_.disagg_metrics.count_failure();
+    return send_status(res, s);
+  }
+  const int64_t num_pages = pages_for_tokens(static_cast<int64_t>(tokens.size()), descriptor_.layout.page_size);
+  if (tokens.empty() || static_cast<int64_t>(order.page_tags.size()) != num_pages) {
+    return send_status(res, invalid_argument(std::to_string(tokens.size()) + " tokens need " +
+                                             std::to_string(num_pages) + " page tags, got " +
+                                             std::to_string(order.page_tags.size())));
+  }
+
+  GenerateRequest g;
+  g.prompt = tokens;
+  g.max_new_tokens = 1;
+  g.ignore_eos = true;
+  g.export_kv = true;
+  Result<std::shared_ptr<RequestStream>> stream = ctx_.engine.submit(std::move(g));
+  if (!stream.is_ok()) return send_status(res, stream.status());
+  std::shared_ptr<const KvExport> exported;
+  Status failed;
+  while (true) {
+    if (Clock::now() >= deadline || ctx_.stopping.load()) {
+      ctx_.engine.cancel((*stream)->id());  // also unpins an export that finishes meanwhile
+      failed = disagg::kv_transfer_failed("prefill did not finish within " + std::to_string(timeout_ms_) + " ms");
+      break;
+    }
+    std::optional<TokenEvent> e = (*stream)->next(std::chrono::milliseconds(20));
+    if (!e || e->finish == FinishReason::kNone) continue;
+    if (e->kv_export) {
+      exported = e->kv_export;
+    } else {
+      failed = disagg::kv_transfer_failed("prefill failed: " +
+                                          (e->error.is_ok() ? std::string("aborted") : e->error.message()));
+    }
+    break;
+  }
+  if (!exported) {
+    ctx_.disagg_metrics.count_failure();
+    return send_status(res, failed);
+  }
+  const disagg::KvPageFormat from{exported->layout, exported->static_scales};
+  const disagg::KvPageFormat to{decode->layout, decode->static_scales};
+  const std::vector<std::vector<uint8_t>> messages =
+      disagg::build_page_messages(from, exported->data, exported->num_tokens, to, order.transfer_id, order.page_tags);
+  ctx_.engine.release_export(exported->id);  // the messages are copies
+  Result<int64_t> sent = disagg::send_page_messages(*ucx_, order, messages, deadline);
+  if (!sent.is_ok()) {
+    ctx_.disagg_metrics.count_failure();
+    std::fprintf(stderr, "densa serve: %s\n", sent.status().message().c_str());
+    return send_status(res, sent.status());
+  }
+  ctx_.disagg_metrics.count_bytes(*sent);
+  res.status = 200;
+  res.set_content(json({{"num_pages", messages.size()}, {"num_tokens", tokens.size()}, {"wire_bytes", *sent}}).dump(),
+                  "application/json");
+}
+
+// ---- decode role ----
+
+Result<std::shared_ptr<RequestStream>> DisaggWorker::submit(GenerateRequest request, const std::string& prefill_url) {
+  CHECK(role_ == ServeRole::kDecode) << "DisaggWorker::submit on a " << serve_role_name(role_) << " worker";
+  if (request.prompt.size() < 2) return ctx_.engine.submit(std::move(request));  // no KV worth moving
+  std::vector<TokenId> tokens(request.prompt.begin(), request.prompt.end() - 1);
+  auto begun = ctx_.engine.begin_import(std::move(request), static_cast<int32_t>(tokens.size()));
+  if (!begun.is_ok()) return begun.status();
+  auto [import, stream] = std::move(begun).value();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++num_threads_;
+  }
+  std::thread([this, import = std::move(import), tokens = std::move(tokens), prefill_url]() mutable {
+    run_import(std::move(import), std::move(tokens), std::move(prefill_url));
+    std::lock_guard<std::mutex> lock(mu_);
+    --num_threads_;
+    cv_.notify_all();
+  }).detach();
+  return stream;
+}
+
+void DisaggWorker::run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url) {
+  KvImportData data;
+  int64_t wire_bytes = 0;
+  Status s;
+  try {
+    s = import_pages(import, tokens, prefill_url, data, wire_bytes);
+  } catch (const std::exception& e) {
+    s = disagg::kv_transfer_failed(std::string("unexpected reply from the prefill worker: ") + e.what());
+  }
+  if (!s.is_ok()) {
+    if (disagg::disagg_error_code(s).empty()) s = disagg::kv_transfer_failed(s.message());
+    ctx_.disagg_metrics.count_failure();
+    std::fprintf(stderr, "densa serve: request %llu: %s\n", static_cast<unsigned long long>(import.id),
+                 s.message().c_str());
+    ctx_.engine.fail_import(import.id, std::move(s));
+    return;
+  }
+  ctx_.disagg_metrics.count_bytes(wire_bytes);
+  ctx_.engine.finish_import(import.id, std::move(data));
+}
+
+Status DisaggWorker::import_pages(const KvImport& import, const std::vector<TokenId>& tokens,
+                                  const std::string& prefill_url, KvImportData& data, int64_t& wire_bytes) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  const uint64_t transfer_id = (salt + counter.fetch_add(1) * 0x9e3779b97f4a7c15ull) & disagg::kKvTransferIdMask;
+  const int64_t page_bytes = descriptor_.layout.page_bytes();
+  Result<std::unique_ptr<disagg::KvReceiver>> receiver =
+      disagg::KvReceiver::create(*ucx_, transfer_id, import.tags, page_bytes);
+  if (!receiver.is_ok()) return receiver.status();
+
+  const json order = {{"tokens", tokens},
+                      {"transfer_id", transfer_id},
+                      {"ucx_address", to_hex((*receiver)->address())},
+                      {"page_tags", import.tags},
+                      {"layout", descriptor_json(descriptor_)},
+                      {"timeout_ms", timeout_ms_}};
+  // The control-plane call runs beside the data plane: this thread keeps the receiver's
+  // worker progressing (UCX wire-up and the sender's flush need it) until both are done.
+  struct Reply {
+    int status = 0;  // 0: no HTTP response
+    std::string body;
+    std::string error;
+  };
+  std::shared_future<Reply> reply = std::async(std::launch::async, [&, body = order.dump()] {
+    Reply r;
+    httplib::Client client(prefill_url);
+    const auto seconds = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
+    const time_t sec = static_cast<time_t>(std::max<int64_t>(seconds, 0) / 1000000);
+    const time_t usec = static_cast<time_t>(std::max<int64_t>(seconds, 0) % 1000000);
+    client.set_connection_timeout(sec, usec);
+    client.set_read_timeout(sec, usec);
+    client.set_write_timeout(sec, usec);
+    httplib::Result res = client.Post("/disagg/v1/prefill", body, "application/json");
+    if (!res) {
+      r.error = "prefill worker " + prefill_url + " unreachable or gone (" + httplib::to_string(res.error()) + ")";
+      return r;
+    }
+    r.status = res->status;
+    r.body = res->body;
+    return r;
+  });
+  auto reply_ready = [&] { return reply.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
+  auto reply_failed = [&]() -> Status {
+    const Reply& r = reply.get();
+    if (r.status == 0) return disagg::kv_transfer_failed(r.error);
+    std::string message = "prefill worker answered HTTP " + std::to_string(r.status);
+    try {
+      const std::string m = json::parse(r.body).at("error").at("message").get<std::string>();
+      const Status peer(StatusCode::kUnavailable, m);
+      if (disagg::disagg_error_code(peer) == disagg::kKvLayoutMismatch) return Status(StatusCode::kInvalidArgument, m);
+      if (!disagg::disagg_error_code(peer).empty()) return peer;
+      message += ": " + m;
+    } catch (const std::exception&) {
+    }
+    return disagg::kv_transfer_failed(message);
+  };
+
+  // A reply before every page arrived ends the wait unless it is a 200 (pages in flight).
+  Result<KvImportData> received =
+      (*receiver)->receive(deadline, [&] { return reply_ready() && reply.get().status != 200; });
+  if (!received.is_ok()) {
+    if (reply_ready() && reply.get().status != 200) return reply_failed();
+    return received.status();
+  }
+  while (!reply_ready()) {
+    if (Clock::now() >= deadline) return disagg::kv_transfer_failed("no answer from the prefill worker in time");
+    (*receiver)->progress();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  if (reply.get().status != 200) return reply_failed();
+  data = std::move(received).value();
+  wire_bytes = static_cast<int64_t>(import.tags.size()) * (static_cast<int64_t>(disagg::kKvPageHeaderBytes) + page_bytes);
+  return Status::ok();
+}
+
+}  // namespace densa::server

@@ -1,0 +1,89 @@
+#pragma once
+// DisaggWorker: the HTTP side of prefill/decode disaggregation for one `densa serve`.
+//
+// Control plane (HTTP, JSON):
+//   GET  /disagg/v1/layout    (every role) this worker's KV layout descriptor
+//   POST /disagg/v1/prefill   (prefill role) compute a prompt's KV and push its pages over UCX:
+//     {"tokens":[..], "transfer_id":N, "ucx_address":"<hex>", "page_tags":[..],
+//      "layout":{<the decode side's descriptor>}, "timeout_ms":N}
+//     -> 200 {"num_pages","num_tokens","wire_bytes"} once every page has reached the decode
+//        worker, or an OpenAI-style error (code kv_layout_mismatch / kv_transfer_failed).
+// Data plane: UCX tag messages, one per page (disagg/kv_wire.h).
+//
+// Decode role: submit() reserves pages for the prompt's first n-1 tokens (the last prompt
+// token is fed locally, so sampling, seeds and logprobs stay on the decode side exactly as
+// colocated), returns the request's stream at once and runs the transfer on its own thread:
+// receiver up, POST to the prefill worker, pages verified, Engine::finish_import. Any failure
+// ends the stream with kv_transfer_failed / kv_layout_mismatch and frees the pages.
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/status.h"
+#include "disagg/kv_layout_descriptor.h"
+#include "disagg/ucx_worker.h"
+#include "engine/engine.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace densa::server {
+
+struct ServingContext;
+
+enum class ServeRole : uint8_t { kBoth, kPrefill, kDecode };
+
+// Transfer counters of one worker (both roles), rendered into /metrics beside Metrics:
+// densa_kv_transfer_bytes_total (bytes on the wire: sent by a prefill worker, received by a
+// decode worker), densa_kv_transfer_failures_total, and the gauge densa_tokens_in_flight.
+struct DisaggMetrics {
+  std::atomic<uint64_t> kv_transfer_bytes{0};
+  std::atomic<uint64_t> kv_transfer_failures{0};
+
+  void count_bytes(int64_t bytes) { kv_transfer_bytes += static_cast<uint64_t>(bytes); }
+  void count_failure() { ++kv_transfer_failures; }
+  std::string render(const EngineStats& stats) const;
+};
+const char* serve_role_name(ServeRole role);
+
+// The request header naming the prefill worker of a request sent to a decode worker.
+inline constexpr const char* kPrefillUrlHeader = "X-Densa-Prefill-Url";
+
+class DisaggWorker {
+ public:
+  // `ucx` may be null for role kBoth (no transfers); it must outlive the worker.
+  DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms);
+  ~DisaggWorker();  // waits for transfer threads (each bounded by the timeout)
+
+  void register_routes(httplib::Server& http);
+  ServeRole role() const { return role_; }
+  const disagg::KvLayoutDescriptor& descriptor() const { return descriptor_; }
+
+  // Decode role: see the file comment. Fails without a stream only when the request is
+  // invalid or the pages cannot be reserved now.
+  Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request, const std::string& prefill_url);
+
+ private:
+  void handle_layout(httplib::Response& res) const;
+  void handle_prefill(const httplib::Request& req, httplib::Response& res);
+  void run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url);
+  Status import_pages(const KvImport& import, const std::vector<TokenId>& tokens, const std::string& prefill_url,
+                      KvImportData& data, int64_t& wire_bytes);
+
+  ServingContext& ctx_;
+  const ServeRole role_;
+  const disagg::UcxContext* ucx_;
+  const int timeout_ms_;
+  const disagg::KvLayoutDescriptor descriptor_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int num_threads_ = 0;  // transfer threads alive
+};
+
+}  // namespace densa::server

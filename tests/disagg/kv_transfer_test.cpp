@@ -1,0 +1,279 @@
+// disagg: layout compatibility, page conversion against the reference quantization, and real
+// UCX transfers between two workers of this process (tcp and shared memory), including the
+// rejections (a write for a page whose tag changed, a digest mismatch).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "core/dtype.h"
+#include "disagg/disagg_error.h"
+#include "disagg/kv_layout_descriptor.h"
+#include "disagg/kv_page_convert.h"
+#include "disagg/kv_receiver.h"
+#include "disagg/kv_sender.h"
+#include "disagg/kv_wire.h"
+#include "kernels/reference/attention_ref.h"
+#include "quant/fp8.h"
+
+namespace densa::disagg {
+namespace {
+
+KvLayout layout(DType dtype, KvScaleMode mode, int page_size = 16) {
+  KvLayout l;
+  l.num_layers = 2;
+  l.num_kv_heads = 3;
+  l.head_dim = 16;
+  l.page_size = page_size;
+  l.dtype = dtype;
+  l.scale_mode = mode;
+  return l;
+}
+
+KvLayoutDescriptor descriptor(DType dtype, KvScaleMode mode, int page_size = 16) {
+  KvLayoutDescriptor d{0x1234, layout(dtype, mode, page_size), {}};
+  if (mode == KvScaleMode::kStatic) d.static_scales.assign(2 * 2 * 3, 0.01f);
+  return d;
+}
+
+// A BF16 page with random rows (values around +-2, some large) in every slot.
+std::vector<uint8_t> random_bf16_page(const KvLayout& l, uint32_t seed) {
+  std::vector<uint8_t> page(static_cast<size_t>(l.page_bytes()));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (size_t i = 0; i + 1 < page.size(); i += 2) {
+    const uint16_t h = f32_to_bf16(n(rng) * (i % 37 == 0 ? 40.0f : 2.0f));
+    std::memcpy(&page[i], &h, 2);
+  }
+  return page;
+}
+
+float bf16_at(const std::vector<uint8_t>& page, int64_t offset) {
+  uint16_t h;
+  std::memcpy(&h, &page[static_cast<size_t>(offset)], 2);
+  return bf16_to_f32(h);
+}
+
+TEST(KvLayoutDescriptor, SameShapeDifferentPrecisionIsCompatible) {
+  EXPECT_TRUE(check_compatible(descriptor(DType::kBF16, KvScaleMode::kNone),
+                               descriptor(DType::kFP8E4M3, KvScaleMode::kDynamic))
+                  .is_ok());
+  EXPECT_TRUE(check_compatible(descriptor(DType::kBF16, KvScaleMode::kNone),
+                               descriptor(DType::kFP8E4M3, KvScaleMode::kStatic))
+                  .is_ok());
+}
+
+TEST(KvLayoutDescriptor, MismatchesAreRefusedNamingTheField) {
+  const KvLayoutDescriptor a = descriptor(DType::kBF16, KvScaleMode::kNone);
+  struct Case {
+    KvLayoutDescriptor b;
+    const char* field;
+  };
+  std::vector<Case> cases;
+  cases.push_back({a, "different models"});
+  cases.back().b.model_fingerprint = 99;
+  cases.push_back({a, "num_layers"});
+  cases.back().b.layout.num_layers = 3;
+  cases.push_back({a, "num_kv_heads"});
+  cases.back().b.layout.num_kv_heads = 4;
+  cases.push_back({a, "head_dim"});
+  cases.back().b.layout.head_dim = 32;
+  cases.push_back({descriptor(DType::kBF16, KvScaleMode::kNone, 8), "page_size"});
+  cases.push_back({descriptor(DType::kFP8E4M3, KvScaleMode::kStatic), "decode KV format"});
+  cases.back().b.static_scales.pop_back();  // wrong number of static scales
+  cases.push_back({descriptor(DType::kFP8E4M3, KvScaleMode::kNone), "decode KV format"});
+  for (const Case& c : cases) {
+    const Status s = check_compatible(a, c.b);
+    ASSERT_FALSE(s.is_ok()) << c.field;
+    EXPECT_EQ(disagg_error_code(s), kKvLayoutMismatch) << s.message();
+    EXPECT_NE(s.message().find(c.field), std::string::npos) << s.message();
+  }
+}
+
+TEST(KvPageConvert, Bf16ToFp8DynamicEqualsReferenceQuantization) {
+  const KvLayout from = layout(DType::kBF16, KvScaleMode::kNone);
+  const KvLayout to = layout(DType::kFP8E4M3, KvScaleMode::kDynamic);
+  const std::vector<uint8_t> src = random_bf16_page(from, 7);
+  std::vector<uint8_t> dst(static_cast<size_t>(to.page_bytes()), 0xab);
+  const int num_tokens = 11;  // a partial page
+  convert_kv_page({from, {}}, src.data(), {to, {}}, num_tokens, dst.data());
+  for (int l = 0; l < 2; ++l)
+    for (int kv = 0; kv < 2; ++kv)
+      for (int h = 0; h < 3; ++h)
+        for (int t = 0; t < 16; ++t) {
+          float row[16];
+          for (int d = 0; d < 16; ++d) row[d] = bf16_at(src, from.data_offset(l, kv, h, t) + 2 * d);
+          float scale;
+          std::memcpy(&scale, &dst[to.scale_offset(l, kv, h, t)], 4);
+          const float want_scale = t < num_tokens ? ref::kv_fp8_dynamic_scale(row, 16) : 0.0f;
+          ASSERT_EQ(scale, want_scale) << l << kv << h << t;
+          for (int d = 0; d < 16; ++d) {
+            const uint8_t want = t < num_tokens ? fp8_e4m3_from_f32(row[d] / want_scale) : 0;
+            ASSERT_EQ(dst[to.data_offset(l, kv, h, t) + d], want) << l << kv << h << t << " d" << d;
+          }
+        }
+}
+
+TEST(KvPageConvert, Bf16ToFp8StaticUsesTheReceiversScales) {
+  const KvLayout from = layout(DType::kBF16, KvScaleMode::kNone);
+  const KvLayout to = layout(DType::kFP8E4M3, KvScaleMode::kStatic);
+  std::vector<float> scales(12);
+  for (size_t i = 0; i < scales.size(); ++i) scales[i] = 0.003f * (1 + i);
+  const std::vector<uint8_t> src = random_bf16_page(from, 9);
+  std::vector<uint8_t> dst(static_cast<size_t>(to.page_bytes()));
+  convert_kv_page({from, {}}, src.data(), {to, scales}, 16, dst.data());
+  ASSERT_EQ(dst.size() * 2, src.size()) << "static fp8 pages are half of bf16";
+  for (int l = 0; l < 2; ++l)
+    for (int kv = 0; kv < 2; ++kv)
+      for (int h = 0; h < 3; ++h)
+        for (int t = 0; t < 16; ++t)
+          for (int d = 0; d < 16; ++d) {
+            const float x = bf16_at(src, from.data_offset(l, kv, h, t) + 2 * d);
+            const float s = scales[(l * 2 + kv) * 3 + h];
+            ASSERT_EQ(dst[to.data_offset(l, kv, h, t) + d], fp8_e4m3_from_f32(x / s));
+          }
+}
+
+TEST(KvPageConvert, SameFormatCopiesValidSlotsAndZeroesTheRest) {
+  const KvLayout l = layout(DType::kBF16, KvScaleMode::kNone);
+  const std::vector<uint8_t> src = random_bf16_page(l, 3);
+  std::vector<uint8_t> dst(src.size(), 0xff);
+  convert_kv_page({l, {}}, src.data(), {l, {}}, 5, dst.data());
+  for (int t = 0; t < 16; ++t) {
+    const int64_t off = l.data_offset(1, 1, 2, t);
+    for (int b = 0; b < 32; ++b) EXPECT_EQ(dst[off + b], t < 5 ? src[off + b] : 0) << t;
+  }
+}
+
+// ---- real UCX transfers ----
+
+struct Transfer {
+  std::vector<std::vector<uint8_t>> messages;
+  std::vector<uint32_t> tags;
+  int64_t page_bytes = 0;
+};
+
+Transfer make_transfer(uint64_t transfer_id, int num_pages) {
+  const KvLayout from = layout(DType::kBF16, KvScaleMode::kNone);
+  const KvLayout to = layout(DType::kFP8E4M3, KvScaleMode::kDynamic);
+  std::vector<std::vector<uint8_t>> pages;
+  std::vector<const uint8_t*> ptrs;
+  Transfer t;
+  for (int k = 0; k < num_pages; ++k) {
+    pages.push_back(random_bf16_page(from, 100 + k));
+    t.tags.push_back(0x1000u + 17u * k);
+  }
+  for (auto& p : pages) ptrs.push_back(p.data());
+  t.messages = build_page_messages({from, {}}, ptrs, num_pages * 16 - 3, {to, {}}, transfer_id, t.tags);
+  t.page_bytes = to.page_bytes();
+  return t;
+}
+
+// Receives `t` in this thread while another thread sends `sent` (the same pages, possibly
+// tampered with) to this worker.
+Result<KvImportData> run_transfer(const char* tls, const Transfer& t, const std::vector<std::vector<uint8_t>>& sent,
+                                  uint64_t transfer_id, Status* send_status) {
+  setenv("UCX_TLS", tls, 1);
+  Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
+  EXPECT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  if (!ctx.is_ok()) return ctx.status();
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(**ctx, transfer_id, t.tags, t.page_bytes);
+  EXPECT_TRUE(receiver.is_ok()) << receiver.status().to_string();
+  if (!receiver.is_ok()) return receiver.status();
+  KvSendOrder order{transfer_id, (*receiver)->address(), t.tags};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::thread sender([&] {
+    Result<int64_t> bytes = send_page_messages(**ctx, order, sent, deadline);
+    *send_status = bytes.status();
+  });
+  Result<KvImportData> got = (*receiver)->receive(deadline, [] { return false; });
+  // Keep this worker progressing until the sender's flush completes.
+  std::atomic<bool> joined{false};
+  std::thread progress([&] {
+    while (!joined.load()) {
+      (*receiver)->progress();
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  });
+  sender.join();
+  joined = true;
+  progress.join();
+  return got;
+}
+
+class KvTransferOverUcx : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(KvTransferOverUcx, PagesArriveIntactAndVerified) {
+  const uint64_t id = 0xabc123;
+  const Transfer t = make_transfer(id, 5);
+  Status send_status;
+  Result<KvImportData> got = run_transfer(GetParam(), t, t.messages, id, &send_status);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_TRUE(send_status.is_ok()) << send_status.to_string();
+  ASSERT_EQ(got->digests.size(), 5u);
+  ASSERT_EQ(got->bytes.size(), 5u * t.page_bytes);
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(std::memcmp(got->bytes.data() + k * t.page_bytes, t.messages[k].data() + kKvPageHeaderBytes,
+                          static_cast<size_t>(t.page_bytes)),
+              0)
+        << "page " << k;
+    EXPECT_EQ(got->tags[k], t.tags[k]);
+    EXPECT_EQ(got->digests[k], payload_digest({got->bytes.data() + k * t.page_bytes, static_cast<size_t>(t.page_bytes)}));
+  }
+}
+
+TEST_P(KvTransferOverUcx, WriteForAPageWhoseTagChangedIsRejected) {
+  const uint64_t id = 0xabc124;
+  const Transfer t = make_transfer(id, 3);
+  // The sender writes page 1 for a tag the receiver no longer holds it under.
+  std::vector<uint32_t> stale = t.tags;
+  stale[1] += 1;
+  Transfer sent = t;
+  {
+    const KvLayout from = layout(DType::kBF16, KvScaleMode::kNone);
+    const KvLayout to = layout(DType::kFP8E4M3, KvScaleMode::kDynamic);
+    std::vector<std::vector<uint8_t>> pages;
+    std::vector<const uint8_t*> ptrs;
+    for (int k = 0; k < 3; ++k) pages.push_back(random_bf16_page(from, 100 + k));
+    for (auto& p : pages) ptrs.push_back(p.data());
+    sent.messages = build_page_messages({from, {}}, ptrs, 3 * 16 - 3, {to, {}}, id, stale);
+  }
+  Status send_status;
+  Result<KvImportData> got = run_transfer(GetParam(), t, sent.messages, id, &send_status);
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_EQ(disagg_error_code(got.status()), kKvTransferFailed);
+  EXPECT_NE(got.status().message().find("write rejected"), std::string::npos) << got.status().message();
+}
+
+TEST_P(KvTransferOverUcx, DigestMismatchIsRejected) {
+  const uint64_t id = 0xabc125;
+  const Transfer t = make_transfer(id, 4);
+  std::vector<std::vector<uint8_t>> corrupt = t.messages;
+  corrupt[2][kKvPageHeaderBytes + 100] ^= 0x10;  // one bit flipped after the digest was taken
+  Status send_status;
+  Result<KvImportData> got = run_transfer(GetParam(), t, corrupt, id, &send_status);
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_NE(got.status().message().find("digest mismatch"), std::string::npos) << got.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, KvTransferOverUcx, ::testing::Values("tcp", "sm,self"),
+                         [](const auto& info) { return std::string(info.param[0] == 't' ? "tcp" : "shared_memory"); });
+
+TEST(KvTransferOverUcxFailure, ReceiverTimesOutWhenNothingIsSent) {
+  setenv("UCX_TLS", "tcp", 1);
+  Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
+  ASSERT_TRUE(ctx.is_ok());
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(**ctx, 5, {1, 2}, 1024);
+  ASSERT_TRUE(receiver.is_ok());
+  Result<KvImportData> got =
+      (*receiver)->receive(std::chrono::steady_clock::now() + std::chrono::milliseconds(200), [] { return false; });
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_EQ(disagg_error_code(got.status()), kKvTransferFailed);
+  EXPECT_NE(got.status().message().find("timed out"), std::string::npos) << got.status().message();
+}
+
+}  // namespace
+}  // namespace densa::disagg

@@ -1,0 +1,178 @@
+// End-to-end disaggregation: a real `densa serve --role prefill` and `--role decode` pair on
+// the MoE fixture, KV moving between them over UCX (tcp), driven over HTTP with curl, against
+// a colocated `densa serve` for the reference outputs.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+
+#include "e2e/server_process.h"
+
+namespace densa::testing {
+namespace {
+
+using nlohmann::json;
+
+double metric_value(const std::string& text, const std::string& name) {
+  const size_t pos = text.find("\n" + name + " ");
+  return pos == std::string::npos ? -1.0 : std::atof(text.c_str() + pos + name.size() + 2);
+}
+
+std::string streamed_text(const std::string& body) {
+  std::string text;
+  for (const std::string& p : sse_payloads(body)) {
+    if (p == "[DONE]") break;
+    const json c = json::parse(p);
+    EXPECT_FALSE(c.contains("error")) << p;
+    for (const json& ch : c["choices"]) {
+      if (ch.contains("text")) text += ch["text"].get<std::string>();
+      if (ch.contains("delta") && ch["delta"].contains("content")) text += ch["delta"]["content"].get<std::string>();
+    }
+  }
+  return text;
+}
+
+class DisaggServe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("UCX_TLS", "tcp", 1);  // the children inherit it: KV over TCP sockets
+    colocated_ = new ServerProcess({"--served-model-name", "tiny-moe"});
+    prefill_ = new ServerProcess({"--served-model-name", "tiny-moe", "--role", "prefill"});
+    decode_ = new ServerProcess({"--served-model-name", "tiny-moe", "--role", "decode"});
+    decode_fp8_ = new ServerProcess(
+        {"--served-model-name", "tiny-moe", "--role", "decode", "--kv-dtype", "fp8", "--weight-dtype", "int4"});
+    decode_paged8_ = new ServerProcess({"--served-model-name", "tiny-moe", "--role", "decode", "--page-size", "8",
+                                        "--disagg-timeout-ms", "5000"});
+    ready_ = colocated_->wait_ready() && prefill_->wait_ready() && decode_->wait_ready() &&
+             decode_fp8_->wait_ready() && decode_paged8_->wait_ready();
+  }
+  static void TearDownTestSuite() {
+    for (ServerProcess* s : {decode_paged8_, decode_fp8_, decode_, prefill_, colocated_}) {
+      EXPECT_EQ(s->stop(), 0) << "densa serve did not exit cleanly:\n" << s->log();
+      delete s;
+    }
+  }
+  void SetUp() override { ASSERT_TRUE(ready_); }
+
+  static std::string header() { return "-H " + shell_quote("X-Densa-Prefill-Url: http://127.0.0.1:" + std::to_string(prefill_->port())); }
+
+  static void expect_audit_clean(const ServerProcess& s) {
+    const CurlResponse h = s.get("/health?audit=1");
+    EXPECT_EQ(h.status, 200) << h.body;
+    const json j = json::parse(h.body);
+    EXPECT_EQ(j["audit"], "ok");
+    EXPECT_EQ(j["kv_pages_used"], 0) << "pages left in use after the requests";
+  }
+
+  static inline ServerProcess* colocated_ = nullptr;
+  static inline ServerProcess* prefill_ = nullptr;
+  static inline ServerProcess* decode_ = nullptr;
+  static inline ServerProcess* decode_fp8_ = nullptr;
+  static inline ServerProcess* decode_paged8_ = nullptr;
+  static inline bool ready_ = false;
+};
+
+const char* kPrompts[] = {
+    "Once upon a time, there was a little girl named Lily. She loved to play outside",
+    "Tom had a big red ball. One day he went to the park with his mom and",
+    "The sun was shining and the birds were singing. A small dog",
+    "Once",  // one token after BOS: the whole prompt KV is one slot
+};
+
+TEST_F(DisaggServe, GreedyCompletionsEqualColocatedTokenForToken) {
+  for (const char* prompt : kPrompts) {
+    const std::string body =
+        json({{"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}, {"logprobs", 2}}).dump();
+    const CurlResponse ref = colocated_->post("/v1/completions", body);
+    const CurlResponse got = decode_->post("/v1/completions", body, header());
+    ASSERT_EQ(ref.status, 200) << ref.body;
+    ASSERT_EQ(got.status, 200) << got.body << decode_->log();
+    const json r = json::parse(ref.body), g = json::parse(got.body);
+    EXPECT_EQ(g["choices"][0]["text"], r["choices"][0]["text"]) << prompt;
+    EXPECT_EQ(g["choices"][0]["logprobs"]["tokens"], r["choices"][0]["logprobs"]["tokens"]);
+    EXPECT_EQ(g["choices"][0]["logprobs"]["token_logprobs"], r["choices"][0]["logprobs"]["token_logprobs"])
+        << "same KV bytes and the same last-token compute: logprobs are bitwise equal";
+    EXPECT_EQ(g["choices"][0]["finish_reason"], r["choices"][0]["finish_reason"]);
+    EXPECT_EQ(g["usage"]["prompt_tokens"], r["usage"]["prompt_tokens"]);
+    EXPECT_EQ(g["usage"]["completion_tokens"], r["usage"]["completion_tokens"]);
+  }
+  const std::string metrics = decode_->get("/metrics").body;
+  EXPECT_GT(metric_value(metrics, "densa_kv_transfer_bytes_total"), 0.0) << metrics;
+  EXPECT_EQ(metric_value(metrics, "densa_kv_transfer_failures_total"), 0.0);
+  EXPECT_GE(metric_value(metrics, "densa_tokens_in_flight"), 0.0);
+  EXPECT_GT(metric_value(prefill_->get("/metrics").body, "densa_kv_transfer_bytes_total"), 0.0);
+  expect_audit_clean(*decode_);
+  expect_audit_clean(*prefill_);
+}
+
+TEST_F(DisaggServe, StreamingChatEqualsColocated) {
+  const std::string body = json({{"messages", {{{"role", "user"}, {"content", "Tell me a story about a cat."}}}},
+                                 {"max_tokens", 30},
+                                 {"temperature", 0},
+                                 {"stream", true}})
+                               .dump();
+  const CurlResponse ref = colocated_->post("/v1/chat/completions", body);
+  const CurlResponse got = decode_->post("/v1/chat/completions", body, header());
+  ASSERT_EQ(got.status, 200) << got.body;
+  const std::string text = streamed_text(got.body);
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(text, streamed_text(ref.body));
+}
+
+TEST_F(DisaggServe, Bf16PrefillToFp8DecodeConvertsAndHalvesTheWire) {
+  const std::string body = json({{"prompt", kPrompts[0]}, {"max_tokens", 24}, {"temperature", 0}}).dump();
+  const double before = metric_value(prefill_->get("/metrics").body, "densa_kv_transfer_bytes_total");
+  const CurlResponse got = decode_fp8_->post("/v1/completions", body, header());
+  ASSERT_EQ(got.status, 200) << got.body << decode_fp8_->log();
+  EXPECT_FALSE(json::parse(got.body)["choices"][0]["text"].get<std::string>().empty());
+  const double fp8_bytes = metric_value(prefill_->get("/metrics").body, "densa_kv_transfer_bytes_total") - before;
+  const CurlResponse same = decode_->post("/v1/completions", body, header());
+  ASSERT_EQ(same.status, 200);
+  const double bf16_bytes =
+      metric_value(prefill_->get("/metrics").body, "densa_kv_transfer_bytes_total") - before - fp8_bytes;
+  // fp8 dynamic pages: 1 byte per element + 4 bytes of scale per 16-element row = 0.625x bf16.
+  EXPECT_LT(fp8_bytes, 0.7 * bf16_bytes) << fp8_bytes << " vs " << bf16_bytes;
+  const json layout = json::parse(decode_fp8_->get("/disagg/v1/layout").body);
+  EXPECT_EQ(layout["dtype"], "fp8_e4m3");
+  EXPECT_EQ(layout["scale_mode"], "dynamic");
+  EXPECT_EQ(layout["role"], "decode");
+  expect_audit_clean(*decode_fp8_);
+}
+
+TEST_F(DisaggServe, RoleErrorsAreClear) {
+  const std::string body = json({{"prompt", "Once upon a time"}, {"max_tokens", 4}}).dump();
+  const CurlResponse no_header = decode_->post("/v1/completions", body);
+  EXPECT_EQ(no_header.status, 400);
+  EXPECT_NE(no_header.body.find("X-Densa-Prefill-Url"), std::string::npos) << no_header.body;
+  const CurlResponse to_prefill = prefill_->post("/v1/completions", body);
+  EXPECT_EQ(to_prefill.status, 400);
+  EXPECT_NE(to_prefill.body.find("prefill worker"), std::string::npos) << to_prefill.body;
+  EXPECT_EQ(colocated_->post("/v1/completions", body, header()).status, 200) << "role both ignores the header";
+}
+
+TEST_F(DisaggServe, IncompatiblePeerIsRefusedWithLayoutMismatch) {
+  const std::string body = json({{"prompt", kPrompts[1]}, {"max_tokens", 4}}).dump();
+  const CurlResponse r = decode_paged8_->post("/v1/completions", body, header());
+  EXPECT_EQ(r.status, 502) << r.body;
+  const json e = json::parse(r.body);
+  EXPECT_EQ(e["error"]["code"], "kv_layout_mismatch");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("page_size"), std::string::npos) << r.body;
+  expect_audit_clean(*decode_paged8_);
+}
+
+TEST_F(DisaggServe, UnreachablePrefillFailsTheRequestAndFreesPages) {
+  const std::string dead = "-H " + shell_quote("X-Densa-Prefill-Url: http://127.0.0.1:" + std::to_string(free_port()));
+  const std::string body = json({{"prompt", kPrompts[2]}, {"max_tokens", 4}}).dump();
+  const CurlResponse r = decode_paged8_->post("/v1/completions", body, dead);
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "kv_transfer_failed") << r.body;
+  const std::string stream_body = json({{"prompt", kPrompts[2]}, {"max_tokens", 4}, {"stream", true}}).dump();
+  const CurlResponse s = decode_paged8_->post("/v1/completions", stream_body, dead);
+  EXPECT_EQ(s.status, 200);
+  EXPECT_NE(s.body.find("kv_transfer_failed"), std::string::npos) << "an SSE error event: " << s.body;
+  EXPECT_GE(metric_value(decode_paged8_->get("/metrics").body, "densa_kv_transfer_failures_total"), 2.0);
+  expect_audit_clean(*decode_paged8_);
+}
+
+}  // namespace
+}  // namespace densa::testing
