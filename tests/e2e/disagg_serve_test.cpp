@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "e2e/server_process.h"
@@ -43,11 +44,13 @@ class DisaggServe : public ::testing::Test {
         {"--served-model-name", "tiny-moe", "--role", "decode", "--kv-dtype", "fp8", "--weight-dtype", "int4"});
     decode_paged8_ = new ServerProcess({"--served-model-name", "tiny-moe", "--role", "decode", "--page-size", "8",
                                         "--disagg-timeout-ms", "5000"});
+    decode_static_ = new ServerProcess({"--served-model-name", "tiny-moe", "--role", "decode", "--kv-dtype", "fp8",
+                                        "--kv-scales", "calibrate"});
     ready_ = colocated_->wait_ready() && prefill_->wait_ready() && decode_->wait_ready() &&
-             decode_fp8_->wait_ready() && decode_paged8_->wait_ready();
+             decode_fp8_->wait_ready() && decode_paged8_->wait_ready() && decode_static_->wait_ready();
   }
   static void TearDownTestSuite() {
-    for (ServerProcess* s : {decode_paged8_, decode_fp8_, decode_, prefill_, colocated_}) {
+    for (ServerProcess* s : {decode_static_, decode_paged8_, decode_fp8_, decode_, prefill_, colocated_}) {
       EXPECT_EQ(s->stop(), 0) << "densa serve did not exit cleanly:\n" << s->log();
       delete s;
     }
@@ -69,6 +72,7 @@ class DisaggServe : public ::testing::Test {
   static inline ServerProcess* decode_ = nullptr;
   static inline ServerProcess* decode_fp8_ = nullptr;
   static inline ServerProcess* decode_paged8_ = nullptr;
+  static inline ServerProcess* decode_static_ = nullptr;
   static inline bool ready_ = false;
 };
 
@@ -137,6 +141,26 @@ TEST_F(DisaggServe, Bf16PrefillToFp8DecodeConvertsAndHalvesTheWire) {
   EXPECT_EQ(layout["scale_mode"], "dynamic");
   EXPECT_EQ(layout["role"], "decode");
   expect_audit_clean(*decode_fp8_);
+}
+
+TEST_F(DisaggServe, StaticFp8DecodeGetsPagesConvertedWithItsCalibratedScales) {
+  EXPECT_NE(decode_static_->log().find("kv cache: fp8_e4m3, static scales from calibration"), std::string::npos)
+      << decode_static_->log();
+  const json layout = json::parse(decode_static_->get("/disagg/v1/layout").body);
+  EXPECT_EQ(layout["scale_mode"], "static");
+  EXPECT_EQ(layout["static_scales"].size(), 4u * 2 * 4) << "one per layer, k|v, kv head";
+  const std::string body = json({{"prompt", kPrompts[1]}, {"max_tokens", 16}, {"temperature", 0}}).dump();
+  const double before = metric_value(decode_static_->get("/metrics").body, "densa_kv_transfer_bytes_total");
+  const CurlResponse r = decode_static_->post("/v1/completions", body, header());
+  ASSERT_EQ(r.status, 200) << r.body << decode_static_->log();
+  EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 16);
+  const json prefill_layout = json::parse(prefill_->get("/disagg/v1/layout").body);
+  const double pages = metric_value(decode_static_->get("/metrics").body, "densa_kv_transfer_bytes_total") - before;
+  // Every page on the wire is a static fp8 page: half the bf16 page plus the 48-byte header.
+  const double page_msg = prefill_layout["page_bytes"].get<double>() / 2 + 48;
+  EXPECT_GT(pages, 0);
+  EXPECT_EQ(std::fmod(pages, page_msg), 0.0) << pages << " bytes is not a whole number of static fp8 pages";
+  expect_audit_clean(*decode_static_);
 }
 
 TEST_F(DisaggServe, RoleErrorsAreClear) {
