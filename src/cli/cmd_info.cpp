@@ -28,7 +28,7 @@ int run_info(const std::string& model) {
   count(by_dtype, w.lm_head);
   for (const LayerWeights& l : w.layers) {
     for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_gate,
-                                &l.shared_up, &l.shared_down}) {
+                                &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b}) {
       count(by_dtype, *m);
     }
     for (const auto* v : {&l.expert_gate, &l.expert_up, &l.expert_down})
@@ -58,6 +58,19 @@ int run_info(const std::string& model) {
   std::printf("vocab:          %d\n", c.vocab_size);
   std::printf("context:        %d\n", c.max_position_embeddings);
   std::printf("rope theta:     %g, rms eps %g\n", c.rope_theta, c.rms_norm_eps);
+  if (c.is_mla()) {
+    const MlaConfig& m = c.mla;
+    std::printf("attention:      MLA, q_lora_rank %d, kv_lora_rank %d, qk_nope %d + qk_rope %d, v %d; "
+                "KV cache: one latent row of %d values per token per layer\n",
+                m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim,
+                m.kv_lora_rank + m.qk_rope_head_dim);
+  }
+  if (c.yarn.factor > 0.0f) {
+    std::printf("rope scaling:   yarn, factor %g over %d positions, beta_fast %g, beta_slow %g, mscale %g, "
+                "mscale_all_dim %g\n",
+                c.yarn.factor, c.yarn.original_max_position_embeddings, c.yarn.beta_fast, c.yarn.beta_slow,
+                c.yarn.mscale, c.yarn.mscale_all_dim);
+  }
   std::printf("parameters:     %lld\n", static_cast<long long>(w.num_params()));
   std::printf("weight bytes:   %lld\n", static_cast<long long>(w.weight_bytes()));
   std::printf("matrix dtypes: ");

@@ -14,6 +14,11 @@ KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dt
   l.page_size = page_size;
   l.dtype = kv_dtype;
   l.scale_mode = kv_dtype == DType::kFP8E4M3 ? KvScaleMode::kDynamic : KvScaleMode::kNone;
+  if (config.is_mla()) {  // one latent row per token per layer instead of K/V per head
+    l.num_kv_heads = 0;
+    l.head_dim = 0;
+    l.latent_dim = config.mla.kv_lora_rank + config.mla.qk_rope_head_dim;
+  }
   return l;
 }
 

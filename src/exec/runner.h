@@ -17,7 +17,8 @@
 
 namespace densa {
 
-// KV layout of `weights` for pages of `page_size` tokens stored as `kv_dtype`.
+// KV layout of `weights` for pages of `page_size` tokens stored as `kv_dtype` (fp8: dynamic
+// scales). MLA configs get a latent layout (kv_lora_rank + qk_rope_head_dim per token per layer).
 KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dtype);
 
 class Runner {

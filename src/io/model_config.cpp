@@ -136,6 +136,90 @@ Status parse_glm4_moe(const Json& j, const std::string& origin, ModelConfig& c) 
   return Status::ok();
 }
 
+// rope_scaling of type "yarn" (DeepSeek-V3 / Kimi K2); absent or null = none.
+Status parse_yarn(const Json& j, const std::string& origin, ModelConfig& c) {
+  const auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_object()) return invalid_argument(origin + ": key 'rope_scaling' must be an object");
+  const Json& r = *it;
+  std::string type;
+  for (const char* key : {"type", "rope_type"}) {
+    if (r.contains(key) && r[key].is_string()) type = r[key].get<std::string>();
+  }
+  if (type != "yarn") {
+    return unimplemented(origin + ": rope_scaling type '" + type + "' is not supported (supported: yarn)");
+  }
+  const std::string o = origin + " rope_scaling";
+  double factor = 0, beta_fast = c.yarn.beta_fast, beta_slow = c.yarn.beta_slow, mscale = c.yarn.mscale,
+         mscale_all_dim = c.yarn.mscale_all_dim;
+  DENSA_RETURN_IF_ERROR(read_key(r, "factor", true, o, factor));
+  DENSA_RETURN_IF_ERROR(read_key(r, "original_max_position_embeddings", true, o,
+                                 c.yarn.original_max_position_embeddings));
+  DENSA_RETURN_IF_ERROR(read_key(r, "beta_fast", false, o, beta_fast));
+  DENSA_RETURN_IF_ERROR(read_key(r, "beta_slow", false, o, beta_slow));
+  DENSA_RETURN_IF_ERROR(read_key(r, "mscale", false, o, mscale));
+  DENSA_RETURN_IF_ERROR(read_key(r, "mscale_all_dim", false, o, mscale_all_dim));
+  if (!(factor >= 1.0) || c.yarn.original_max_position_embeddings <= 0 || !(beta_fast > 0) || !(beta_slow > 0)) {
+    return invalid_argument(o + ": need factor >= 1, original_max_position_embeddings > 0 and positive betas");
+  }
+  c.yarn = {static_cast<float>(factor), c.yarn.original_max_position_embeddings, static_cast<float>(beta_fast),
+            static_cast<float>(beta_slow), static_cast<float>(mscale), static_cast<float>(mscale_all_dim)};
+  return Status::ok();
+}
+
+// DeepSeek-V3 / Kimi K2: multi-head latent attention, YaRN, and the GLM-style MoE (sigmoid
+// routing with correction bias and grouped top-k, routed_scaling_factor, n_shared_experts,
+// first_k_dense_replace leading dense layers).
+Status parse_deepseek_v3(const Json& j, const std::string& origin, ModelConfig& c) {
+  MlaConfig& m = c.mla;
+  DENSA_RETURN_IF_ERROR(read_key(j, "q_lora_rank", false, origin, m.q_lora_rank));  // null = 0
+  DENSA_RETURN_IF_ERROR(read_key(j, "kv_lora_rank", true, origin, m.kv_lora_rank));
+  DENSA_RETURN_IF_ERROR(read_key(j, "qk_nope_head_dim", true, origin, m.qk_nope_head_dim));
+  DENSA_RETURN_IF_ERROR(read_key(j, "qk_rope_head_dim", true, origin, m.qk_rope_head_dim));
+  DENSA_RETURN_IF_ERROR(read_key(j, "v_head_dim", true, origin, m.v_head_dim));
+  DENSA_RETURN_IF_ERROR(read_key(j, "rope_interleave", false, origin, m.rope_interleave));
+  if (m.kv_lora_rank <= 0 || m.qk_nope_head_dim <= 0 || m.qk_rope_head_dim <= 0 || m.qk_rope_head_dim % 2 != 0 ||
+      m.v_head_dim <= 0) {
+    return invalid_argument(origin + ": MLA needs positive kv_lora_rank, qk_nope_head_dim, v_head_dim and an "
+                            "even qk_rope_head_dim");
+  }
+  c.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;  // q/k head width (informational)
+  c.num_kv_heads = c.num_heads;
+  for (const char* key : {"scoring_func", "topk_method"}) {
+    const auto it = j.find(key);
+    const std::string want = std::string(key) == "scoring_func" ? "sigmoid" : "noaux_tc";
+    if (it != j.end() && !it->is_null() && (!it->is_string() || it->get<std::string>() != want)) {
+      return unimplemented(origin + ": " + key + " " + it->dump() + " is not supported (supported: " + want + ")");
+    }
+  }
+  int layer_freq = 1;
+  DENSA_RETURN_IF_ERROR(read_key(j, "moe_layer_freq", false, origin, layer_freq));
+  if (layer_freq != 1) return unimplemented(origin + ": moe_layer_freq " + std::to_string(layer_freq) + " (supported: 1)");
+  DENSA_RETURN_IF_ERROR(read_key(j, "n_routed_experts", true, origin, c.num_experts));
+  DENSA_RETURN_IF_ERROR(read_key(j, "num_experts_per_tok", true, origin, c.num_experts_per_tok));
+  DENSA_RETURN_IF_ERROR(read_key(j, "moe_intermediate_size", true, origin, c.moe_intermediate_size));
+  c.moe_routing = MoeRouting::kSigmoidGrouped;
+  int n_shared = 0;
+  double scaling = 1.0;
+  DENSA_RETURN_IF_ERROR(read_key(j, "n_shared_experts", false, origin, n_shared));
+  DENSA_RETURN_IF_ERROR(read_key(j, "first_k_dense_replace", false, origin, c.first_k_dense_replace));
+  DENSA_RETURN_IF_ERROR(read_key(j, "n_group", false, origin, c.n_group));
+  DENSA_RETURN_IF_ERROR(read_key(j, "topk_group", false, origin, c.topk_group));
+  DENSA_RETURN_IF_ERROR(read_key(j, "norm_topk_prob", false, origin, c.norm_topk_prob));
+  DENSA_RETURN_IF_ERROR(read_key(j, "routed_scaling_factor", false, origin, scaling));
+  DENSA_RETURN_IF_ERROR(check_experts(c, origin, "n_routed_experts"));
+  c.routed_scaling_factor = static_cast<float>(scaling);
+  c.shared_expert_intermediate_size = n_shared * c.moe_intermediate_size;
+  const int group_size = c.n_group > 0 ? c.num_experts / c.n_group : 0;
+  if (c.n_group <= 0 || c.num_experts % c.n_group != 0 || group_size < 2 || c.topk_group <= 0 ||
+      c.topk_group > c.n_group || c.topk_group * group_size < c.num_experts_per_tok) {
+    return invalid_argument(origin + ": n_group " + std::to_string(c.n_group) + " / topk_group " +
+                            std::to_string(c.topk_group) + " do not fit " + std::to_string(c.num_experts) +
+                            " experts with top-" + std::to_string(c.num_experts_per_tok));
+  }
+  return parse_yarn(j, origin, c);
+}
+
 Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
   if (!j.is_object()) return invalid_argument(origin + ": config is not a JSON object");
   ModelConfig c;
@@ -146,10 +230,10 @@ Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
   c.architecture = (*arch_it)[0].get<std::string>();
   const std::string& a = c.architecture;
   if (a != "LlamaForCausalLM" && a != "MixtralForCausalLM" && a != "Qwen3MoeForCausalLM" &&
-      a != "Qwen2MoeForCausalLM" && a != "Glm4MoeForCausalLM") {
+      a != "Qwen2MoeForCausalLM" && a != "Glm4MoeForCausalLM" && a != "DeepseekV3ForCausalLM") {
     return unimplemented(origin + ": unsupported architecture '" + c.architecture +
                          "' (supported: LlamaForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
-                         "Qwen2MoeForCausalLM, Glm4MoeForCausalLM)");
+                         "Qwen2MoeForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM)");
   }
   DENSA_RETURN_IF_ERROR(read_key(j, "vocab_size", true, origin, c.vocab_size));
   DENSA_RETURN_IF_ERROR(read_key(j, "hidden_size", true, origin, c.hidden_size));
@@ -176,6 +260,7 @@ Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
     DENSA_RETURN_IF_ERROR(parse_qwen_moe(j, origin, a == "Qwen3MoeForCausalLM", c));
   }
   if (a == "Glm4MoeForCausalLM") DENSA_RETURN_IF_ERROR(parse_glm4_moe(j, origin, c));
+  if (a == "DeepseekV3ForCausalLM") DENSA_RETURN_IF_ERROR(parse_deepseek_v3(j, origin, c));
   double eps = c.rms_norm_eps, theta = c.rope_theta;
   DENSA_RETURN_IF_ERROR(read_key(j, "rms_norm_eps", false, origin, eps));
   DENSA_RETURN_IF_ERROR(read_key(j, "rope_theta", false, origin, theta));

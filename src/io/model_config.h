@@ -18,6 +18,27 @@ enum class MoeRouting : uint8_t {
   kSigmoidGrouped,  // GLM-4.5 / DeepSeek-V3 (noaux_tc): sigmoid, correction bias, grouped top-k
 };
 
+// YaRN RoPE scaling (config rope_scaling with type "yarn"); factor 0 = no scaling.
+struct YarnScaling {
+  float factor = 0.0f;
+  int original_max_position_embeddings = 0;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  float mscale = 1.0f;
+  float mscale_all_dim = 0.0f;
+};
+
+// Multi-head latent attention (DeepSeek-V3 / Kimi K2, model/arch_deepseek_v3.h); kv_lora_rank
+// 0 = not MLA. The KV cache holds kv_lora_rank + qk_rope_head_dim values per token per layer.
+struct MlaConfig {
+  int q_lora_rank = 0;  // 0: q_proj straight from the hidden state (q_lora_rank null)
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  bool rope_interleave = true;  // the checkpoint's q_pe / k_pe dims are interleaved pairs
+};
+
 struct ModelConfig {
   std::string architecture;   // HF names: "LlamaForCausalLM", "MixtralForCausalLM",
                               // "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "Glm4MoeForCausalLM"
@@ -58,7 +79,12 @@ struct ModelConfig {
   int decoder_sparse_step = 1;
   std::vector<int> mlp_only_layers;
 
+  // ---- deepseek_v3 (DeepseekV3ForCausalLM) ----
+  MlaConfig mla;
+  YarnScaling yarn;
+
   bool is_moe() const { return num_experts > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool is_moe_layer(int layer) const;
   int rope_dim() const { return rotary_dim == 0 ? head_dim : rotary_dim; }
 };

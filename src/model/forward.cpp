@@ -9,6 +9,7 @@
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
+#include "model/arch_deepseek_v3.h"
 #include "model/ffn.h"
 #include "quant/dequantize.h"
 
@@ -35,6 +36,7 @@ void add_bias(float* x, const std::vector<float>& bias, int64_t n) {
 void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
              ForwardScratch& s, ThreadPool* pool, float* logits) {
   const ModelConfig& cfg = w.config;
+  if (cfg.is_mla()) return forward_deepseek_v3(w, batch, kv, s, pool, logits);  // latent KV cache
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   CHECK(batch.positions.size() == batch.tokens.size() && batch.seq_idx.size() == batch.tokens.size());
   const int H = cfg.hidden_size, hd = cfg.head_dim;

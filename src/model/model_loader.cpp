@@ -189,6 +189,31 @@ Status load_hf_moe(const TensorSource& src, int i, ModelWeights& w) {
   return Status::ok();
 }
 
+// Multi-head latent attention (DeepSeek-V3 / Kimi K2; HF names only).
+Status load_mla_attention(const TensorSource& src, int i, ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  const MlaConfig& m = c.mla;
+  if (src.gguf) return unimplemented(src.origin + ": MLA models load from Hugging Face directories only");
+  LayerWeights& l = w.layers[static_cast<size_t>(i)];
+  const int64_t hidden = c.hidden_size, heads = c.num_heads;
+  const int64_t q_dim = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+  auto name = [&](const char* part) { return layer_name(false, i, part, ""); };
+  if (m.q_lora_rank > 0) {
+    DENSA_ASSIGN_OR_RETURN(l.q_a, load_matrix(src, name("self_attn.q_a_proj"), m.q_lora_rank, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.q_a_norm, load_vector(src, name("self_attn.q_a_layernorm"), m.q_lora_rank));
+    DENSA_ASSIGN_OR_RETURN(l.q_b, load_matrix(src, name("self_attn.q_b_proj"), q_dim, m.q_lora_rank));
+  } else {
+    DENSA_ASSIGN_OR_RETURN(l.wq, load_matrix(src, name("self_attn.q_proj"), q_dim, hidden));
+  }
+  DENSA_ASSIGN_OR_RETURN(l.kv_a, load_matrix(src, name("self_attn.kv_a_proj_with_mqa"),
+                                             m.kv_lora_rank + m.qk_rope_head_dim, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.kv_a_norm, load_vector(src, name("self_attn.kv_a_layernorm"), m.kv_lora_rank));
+  DENSA_ASSIGN_OR_RETURN(l.kv_b, load_matrix(src, name("self_attn.kv_b_proj"),
+                                             heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank));
+  DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, name("self_attn.o_proj"), hidden, heads * m.v_head_dim));
+  return Status::ok();
+}
+
 Status load_layer(const TensorSource& src, int i, ModelWeights& w) {
   const ModelConfig& c = w.config;
   const bool g = src.gguf;
@@ -198,10 +223,14 @@ Status load_layer(const TensorSource& src, int i, ModelWeights& w) {
   DENSA_ASSIGN_OR_RETURN(l.attn_norm, load_vector(src, layer_name(g, i, "input_layernorm", "attn_norm"), hidden));
   DENSA_ASSIGN_OR_RETURN(l.ffn_norm,
                          load_vector(src, layer_name(g, i, "post_attention_layernorm", "ffn_norm"), hidden));
-  DENSA_ASSIGN_OR_RETURN(l.wq, load_matrix(src, layer_name(g, i, "self_attn.q_proj", "attn_q"), q_dim, hidden));
-  DENSA_ASSIGN_OR_RETURN(l.wk, load_matrix(src, layer_name(g, i, "self_attn.k_proj", "attn_k"), kv_dim, hidden));
-  DENSA_ASSIGN_OR_RETURN(l.wv, load_matrix(src, layer_name(g, i, "self_attn.v_proj", "attn_v"), kv_dim, hidden));
-  DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, layer_name(g, i, "self_attn.o_proj", "attn_output"), hidden, q_dim));
+  if (c.is_mla()) {
+    DENSA_RETURN_IF_ERROR(load_mla_attention(src, i, w));
+  } else {
+    DENSA_ASSIGN_OR_RETURN(l.wq, load_matrix(src, layer_name(g, i, "self_attn.q_proj", "attn_q"), q_dim, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.wk, load_matrix(src, layer_name(g, i, "self_attn.k_proj", "attn_k"), kv_dim, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.wv, load_matrix(src, layer_name(g, i, "self_attn.v_proj", "attn_v"), kv_dim, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, layer_name(g, i, "self_attn.o_proj", "attn_output"), hidden, q_dim));
+  }
   if (g) {
     l.wq = unpermute_rows(w, l.wq, c.num_heads, c.head_dim);
     l.wk = unpermute_rows(w, l.wk, c.num_kv_heads, c.head_dim);

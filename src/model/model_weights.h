@@ -24,6 +24,14 @@ struct LayerWeights {
   // Attention extras; empty unless the config asks for them.
   std::vector<float> bq, bk, bv;         // attention_bias: [q_dim], [kv_dim], [kv_dim]
   std::vector<float> q_norm, k_norm;     // qk_norm: [head_dim], applied per head before RoPE
+  // MLA (config.is_mla(), model/arch_deepseek_v3.h): wq is q_proj when q_lora_rank is 0, wo is
+  // o_proj [hidden, num_heads*v_head_dim]; wk / wv stay empty.
+  WeightView q_a;                // [q_lora_rank, hidden]
+  std::vector<float> q_a_norm;   // [q_lora_rank]
+  WeightView q_b;                // [num_heads*(qk_nope+qk_rope), q_lora_rank]
+  WeightView kv_a;               // kv_a_proj_with_mqa [kv_lora_rank + qk_rope, hidden]
+  std::vector<float> kv_a_norm;  // [kv_lora_rank]
+  WeightView kv_b;               // [num_heads*(qk_nope + v_head_dim), kv_lora_rank]
   std::vector<float> ffn_norm;   // [hidden]
   // Dense FFN (layers where !config.is_moe_layer(i)).
   WeightView w_gate;             // [intermediate, hidden]

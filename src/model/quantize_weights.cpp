@@ -10,10 +10,22 @@ void for_each_quantizable_matrix(ModelWeights& w, const std::function<void(const
   for (size_t i = 0; i < w.layers.size(); ++i) {
     LayerWeights& l = w.layers[i];
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    fn(p + "self_attn.q_proj", l.wq);
-    fn(p + "self_attn.k_proj", l.wk);
-    fn(p + "self_attn.v_proj", l.wv);
-    fn(p + "self_attn.o_proj", l.wo);
+    if (!l.kv_a.empty()) {  // MLA (deepseek_v3)
+      if (l.q_a.empty()) {
+        fn(p + "self_attn.q_proj", l.wq);
+      } else {
+        fn(p + "self_attn.q_a_proj", l.q_a);
+        fn(p + "self_attn.q_b_proj", l.q_b);
+      }
+      fn(p + "self_attn.kv_a_proj_with_mqa", l.kv_a);
+      fn(p + "self_attn.kv_b_proj", l.kv_b);
+      fn(p + "self_attn.o_proj", l.wo);
+    } else {
+      fn(p + "self_attn.q_proj", l.wq);
+      fn(p + "self_attn.k_proj", l.wk);
+      fn(p + "self_attn.v_proj", l.wv);
+      fn(p + "self_attn.o_proj", l.wo);
+    }
     if (!l.w_gate.empty()) {
       fn(p + "mlp.gate_proj", l.w_gate);
       fn(p + "mlp.up_proj", l.w_up);

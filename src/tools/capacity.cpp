@@ -15,10 +15,6 @@ constexpr int64_t kFp8BlockRows = 128;
 constexpr int64_t kFp8BlockCols = 128;
 constexpr int64_t kInt4GroupSize = 32;
 
-int64_t kv_elem_bytes(DType dtype) {
-  return dtype == DType::kF32 ? 4 : dtype == DType::kBF16 ? 2 : 1;
-}
-
 // 1234567 -> "1,234,567"
 std::string group_digits(int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v);
@@ -90,26 +86,35 @@ WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat fo
   return e;
 }
 
-KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv) {
-  const int64_t elem = kv_elem_bytes(kv.dtype);
-  const bool scaled = kv.dtype == DType::kFP8E4M3;
-  // Scale vectors per token per layer: one per (k|v, kv head) for GQA, one per latent for MLA.
-  int64_t vectors_per_layer = 0;
-  int64_t elems_per_layer = 0;
+KvLayout capacity_kv_layout(const CapacityModel& model, const KvFormat& kv) {
+  KvLayout l;
+  l.num_layers = static_cast<int>(model.num_layers);
+  l.page_size = kv.page_size;
+  l.dtype = kv.dtype;
+  l.scale_mode = kv.dtype == DType::kFP8E4M3 ? kv.scale_mode : KvScaleMode::kNone;
   switch (model.attention) {
     case KvAttention::kGqa:
-      vectors_per_layer = 2 * model.num_kv_heads;
-      elems_per_layer = 2 * model.num_kv_heads * model.head_dim;
+      l.num_kv_heads = static_cast<int>(model.num_kv_heads);
+      l.head_dim = static_cast<int>(model.head_dim);
       break;
     case KvAttention::kMla:
-      vectors_per_layer = 1;
-      elems_per_layer = model.kv_lora_rank + model.qk_rope_head_dim;
+      l.latent_dim = static_cast<int>(model.kv_lora_rank + model.qk_rope_head_dim);
       break;
   }
+  return l;
+}
+
+KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv) {
+  // The page layout the runtime's PagePool uses, one token per page.
+  KvFormat one = kv;
+  one.page_size = 1;
+  const KvLayout l = capacity_kv_layout(model, one);
   KvTokenBytes b;
-  b.data = model.num_layers * elems_per_layer * elem;
-  if (scaled && kv.scale_mode == KvScaleMode::kDynamic) b.scales = model.num_layers * vectors_per_layer * 4;
-  if (scaled && kv.scale_mode == KvScaleMode::kStatic) b.static_scales = model.num_layers * vectors_per_layer * 4;
+  b.data = l.data_bytes_per_page();
+  b.scales = l.scale_bytes_per_page();
+  if (l.dtype == DType::kFP8E4M3 && l.scale_mode == KvScaleMode::kStatic) {
+    b.static_scales = static_cast<int64_t>(l.num_layers) * l.rows_per_layer() * 4;
+  }
   return b;
 }
 
@@ -142,7 +147,7 @@ Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityR
   }
   r.kv_token_bytes = kv_bytes_per_token(model, r.kv);
   if (r.kv_token_bytes.data <= 0) return invalid_argument(model.source + ": model has no KV shape");
-  r.page_bytes = page_size * (r.kv_token_bytes.data + r.kv_token_bytes.scales);
+  r.page_bytes = capacity_kv_layout(model, r.kv).page_bytes();  // = page_size * (data + scales)
   const int64_t page_budget = r.kv_budget_bytes - r.kv_token_bytes.static_scales;
   r.num_pages = page_budget > 0 ? page_budget / r.page_bytes : 0;
   r.num_tokens = r.num_pages * page_size;

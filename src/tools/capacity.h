@@ -40,6 +40,10 @@ struct KvTokenBytes {
   int64_t static_scales = 0; // static scale bytes in total (per layer, k|v, kv head)
 };
 
+// The KvLayout a PagePool for `model` would use (GQA: K/V per kv head; MLA: one latent row of
+// kv_lora_rank + qk_rope_head_dim per token per layer). Capacity is computed from it, so the
+// numbers are the runtime's page bytes.
+KvLayout capacity_kv_layout(const CapacityModel& model, const KvFormat& kv);
 // GQA: layers * 2 * kv_heads * head_dim elements; dynamic scales one f32 per (layer, k|v,
 // kv_head). MLA: layers * (kv_lora_rank + qk_rope_head_dim); dynamic: one f32 per layer.
 KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv);

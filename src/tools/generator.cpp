@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "exec/runner.h"
 #include "kv/contiguous_kv_cache.h"
 
 namespace densa {
@@ -11,6 +12,12 @@ namespace {
 
 ContiguousKvCache make_cache(const ModelConfig& cfg, int max_tokens, DType dtype, KvScaleMode mode,
                              const KvScales* scales) {
+  if (cfg.is_mla()) {  // latent cache: f32 / bf16, or fp8 with dynamic per-row scales (the default)
+    CHECK(mode != KvScaleMode::kStatic) << "an MLA latent KV cache takes dynamic fp8 scales only";
+    KvLayout layout = kv_layout_for(cfg, max_tokens, dtype);
+    if (mode != KvScaleMode::kNone) layout.scale_mode = mode;
+    return ContiguousKvCache(layout, 1);
+  }
   std::span<const float> static_scales;
   if (mode == KvScaleMode::kStatic) {
     CHECK(scales != nullptr) << "fp8 KV with static scales needs KvScales";

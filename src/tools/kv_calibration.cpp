@@ -113,6 +113,10 @@ Result<std::optional<KvScales>> read_checkpoint_kv_scales(const ModelWeights& w)
 
 Result<KvScales> kv_scales_for_model(const ModelWeights& w, std::span<const TokenId> tokens,
                                      const KvCalibrationOptions& opts, ThreadPool* pool) {
+  if (w.config.is_mla()) {
+    return invalid_argument("fp8 KV static scales: " + w.source +
+                            " is an MLA model; its latent KV cache takes dynamic fp8 scales only");
+  }
   DENSA_ASSIGN_OR_RETURN(std::optional<KvScales> stored, read_checkpoint_kv_scales(w));
   if (stored.has_value()) return std::move(*stored);
   if (!tokens.empty()) return calibrate_kv_scales(w, tokens, opts, pool);

@@ -366,13 +366,13 @@ TEST(ModelLoaderTest, UnknownGgufArchitectureIsUnimplemented) {
 TEST(ModelLoaderTest, UnknownHfArchitectureIsUnimplemented) {
   const auto dir = copy_hf_dir("arch_hf", kMoe);
   std::string cfg = read_text(dir / "config.json");
-  cfg.replace(cfg.find("MixtralForCausalLM"), 18, "DeepseekV3ForCausalLM");
+  cfg.replace(cfg.find("MixtralForCausalLM"), 18, "GptOssForCausalLM");
   write_file(dir / "config.json", cfg);
   auto w = load_model(dir);
   ASSERT_FALSE(w.is_ok());
   EXPECT_EQ(w.status().code(), StatusCode::kUnimplemented);
   EXPECT_TRUE(contains(w.status().message(), (dir / "config.json").string())) << w.status().message();
-  EXPECT_TRUE(contains(w.status().message(), "DeepseekV3ForCausalLM")) << w.status().message();
+  EXPECT_TRUE(contains(w.status().message(), "GptOssForCausalLM")) << w.status().message();
 }
 
 TEST(ModelLoaderTest, MalformedConfigJsonIsInvalidArgument) {

@@ -1,0 +1,212 @@
+#include "model/arch_deepseek_v3.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "core/check.h"
+#include "kernels/matmul.h"
+#include "kernels/mla_attention.h"
+#include "kernels/norm.h"
+#include "model/ffn.h"
+#include "quant/dequantize.h"
+
+namespace densa {
+
+namespace {
+
+template <typename T>
+T* grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// YaRN's attention scale: 0.1 * m * ln(s) + 1 for s > 1.
+double yarn_mscale(double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
+
+// The rotary dim whose wavelength makes `num_rotations` turns over `max_pos` positions.
+double yarn_correction_dim(double num_rotations, int dim, double base, int max_pos) {
+  return dim * std::log(max_pos / (num_rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
+}
+
+// q_abs[t, h] = [W_UK_h^T q_nope[t, h] | q_pe[t, h]] for every token and head.
+void absorb_queries(const MlaConfig& m, int H, const float* q, const float* kv_b, int64_t n, float* q_abs,
+                    ThreadPool* pool) {
+  const int dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
+  const int D = C + dr;
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int h = static_cast<int>(item % H);
+      const float* qh = q + item * (dn + dr);
+      float* out = q_abs + item * D;
+      std::fill_n(out, C, 0.0f);
+      for (int d = 0; d < dn; ++d) {
+        const float* row = kv_b + (static_cast<int64_t>(h) * (dn + dv) + d) * C;
+        const float qd = qh[d];
+        for (int c = 0; c < C; ++c) out[c] += qd * row[c];
+      }
+      std::copy_n(qh + dn, dr, out + C);
+    }
+  };
+  if (pool != nullptr && n * H > 1) {
+    pool->parallel_for(n * H, run, 4);
+  } else {
+    run(0, n * H);
+  }
+}
+
+// out[t, h, j] = W_UV_h[j] . o_lat[t, h] for every token and head.
+void expand_values(const MlaConfig& m, int H, const float* o_lat, const float* kv_b, int64_t n, float* out,
+                   ThreadPool* pool) {
+  const int dn = m.qk_nope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int h = static_cast<int>(item % H);
+      const float* lat = o_lat + item * C;
+      for (int j = 0; j < dv; ++j) {
+        const float* row = kv_b + (static_cast<int64_t>(h) * (dn + dv) + dn + j) * C;
+        float acc = 0.0f;
+        for (int c = 0; c < C; ++c) acc += row[c] * lat[c];
+        out[item * dv + j] = acc;
+      }
+    }
+  };
+  if (pool != nullptr && n * H > 1) {
+    pool->parallel_for(n * H, run, 4);
+  } else {
+    run(0, n * H);
+  }
+}
+
+// One MLA attention block: xn [n, hidden] -> proj [n, hidden]; stores the batch's latents.
+void mla_attention(const ModelConfig& cfg, const LayerWeights& lw, int layer, const float* xn, int64_t n,
+                   const ForwardBatch& batch, const KvView& kv, std::span<const double> inv_freq,
+                   float attn_factor, float scale, ForwardScratch& s, ThreadPool* pool, float* proj) {
+  const MlaConfig& m = cfg.mla;
+  const int H = cfg.num_heads, dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim, dv = m.v_head_dim;
+  const int C = m.kv_lora_rank, D = C + dr;
+  float* q = grow(s.q, n * H * (dn + dr));
+  if (m.q_lora_rank > 0) {
+    float* qa = grow(s.up, n * m.q_lora_rank);
+    matmul(lw.q_a, xn, n, qa, pool);
+    rmsnorm(qa, lw.q_a_norm.data(), n, m.q_lora_rank, cfg.rms_norm_eps, qa);
+    matmul(lw.q_b, qa, n, q, pool);
+  } else {
+    matmul(lw.wq, xn, n, q, pool);
+  }
+  float* latent = grow(s.k, n * D);
+  matmul(lw.kv_a, xn, n, latent, pool);
+  for (int64_t t = 0; t < n; ++t) {
+    rmsnorm(latent + t * D, lw.kv_a_norm.data(), 1, C, cfg.rms_norm_eps, latent + t * D);
+  }
+  rope_with_freqs(q + dn, batch.positions.data(), n, H, int64_t{H} * (dn + dr), dn + dr, dr, inv_freq,
+                  attn_factor, m.rope_interleave);
+  rope_with_freqs(latent + C, batch.positions.data(), n, 1, D, D, dr, inv_freq, attn_factor, m.rope_interleave);
+  mla_kv_store(kv, layer, latent, batch.seq_idx, batch.positions);
+
+  // kv_b_proj in fp32 (any stored dtype) for the absorbed products.
+  const int64_t kvb_rows = int64_t{H} * (dn + dv);
+  float* kv_b = grow(s.mla_kv_b, kvb_rows * C);
+  for (int64_t r = 0; r < kvb_rows; ++r) dequantize_row(lw.kv_b, r, kv_b + r * C);
+
+  float* q_abs = grow(s.v, n * H * D);
+  absorb_queries(m, H, q, kv_b, n, q_abs, pool);
+  float* o_lat = grow(s.attn, n * H * C);
+  paged_mla_attention(kv, layer, q_abs, H, C, scale, batch.seq_idx, batch.positions, o_lat, pool);
+  float* attn_out = grow(s.gate, n * H * dv);
+  expand_values(m, H, o_lat, kv_b, n, attn_out, pool);
+  matmul(lw.wo, attn_out, n, proj, pool);
+}
+
+}  // namespace
+
+std::vector<double> mla_rope_inv_freq(const ModelConfig& c) {
+  const int d = c.mla.qk_rope_head_dim;
+  const double base = c.rope_theta;
+  std::vector<double> inv(static_cast<size_t>(d / 2));
+  for (int i = 0; i < d / 2; ++i) inv[i] = std::pow(base, -2.0 * i / d);
+  const YarnScaling& y = c.yarn;
+  if (y.factor <= 0.0f) return inv;
+  // Interpolate (divide by factor) the low frequencies, keep (extrapolate) the high ones, with
+  // a linear ramp between the dims that turn beta_fast and beta_slow times over the original
+  // context.
+  const int orig = y.original_max_position_embeddings;
+  const double low = std::max(std::floor(yarn_correction_dim(y.beta_fast, d, base, orig)), 0.0);
+  double high = std::min(std::ceil(yarn_correction_dim(y.beta_slow, d, base, orig)), d - 1.0);
+  if (low == high) high += 0.001;
+  for (int i = 0; i < d / 2; ++i) {
+    const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+    const double extrapolate = 1.0 - ramp;
+    inv[i] = inv[i] / y.factor * (1.0 - extrapolate) + inv[i] * extrapolate;
+  }
+  return inv;
+}
+
+float mla_rope_attn_factor(const ModelConfig& c) {
+  const YarnScaling& y = c.yarn;
+  if (y.factor <= 0.0f) return 1.0f;
+  return static_cast<float>(yarn_mscale(y.factor, y.mscale) / yarn_mscale(y.factor, y.mscale_all_dim));
+}
+
+float mla_softmax_scale(const ModelConfig& c) {
+  double scale = 1.0 / std::sqrt(static_cast<double>(c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim));
+  if (c.yarn.factor > 0.0f && c.yarn.mscale_all_dim != 0.0f) {
+    const double m = yarn_mscale(c.yarn.factor, c.yarn.mscale_all_dim);
+    scale *= m * m;
+  }
+  return static_cast<float>(scale);
+}
+
+void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
+                         ForwardScratch& s, ThreadPool* pool, float* logits) {
+  const ModelConfig& cfg = w.config;
+  CHECK(cfg.is_mla()) << "forward_deepseek_v3 on a non-MLA config";
+  CHECK(kv.layout.is_latent() && kv.layout.latent_dim == cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim)
+      << "MLA forward needs a latent KV layout of kv_lora_rank + qk_rope_head_dim";
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  CHECK(batch.positions.size() == batch.tokens.size() && batch.seq_idx.size() == batch.tokens.size());
+  const int H = cfg.hidden_size;
+  float* x = grow(s.x, n * H);
+  float* xn = grow(s.xn, n * H);
+  float* proj = grow(s.proj, n * H);
+  const int top_k = std::max(1, cfg.num_experts_per_tok);
+  int32_t* selected = grow(s.selected_experts, static_cast<size_t>(cfg.num_layers) * n * top_k);
+  for (int64_t t = 0; t < n; ++t) {
+    const TokenId tok = batch.tokens[t];
+    CHECK(tok >= 0 && tok < cfg.vocab_size) << "token id " << tok;
+    dequantize_row(w.tok_embeddings, tok, x + t * H);
+  }
+  const std::vector<double> inv_freq = mla_rope_inv_freq(cfg);
+  const float attn_factor = mla_rope_attn_factor(cfg), scale = mla_softmax_scale(cfg);
+
+  for (int l = 0; l < cfg.num_layers; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn);
+    mla_attention(cfg, lw, l, xn, n, batch, kv, inv_freq, attn_factor, scale, s, pool, proj);
+    for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
+
+    rmsnorm(x, lw.ffn_norm.data(), n, H, cfg.rms_norm_eps, xn);
+    int32_t* layer_selected = selected + static_cast<int64_t>(l) * n * top_k;
+    if (cfg.is_moe_layer(l)) {
+      moe_ffn(cfg, lw, xn, n, s, layer_selected, pool, proj);
+    } else {
+      std::fill_n(layer_selected, n * top_k, -1);
+      const int64_t I = cfg.intermediate_size;
+      swiglu_ffn(lw.w_gate, lw.w_up, lw.w_down, xn, n, grow(s.gate, n * I), grow(s.up, n * I), proj, pool);
+    }
+    for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
+  }
+
+  const int64_t num_logits = static_cast<int64_t>(batch.logit_rows.size());
+  if (num_logits == 0) return;
+  float* rows = grow(s.final_rows, num_logits * H);
+  for (int64_t j = 0; j < num_logits; ++j) {
+    const int32_t r = batch.logit_rows[j];
+    CHECK(r >= 0 && r < n);
+    std::copy_n(x + static_cast<int64_t>(r) * H, H, rows + j * H);
+  }
+  rmsnorm(rows, w.final_norm.data(), num_logits, H, cfg.rms_norm_eps, rows);
+  matmul(w.lm_head, rows, num_logits, logits, pool);
+}
+
+}  // namespace densa
