@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -206,6 +207,11 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   const std::vector<std::vector<uint8_t>> messages =
       disagg::build_page_messages(from, exported->data, exported->num_tokens, to, order.transfer_id, order.page_tags);
   ctx_.engine.release_export(exported->id);  // the messages are copies
+  // Fault injection for tests: hold the converted pages this long before sending, so a test
+  // can kill this worker mid-transfer. Unset in production.
+  if (const char* delay = std::getenv("DENSA_DISAGG_SEND_DELAY_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
+  }
   Result<int64_t> sent = disagg::send_page_messages(*ucx_, order, messages, deadline);
   if (!sent.is_ok()) {
     ctx_.disagg_metrics.count_failure();

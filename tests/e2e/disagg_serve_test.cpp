@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <future>
+#include <thread>
 
 #include "e2e/server_process.h"
 
@@ -196,6 +198,40 @@ TEST_F(DisaggServe, UnreachablePrefillFailsTheRequestAndFreesPages) {
   EXPECT_NE(s.body.find("kv_transfer_failed"), std::string::npos) << "an SSE error event: " << s.body;
   EXPECT_GE(metric_value(decode_paged8_->get("/metrics").body, "densa_kv_transfer_failures_total"), 2.0);
   expect_audit_clean(*decode_paged8_);
+}
+
+// The prefill worker dies (SIGKILL) after it accepted the prefill order and before its pages
+// leave: the decode request fails with kv_transfer_failed, its pages are freed and the decode
+// worker keeps serving.
+TEST(DisaggServeKill, PrefillWorkerDiesMidTransfer) {
+  setenv("UCX_TLS", "tcp", 1);
+  setenv("DENSA_DISAGG_SEND_DELAY_MS", "5000", 1);
+  ServerProcess prefill({"--role", "prefill"});
+  unsetenv("DENSA_DISAGG_SEND_DELAY_MS");
+  ServerProcess decode({"--role", "decode", "--disagg-timeout-ms", "20000"});
+  ServerProcess healthy_prefill({"--role", "prefill"});
+  ASSERT_TRUE(prefill.wait_ready() && decode.wait_ready() && healthy_prefill.wait_ready());
+  const std::string body = json({{"prompt", kPrompts[0]}, {"max_tokens", 8}, {"temperature", 0}}).dump();
+  const std::string to_prefill = "-H " + shell_quote("X-Densa-Prefill-Url: " + prefill.url(""));
+  std::future<CurlResponse> pending = std::async(std::launch::async, [&] { return decode.post("/v1/completions", body, to_prefill); });
+  // Wait until the prefill worker holds the order (its request finished: prompt tokens
+  // counted), then kill it while it sits on the converted pages.
+  for (int i = 0; i < 200; ++i) {
+    if (metric_value(prefill.get("/metrics").body, "densa_requests_finished_total") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  prefill.kill_hard();
+  const CurlResponse r = pending.get();
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "kv_transfer_failed") << r.body;
+  const CurlResponse h = decode.get("/health?audit=1");
+  EXPECT_EQ(json::parse(h.body)["audit"], "ok") << h.body;
+  EXPECT_EQ(json::parse(h.body)["kv_pages_used"], 0) << h.body;
+  EXPECT_EQ(metric_value(decode.get("/metrics").body, "densa_kv_transfer_failures_total"), 1.0);
+  const std::string to_healthy = "-H " + shell_quote("X-Densa-Prefill-Url: " + healthy_prefill.url(""));
+  EXPECT_EQ(decode.post("/v1/completions", body, to_healthy).status, 200) << "the decode worker still serves";
+  EXPECT_EQ(decode.stop(), 0);
+  EXPECT_EQ(healthy_prefill.stop(), 0);
 }
 
 }  // namespace

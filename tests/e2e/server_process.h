@@ -124,6 +124,15 @@ class ServerProcess {
     return -1;
   }
 
+  // SIGKILL, no goodbye (a worker dying mid-request); waits for the process to be gone.
+  void kill_hard() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
   std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
   int port() const { return port_; }
   std::string log() const { return run_command("cat " + shell_quote(log_path_)); }
