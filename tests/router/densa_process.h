@@ -1,0 +1,149 @@
+#pragma once
+// DensaProcess: a real `densa router` / `densa serve` (DENSA_BINARY) as a child process on a
+// free port, with its log in a temp file; wait_ready() polls GET /health, stop() sends SIGTERM
+// and returns the exit code, kill9() kills it. Uses free_port / curl helpers of
+// tests/e2e/server_process.h.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "e2e/server_process.h"
+
+namespace densa::testing {
+
+// A child process running DENSA_BINARY with `args`, stdout+stderr to `log_path`.
+inline pid_t spawn_densa(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<std::string> argv_s = {DENSA_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* log = std::fopen(log_path.c_str(), "w");
+    if (log) {
+      dup2(fileno(log), 1);
+      dup2(fileno(log), 2);
+    }
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// SIGTERM (or `sig`), then wait up to 10 s (SIGKILL after); exit code, -1 if killed.
+inline int stop_child(pid_t& pid, int sig = SIGTERM) {
+  if (pid <= 0) return -1;
+  kill(pid, sig);
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  pid = -1;
+  return -1;
+}
+
+// One densa subcommand as a child process on a free port, log in a temp file.
+class DensaProcess {
+ public:
+  // `args` without --port; `name` names the log file.
+  DensaProcess(const std::string& name, std::vector<std::string> args) : port_(free_port()) {
+    log_path_ = (std::filesystem::temp_directory_path() / ("densa-" + name + "-" + std::to_string(port_) + ".log")).string();
+    args.push_back("--port");
+    args.push_back(std::to_string(port_));
+    pid_ = spawn_densa(args, log_path_);
+  }
+  ~DensaProcess() { stop(); }
+  DensaProcess(const DensaProcess&) = delete;
+  DensaProcess& operator=(const DensaProcess&) = delete;
+
+  // Waits until GET /health answers `status`; false (with the log) on exit or timeout.
+  bool wait_ready(int status = 200, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int st = 0;
+      if (pid_ > 0 && waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        ADD_FAILURE() << "densa exited early:\n" << log();
+        return false;
+      }
+      if (get("/health").status == status) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "densa did not answer /health " << status << ":\n" << log();
+    return false;
+  }
+  // SIGTERM: the exit code (0 = graceful).
+  int stop() { return stop_child(pid_); }
+  // SIGKILL: no goodbye to anyone.
+  void kill9() { stop_child(pid_, SIGKILL); }
+  bool running() const { return pid_ > 0; }
+
+  std::string url(const std::string& path = "") const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  int port() const { return port_; }
+  std::string log() const { return run_command("cat " + shell_quote(log_path_)); }
+
+  CurlResponse curl(const std::string& method, const std::string& path, const std::string& body = "",
+                    const std::string& extra = "") const {
+    const std::string marker = "\n__DENSA_STATUS__:";
+    std::string cmd = "curl -sS -N -D - --max-time 120 -X " + method + " " + shell_quote(url(path)) + " " + extra;
+    if (!body.empty()) cmd += " -H 'Content-Type: application/json' --data-binary " + shell_quote(body);
+    cmd += " -w " + shell_quote(marker + "%{http_code}") + " 2>/dev/null";
+    const std::string out = run_command(cmd);
+    CurlResponse r;
+    const size_t m = out.rfind(marker);
+    if (m == std::string::npos) return r;
+    r.status = std::atoi(out.c_str() + m + marker.size());
+    const std::string all = out.substr(0, m);
+    const size_t split = all.find("\r\n\r\n");
+    r.headers = all.substr(0, split);
+    r.body = split == std::string::npos ? "" : all.substr(split + 4);
+    return r;
+  }
+  CurlResponse get(const std::string& path) const { return curl("GET", path); }
+  CurlResponse post(const std::string& path, const std::string& body) const { return curl("POST", path, body); }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+inline std::string join_urls(const std::vector<std::string>& urls) {
+  std::string s;
+  for (const std::string& u : urls) s += (s.empty() ? "" : ",") + u;
+  return s;
+}
+
+// `densa router --prefill P --decode D [extra]`.
+inline std::unique_ptr<DensaProcess> start_router(const std::vector<std::string>& prefill,
+                                                  const std::vector<std::string>& decode,
+                                                  std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"router", "--prefill", join_urls(prefill), "--decode", join_urls(decode)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return std::make_unique<DensaProcess>("router", args);
+}
+
+// `densa serve` on the MoE fixture with 2 threads [extra].
+inline std::unique_ptr<DensaProcess> start_serve(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"serve", "-m", fixture_model_path(), "--threads", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return std::make_unique<DensaProcess>("serve", args);
+}
+
+}  // namespace densa::testing
