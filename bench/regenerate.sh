@@ -7,10 +7,14 @@
 #   2. capacity: `densa capacity` for the fixture and a Kimi-K2-class config if present;
 #   3. accuracy: `densa eval` weights x KV against the BF16 baseline (-> accuracy.{md,json});
 #   4. serving: `densa serve` on the MoE fixture + `densa bench serve` over concurrency
-#      1,4,16,64 (-> serving/*.svg, result.json, summary.md).
-# Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving]
-#   BUILD_DIR (default build-bench), JOBS (default 2), DENSA_MODELS_DIR, DENSA_DATA_DIR.
-# --quick: short kernel runs, 8 eval windows, 16 prompts per serving level (a smoke run).
+#      1,4,16,64 (-> serving/*.svg, result.json, summary.md);
+#   5. perf: `densa gen-model` shapes of issue #10 + `densa bench offline` rows, membw beside
+#      them (bench/perf_offline.sh -> perf/*.json, perf/perf.md, perf/load.txt, perf/membw.txt).
+# Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving,perf]
+#   BUILD_DIR (default build-bench), JOBS (default 2), DENSA_MODELS_DIR, DENSA_DATA_DIR,
+#   MODEL_DIR (generated perf checkpoints, default /tmp/densa-perf-models).
+# --quick: short kernel runs, 3 integrity rounds, 8 eval windows, 16 prompts per serving
+# level, a small perf shape (a smoke run of every step, a few minutes).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +30,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --skip) SKIP="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--skip kernels,capacity,accuracy,serving]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick] [--skip kernels,capacity,accuracy,serving,perf]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -55,9 +59,15 @@ if want kernels; then
     if grep -q 'benchmark/benchmark.h' "$ROOT/bench/$b.cpp"; then
       log "$b (Google Benchmark)"
       extra=()
-      [ "$QUICK" = 1 ] && extra=(--benchmark_min_time=0.05)
+      # quick: one shape per family on one thread (setup of the >= 512 MB operands dominates)
+      [ "$QUICK" = 1 ] && extra=(--benchmark_min_time=0.05 '--benchmark_filter=(4096x4096|ctx:1024|1GiB).*threads:1/')
       "$exe" --benchmark_counters_tabular=true --benchmark_out="$IMG/$b.json" --benchmark_out_format=json \
         "${extra[@]}" | tee "$IMG/$b.txt"
+    elif [ "$b" = integrity_overhead_bench ]; then
+      log "$b"
+      rounds=80
+      [ "$QUICK" = 1 ] && rounds=3
+      "$exe" --model "$MOE/gguf/tinystories-mixtral-3.6m-f16.gguf" --rounds "$rounds" | tee "$IMG/$b.txt"
     else
       log "$b"
       "$exe" "$MODELS" "$DATA" | tee "$IMG/$b.txt"
@@ -110,5 +120,13 @@ if want serving; then
   kill "$server"
   wait "$server" 2>/dev/null || true
   trap - EXIT
+fi
+# ---- 5. perf (issue #10 shapes, random weights) ----
+if want perf; then
+  log "perf (densa gen-model + densa bench offline)"
+  extra=()
+  [ "$QUICK" = 1 ] && extra=(--quick)
+  rm -f "$IMG/perf/"*.json
+  "$ROOT/bench/perf_offline.sh" "$DENSA" "$IMG/perf" --membw "$BUILD/membw_bench" "${extra[@]}"
 fi
 log "done: $IMG"
