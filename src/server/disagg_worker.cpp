@@ -327,13 +327,14 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
 
   // A reply before every page arrived ends the wait unless it is a 200 (pages in flight).
   Result<KvImportData> received =
-      (*receiver)->receive(deadline, [&] { return reply_ready() && reply.get().status != 200; });
+      (*receiver)->receive(deadline, [&] { return ctx_.stopping.load() || (reply_ready() && reply.get().status != 200); });
   if (!received.is_ok()) {
     if (reply_ready() && reply.get().status != 200) return reply_failed();
     return received.status();
   }
   while (!reply_ready()) {
     if (Clock::now() >= deadline) return disagg::kv_transfer_failed("no answer from the prefill worker in time");
+    if (ctx_.stopping.load()) return disagg::kv_transfer_failed("the server is shutting down");
     (*receiver)->progress();
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
