@@ -8,6 +8,7 @@
 //   ./build/gemv_bench --benchmark_filter='gemv/bf16'    # one dtype
 //   ./build/gemv_bench --benchmark_filter='isa/'         # scalar vs avx2 vs avx512 per dtype
 //   ./build/gemv_bench --benchmark_filter='gemv/(fp8|int4)'  # FP8 / INT4 (bytes include scales)
+//   ./build/gemv_bench --benchmark_filter='gemm/n:512'  # prefill GEMM, FP8 vs INT4 vs bf16
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -187,6 +188,13 @@ void register_quant(const std::vector<int>& thread_counts) {
             ->Unit(benchmark::kMicrosecond);
       }
     }
+    // Prefill: 512 tokens through a Kimi K2 expert (GFLOP/s; FP8 vs INT4 vs bf16 below).
+    for (int t : thread_counts) {
+      const std::string name = std::string("gemm/n:512/") + q.name + "/" + kShapes[2].note + "/threads:" + std::to_string(t);
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kShapes[2], 512, t)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
     // The decode-to-buffer fallback (every ISA below AVX-512) against the AVX-512 kernel.
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;
@@ -220,6 +228,10 @@ void register_all() {
     }
   }
   register_quant(thread_counts);
+  for (int t : thread_counts) {
+    const std::string name = "gemm/n:512/bf16/" + std::string(kShapes[2].note) + "/threads:" + std::to_string(t);
+    benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, DType::kBF16, kShapes[2], 512, t)->UseRealTime()->Unit(benchmark::kMillisecond);
+  }
   // Small prefill GEMM: 64 tokens through a 4096x4096 matrix.
   for (DType dtype : kDtypes) {
     for (int t : thread_counts) {

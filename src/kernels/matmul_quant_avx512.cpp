@@ -1,24 +1,37 @@
 // AVX-512 matmul for FP8 e4m3 block-scaled and INT4 group-wise weights.
 //
-// Decoding (exact; every weight equals the dequantize_row value bit for bit):
-//  - FP8 e4m3: the code is sign-extended to 16 bits and shifted left by 7, then bit 14 is
-//    cleared. That is an f16 with the e4m3 exponent field and mantissa in place (bias 15
-//    instead of 7, subnormals included: f16 subnormals are 2^-14 * 0.m, e4m3 ones 2^-6 * 0.m),
-//    so vcvtph2ps gives code_value * 2^-8 exactly. The 2^8 goes into the block scale:
-//    (code_value * 2^-8) * (scale * 2^8) is the same real product as code_value * scale, so it
-//    rounds to the same fp32. The NaN codes 0x7f / 0xff would decode as +-480; instead each
-//    row records whether it met one and then writes NaN, which is what any dot product with a
-//    NaN weight gives.
-//  - INT4: the two nibbles of each byte are spread to two bytes (element order), 8 is
-//    subtracted, then sign-extended to int32, converted to fp32 and multiplied by the group
-//    scale: (q - 8) * scale rounded once, the dequantize_row value.
+// Both paths keep the weights exact and round the activations once per call, so the inner
+// loop is a hardware dot-product instruction instead of a decode to fp32 (the exact fp32 path
+// this replaced decoded at 25-40% of memory bandwidth; docs/benchmarks.md):
+//  - FP8 (W8A16): x is rounded to bf16 (round to nearest even). A 128-entry table turns each
+//    e4m3 code into its exact bf16 value (high and low byte by one vpermi2b each, sign bit
+//    or-ed in; every e4m3 value, subnormals and NaN included, is a bf16), and vdpbf16ps
+//    multiplies 32 weights by 32 activations per instruction into fp32. Each 128-column scale
+//    block is summed on its own and added as fma(block_sum, scale, acc). NaN codes decode to
+//    NaN and propagate like in the reference.
+//  - INT4 (W4A8): x is quantized to int8 in blocks of 32 (quant/activation_q8.h). vpdpbusd
+//    multiplies 64 unsigned nibbles (q + 8) by 64 int8 activations per instruction; the +8
+//    offset is removed by starting each chunk's int32 sums at -8 * sum(x_q) (exact). Each
+//    int32 lane holds 8 elements of one x block and one weight group and is added as
+//    fma(float(sum), w_scale * x_scale, acc).
+// Error: |y - y_exact| <= 2^-8 * sum|w x| (FP8, the bf16 unit roundoff) and sum_k |w_k| * amax(x block of k) / 254
+// (INT4), plus fp32 accumulation rounding; the twins in kernels/reference/matmul_quant_ref.h
+// compute the same products from the same rounded activations in double.
 //
-// Reduction order per (i, r), fixed by this file alone: the row is walked in steps of 32
-// elements; elements 0..15 of a step go to accumulator a0 and 16..31 to a1 by one fused
-// multiply-add each (FP8 rows whose length is not a multiple of 32 end with a masked step,
-// the missing elements contributing +0 products); y = hsum(a0 + a1) with a fixed tree.
-// Tiling over rows and x rows only interleaves independent (i, r) chains, and threads split
-// over rows only, so y[i, r] does not depend on n, the other rows of x, or the thread count.
+// Layout of the prepared activations (one buffer per call, row-major over x rows):
+//  - FP8: per 64 elements, two vectors of 32 bf16 in the order the in-lane byte unpacks
+//    produce the weights: word j of the first is element 16 (j / 8) + j % 8, of the second
+//    that + 8.
+//  - INT4: per 128 elements (64 bytes of nibbles; byte b holds elements 2b, 2b+1): 64 int8 of
+//    the even elements, 64 of the odd ones, 16 fp32 x scales (lane l covers elements
+//    8l .. 8l+7, x block l / 4) and 16 int32 of -8 * the lane's sum of x_q.
+//
+// Reduction order per (i, r), fixed by this file alone: FP8: per scale block, 64-column steps
+// in order, two vdpbf16ps each into one block sum, then one fma into the row accumulator;
+// INT4: per 128-column chunk, exact int32 lane sums, one fma into the row accumulator; at the
+// end y = hsum(acc) with a fixed tree. Tiles over rows and x rows only interleave independent
+// (i, r) chains, the activation rounding depends on the x row alone, and threads split over
+// rows only, so y[i, r] does not depend on n, the other rows of x, or the thread count.
 // GCC 12 false positives on the intrinsics' placeholders (see matmul_avx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -27,66 +40,132 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "core/check.h"
 #include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "quant/activation_q8.h"
+#include "quant/fp8.h"
 
-#define DENSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma,f16c")))
+#define DENSA_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx512vbmi,fma,f16c")))
 #define DENSA_AVX512_INLINE DENSA_AVX512 __attribute__((always_inline)) inline
 
 namespace densa::matmul_internal {
 namespace {
 
-constexpr int64_t kStep = 32;
 constexpr int64_t kMinTaskBytes = 256 * 1024;
 constexpr int64_t kRowTile = 8;
 
-// 32 e4m3 codes (as a sign-extended word vector) -> two fp32 vectors of code_value * 2^-8.
-DENSA_AVX512_INLINE void fp8_words_to_ps(__m512i sx, __m512& lo, __m512& hi) {
-  const __m512i h = _mm512_and_si512(_mm512_slli_epi16(sx, 7), _mm512_set1_epi16(static_cast<short>(0xbfff)));
-  lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
-  hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
-}
+constexpr int64_t kFp8Step = 64;          // columns per FP8 step (one 64-byte load)
+constexpr int64_t kFp8StepBytes = 128;    // prepared activations per step (64 bf16)
+constexpr int64_t kInt4Chunk = 128;       // columns per INT4 chunk (one 64-byte load)
+constexpr int64_t kInt4ChunkBytes = 256;  // prepared activations per chunk
 
-// Mask of NaN codes (0x7f, 0xff) among 32 bytes.
-DENSA_AVX512_INLINE __mmask32 fp8_nan_mask(__m256i b) {
-  return _mm256_cmpeq_epi8_mask(_mm256_or_si256(b, _mm256_set1_epi8(static_cast<char>(0x80))),
-                                _mm256_set1_epi8(static_cast<char>(0xff)));
-}
+int64_t fp8_x_stride(int64_t cols) { return (cols + kFp8Step - 1) / kFp8Step * kFp8StepBytes; }
+int64_t int4_x_stride(int64_t cols) { return (cols + kInt4Chunk - 1) / kInt4Chunk * kInt4ChunkBytes; }
 
-struct Fp8Fmt {
-  static constexpr bool kNanCodes = true;
-  // Scale multiplier for a block: scale * 2^8 (exact: a power-of-two product).
-  static float block_scale(float s) { return s * 256.0f; }
-  // Elements [k, k + 32) of the row; `m` masks the valid ones (all for a full step).
-  DENSA_AVX512_INLINE static void decode(const uint8_t* row, int64_t k, __mmask32 m, float s, __mmask32& nan,
-                                         __m512& w0, __m512& w1) {
-    const __m256i b = _mm256_maskz_loadu_epi8(m, row + k);
-    nan |= fp8_nan_mask(b);
-    __m512 lo, hi;
-    fp8_words_to_ps(_mm512_cvtepi8_epi16(b), lo, hi);
-    const __m512 vs = _mm512_set1_ps(s);
-    w0 = _mm512_mul_ps(lo, vs);
-    w1 = _mm512_mul_ps(hi, vs);
-  }
+// bf16 bytes of the e4m3 values 0x00 .. 0x7f (the sign bit is or-ed in separately).
+struct Fp8Lut {
+  alignas(64) uint8_t hi[128];
+  alignas(64) uint8_t lo[128];
 };
 
-struct Int4Fmt {
-  static constexpr bool kNanCodes = false;
-  static float block_scale(float s) { return s; }
-  DENSA_AVX512_INLINE static void decode(const uint8_t* row, int64_t k, __mmask32 /*m*/, float s,
-                                         __mmask32& /*nan*/, __m512& w0, __m512& w1) {
-    // 16 bytes = 32 nibbles; word j = byte j: low nibble -> byte 2j, high nibble -> byte 2j+1.
-    const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k / 2)));
-    const __m256i spread = _mm256_ternarylogic_epi32(b, _mm256_slli_epi16(b, 4), _mm256_set1_epi16(0x0f0f), 0xa8);
-    const __m256i q = _mm256_sub_epi8(spread, _mm256_set1_epi8(8));
-    const __m512 vs = _mm512_set1_ps(s);
-    w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))), vs);
-    w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))), vs);
+const Fp8Lut& fp8_lut() {
+  static const Fp8Lut lut = [] {
+    Fp8Lut t{};
+    for (int c = 0; c < 128; ++c) {
+      const uint16_t b = f32_to_bf16(fp8_e4m3_to_f32(static_cast<uint8_t>(c)));
+      CHECK(c == kFp8E4M3NaN || bf16_to_f32(b) == fp8_e4m3_to_f32(static_cast<uint8_t>(c))) << "fp8 lut " << c;
+      t.hi[c] = static_cast<uint8_t>(b >> 8);
+      t.lo[c] = static_cast<uint8_t>(b & 0xff);
+    }
+    return t;
+  }();
+  return lut;
+}
+
+DENSA_AVX512_INLINE __mmask16 float_mask(int64_t valid) {
+  return valid >= 16 ? __mmask16{0xffff} : valid <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << valid) - 1u);
+}
+
+// bf16(x) (round to nearest even, as f32_to_bf16) in the per-64 order described at the top.
+DENSA_AVX512 void prepare_x_fp8(const float* x, int64_t cols, uint8_t* out) {
+  alignas(64) int16_t idx0[32], idx1[32];
+  for (int j = 0; j < 32; ++j) {
+    idx0[j] = static_cast<int16_t>(16 * (j / 8) + j % 8);
+    idx1[j] = static_cast<int16_t>(idx0[j] + 8);
   }
-};
+  const __m512i i0 = _mm512_load_si512(idx0), i1 = _mm512_load_si512(idx1);
+  for (int64_t k0 = 0; k0 < cols; k0 += kFp8Step, out += kFp8StepBytes) {
+    __m512 v[4];
+    for (int q = 0; q < 4; ++q) v[q] = _mm512_maskz_loadu_ps(float_mask(cols - k0 - 16 * q), x + k0 + 16 * q);
+    // Words 0..31 = elements 0..31, words 32..63 = elements 32..63.
+    const __m512bh a = _mm512_cvtne2ps_pbh(v[1], v[0]);
+    const __m512bh b = _mm512_cvtne2ps_pbh(v[3], v[2]);
+    const __m512i ai = reinterpret_cast<const __m512i&>(a), bi = reinterpret_cast<const __m512i&>(b);
+    _mm512_storeu_si512(out, _mm512_permutex2var_epi16(ai, i0, bi));
+    _mm512_storeu_si512(out + 64, _mm512_permutex2var_epi16(ai, i1, bi));
+  }
+}
+
+// activation_q8_quantize (same fp32 operations, so the same q and scales) in the per-128
+// layout described at the top.
+DENSA_AVX512 void prepare_x_int4(const float* x, int64_t cols, uint8_t* out) {
+  alignas(64) uint8_t even_idx[64], odd_idx[64];
+  alignas(64) int32_t block_of_lane[16];
+  for (int j = 0; j < 64; ++j) {
+    even_idx[j] = static_cast<uint8_t>(2 * j);
+    odd_idx[j] = static_cast<uint8_t>(2 * j + 1);
+  }
+  for (int l = 0; l < 16; ++l) block_of_lane[l] = l / 4;
+  const __m512i ie = _mm512_load_si512(even_idx), io = _mm512_load_si512(odd_idx);
+  const __m512i lane_block = _mm512_load_si512(block_of_lane);
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  for (int64_t k0 = 0; k0 < cols; k0 += kInt4Chunk, out += kInt4ChunkBytes) {
+    alignas(64) int8_t q[kInt4Chunk];
+    alignas(16) float sx[4];
+    for (int b = 0; b < 4; ++b) {
+      __m512 v[2];
+      __mmask16 bad = 0;
+      __m512 amax = _mm512_setzero_ps();
+      for (int h = 0; h < 2; ++h) {
+        const int64_t at = k0 + 32 * b + 16 * h;
+        v[h] = _mm512_maskz_loadu_ps(float_mask(cols - at), x + at);
+        const __m512 av = _mm512_abs_ps(v[h]);
+        bad |= _mm512_cmp_ps_mask(av, inf, _CMP_NLT_UQ);  // inf or NaN
+        amax = _mm512_max_ps(amax, av);
+      }
+      const float m = _mm512_reduce_max_ps(amax);
+      if (bad != 0 || m == 0.0f) {
+        sx[b] = bad != 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+        std::memset(q + 32 * b, 0, 32);
+        continue;
+      }
+      const __m512 inv = _mm512_set1_ps(127.0f / m);
+      sx[b] = m / 127.0f;
+      for (int h = 0; h < 2; ++h) {
+        __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(v[h], inv));  // MXCSR default: half to even
+        qi = _mm512_max_epi32(_mm512_min_epi32(qi, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+        _mm_store_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16 * h), _mm512_cvtepi32_epi8(qi));
+      }
+    }
+    const __m512i q0 = _mm512_load_si512(q), q1 = _mm512_load_si512(q + 64);
+    const __m512i even = _mm512_permutex2var_epi8(q0, ie, q1);
+    const __m512i odd = _mm512_permutex2var_epi8(q0, io, q1);
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i lane_sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, even), ones, odd);
+    _mm512_storeu_si512(out, even);
+    _mm512_storeu_si512(out + 64, odd);
+    _mm512_storeu_ps(out + 128, _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_load_ps(sx))));
+    _mm512_storeu_si512(out + 192, _mm512_mullo_epi32(lane_sum, _mm512_set1_epi32(-8)));
+  }
+}
 
 // Fixed tree: (256-bit halves), (128-bit halves), lanes (0+2, 1+3), then (0 + 1).
 DENSA_AVX512_INLINE float hsum(__m512 v) {
@@ -98,143 +177,242 @@ DENSA_AVX512_INLINE float hsum(__m512 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Scale row of weight row r and the number of elements per scale.
-inline const float* scale_row(const WeightView& w, int64_t r) {
-  const int64_t scols = (w.cols + w.scale_cols - 1) / w.scale_cols;
-  return w.scales + (r / w.scale_rows) * scols;
+DENSA_AVX512_INLINE __mmask64 byte_mask(int64_t valid) {
+  return valid >= 64 ? ~__mmask64{0} : (__mmask64{1} << valid) - 1;
 }
 
-// One tile: R weight rows from r0 against NX rows of x from i0.
-template <class Fmt, int R, int NX>
-DENSA_AVX512_INLINE void tile(const WeightView& w, int64_t r0, const float* x, int64_t i0, float* y) {
-  const int64_t cols = w.cols;
-  const int64_t sc = w.scale_cols;
+// 64 e4m3 codes -> two vectors of 32 bf16 (codes 16k + 0..7 and 16k + 8..15 of lane k).
+DENSA_AVX512_INLINE void fp8_to_bf16(__m512i c, const __m512i lut[4], __m512i& w0, __m512i& w1) {
+  __m512i hi = _mm512_permutex2var_epi8(lut[0], c, lut[1]);
+  const __m512i lo = _mm512_permutex2var_epi8(lut[2], c, lut[3]);
+  hi = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi8(static_cast<char>(0x80)), 0xf8);  // hi | (c & 0x80)
+  w0 = _mm512_unpacklo_epi8(lo, hi);
+  w1 = _mm512_unpackhi_epi8(lo, hi);
+}
+
+DENSA_AVX512_INLINE __m512 dot_bf16(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(a), reinterpret_cast<__m512bh&>(b));
+}
+
+struct Args {
+  const WeightView* w;
+  const uint8_t* xp;  // prepared activations
+  int64_t x_stride;   // bytes per prepared x row
+  float* y;
+};
+
+template <int R, int NX>
+DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
+  const WeightView& w = *a.w;
+  const int64_t cols = w.cols, sc = w.scale_cols;
+  const int64_t scols = (cols + sc - 1) / sc;
+  const Fp8Lut& t = fp8_lut();
+  const __m512i lut[4] = {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+                          _mm512_load_si512(t.lo + 64)};
   const uint8_t* rp[R];
   const float* sp[R];
-  const float* xp[NX];
-  __mmask32 nan[R];
   for (int r = 0; r < R; ++r) {
     rp[r] = w.row_ptr(r0 + r);
-    sp[r] = scale_row(w, r0 + r);
-    nan[r] = 0;
+    sp[r] = w.scales + ((r0 + r) / w.scale_rows) * scols;
   }
-  for (int i = 0; i < NX; ++i) xp[i] = x + (i0 + i) * cols;
-  __m512 acc[R][NX][2];
+  __m512 acc[R][NX];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) acc[r][i][0] = acc[r][i][1] = _mm512_setzero_ps();
+    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
   }
   for (int64_t k0 = 0, blk = 0; k0 < cols; k0 += sc, ++blk) {
     const int64_t kend = std::min(cols, k0 + sc);
-    float s[R];
-    for (int r = 0; r < R; ++r) s[r] = Fmt::block_scale(sp[r][blk]);
-    int64_t k = k0;
-    for (; k + kStep <= kend; k += kStep) {
+    __m512 bacc[R][NX];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+      for (int i = 0; i < NX; ++i) bacc[r][i] = _mm512_setzero_ps();
+    }
+    for (int64_t k = k0; k < kend; k += kFp8Step) {
+      const __mmask64 m = byte_mask(kend - k);
+      __m512i x0[NX], x1[NX];
+#pragma GCC unroll 16
+      for (int i = 0; i < NX; ++i) {
+        const uint8_t* xs = a.xp + (i0 + i) * a.x_stride + k / kFp8Step * kFp8StepBytes;
+        x0[i] = _mm512_loadu_si512(xs);
+        x1[i] = _mm512_loadu_si512(xs + 64);
+      }
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
-        __m512 w0, w1;
-        Fmt::decode(rp[r], k, ~__mmask32{0}, s[r], nan[r], w0, w1);
+        __m512i w0, w1;
+        fp8_to_bf16(_mm512_maskz_loadu_epi8(m, rp[r] + k), lut, w0, w1);
 #pragma GCC unroll 16
         for (int i = 0; i < NX; ++i) {
-          acc[r][i][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xp[i] + k), acc[r][i][0]);
-          acc[r][i][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xp[i] + k + 16), acc[r][i][1]);
+          bacc[r][i] = dot_bf16(bacc[r][i], w0, x0[i]);
+          bacc[r][i] = dot_bf16(bacc[r][i], w1, x1[i]);
         }
       }
     }
-    if (k < kend) {  // FP8 only: a last step shorter than 32 (INT4 rows are multiples of 32)
-      const int len = static_cast<int>(kend - k);
-      const __mmask32 m = static_cast<__mmask32>((1u << len) - 1u);
-      const __mmask16 m0 = static_cast<__mmask16>(m), m1 = static_cast<__mmask16>(m >> 16);
-      for (int r = 0; r < R; ++r) {
-        __m512 w0, w1;
-        Fmt::decode(rp[r], k, m, s[r], nan[r], w0, w1);
-        for (int i = 0; i < NX; ++i) {
-          acc[r][i][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m0, xp[i] + k), acc[r][i][0]);
-          acc[r][i][1] = _mm512_fmadd_ps(w1, _mm512_maskz_loadu_ps(m1, xp[i] + k + 16), acc[r][i][1]);
-        }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 s = _mm512_set1_ps(sp[r][blk]);
+#pragma GCC unroll 16
+      for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_fmadd_ps(bacc[r][i], s, acc[r][i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) a.y[(i0 + i) * w.rows + r0 + r] = hsum(acc[r][i]);
+  }
+}
+
+template <int R, int NX>
+DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
+  const WeightView& w = *a.w;
+  const int64_t cols = w.cols, g = w.scale_cols;
+  const int64_t groups = cols / g;
+  const uint8_t* rp[R];
+  const float* sp[R];
+  for (int r = 0; r < R; ++r) {
+    rp[r] = w.row_ptr(r0 + r);
+    sp[r] = w.scales + (r0 + r) * groups;
+  }
+  // Lane l of a chunk covers elements 8l .. 8l+7: weight group (128 c + 8 l) / g.
+  const bool small_groups = g < kInt4Chunk;
+  __m512i lane_group = _mm512_setzero_si512();
+  if (small_groups) {
+    alignas(64) int32_t idx[16];
+    for (int l = 0; l < 16; ++l) idx[l] = static_cast<int32_t>(8 * l / g);
+    lane_group = _mm512_load_si512(idx);
+  }
+  const __m512i nib = _mm512_set1_epi8(0x0f);
+  __m512 acc[R][NX];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < cols; k += kInt4Chunk) {
+    const __mmask64 m = byte_mask((cols - k) / 2);
+    const __mmask16 gm = static_cast<__mmask16>((1u << std::min<int64_t>(16, (cols - k) / g)) - 1u);
+    const uint8_t* xs[NX];
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) xs[i] = a.xp + (i0 + i) * a.x_stride + k / kInt4Chunk * kInt4ChunkBytes;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k / 2);
+      const __m512i lo = _mm512_and_si512(v, nib);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+      const __m512 ws = small_groups
+                            ? _mm512_permutexvar_ps(lane_group, _mm512_maskz_loadu_ps(gm, sp[r] + k / g))
+                            : _mm512_set1_ps(sp[r][k / g]);
+#pragma GCC unroll 16
+      for (int i = 0; i < NX; ++i) {
+        __m512i s = _mm512_loadu_si512(xs[i] + 192);
+        s = _mm512_dpbusd_epi32(s, lo, _mm512_loadu_si512(xs[i]));
+        s = _mm512_dpbusd_epi32(s, hi, _mm512_loadu_si512(xs[i] + 64));
+        const __m512 scale = _mm512_mul_ps(ws, _mm512_loadu_ps(reinterpret_cast<const float*>(xs[i] + 128)));
+        acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[r][i]);
       }
     }
   }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) {
-      float v = hsum(_mm512_add_ps(acc[r][i][0], acc[r][i][1]));
-      if (Fmt::kNanCodes && nan[r] != 0) v = std::numeric_limits<float>::quiet_NaN();
-      y[(i0 + i) * w.rows + r0 + r] = v;
-    }
+    for (int i = 0; i < NX; ++i) a.y[(i0 + i) * w.rows + r0 + r] = hsum(acc[r][i]);
   }
 }
 
-template <class Fmt, int R, int NX>
-DENSA_AVX512 void x_tiles(const WeightView& w, int64_t r0, const float* x, int64_t i0, int64_t n, float* y) {
-  for (; i0 + NX <= n; i0 += NX) tile<Fmt, R, NX>(w, r0, x, i0, y);
+template <bool kFp8, int R, int NX>
+DENSA_AVX512_INLINE void tile(const Args& a, int64_t r0, int64_t i0) {
+  if constexpr (kFp8) {
+    fp8_tile<R, NX>(a, r0, i0);
+  } else {
+    int4_tile<R, NX>(a, r0, i0);
+  }
+}
+
+template <bool kFp8, int R, int NX>
+DENSA_AVX512 void x_tiles(const Args& a, int64_t r0, int64_t i0, int64_t n) {
+  for (; i0 + NX <= n; i0 += NX) tile<kFp8, R, NX>(a, r0, i0);
   if constexpr (NX > 1) {
-    if (i0 < n) x_tiles<Fmt, R, NX - 1>(w, r0, x, i0, n, y);
+    if (i0 < n) x_tiles<kFp8, R, NX - 1>(a, r0, i0, n);
   }
 }
 
-template <class Fmt, int R, int NX>
-DENSA_AVX512 void row_tiles(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
-                            int64_t r_end) {
+template <bool kFp8, int R, int NX>
+DENSA_AVX512 void row_tiles(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   int64_t r = r_begin;
-  for (; r + R <= r_end; r += R) x_tiles<Fmt, R, NX>(w, r, x, 0, n, y);
-  for (; r < r_end; ++r) x_tiles<Fmt, 1, NX>(w, r, x, 0, n, y);
+  for (; r + R <= r_end; r += R) x_tiles<kFp8, R, NX>(a, r, 0, n);
+  for (; r < r_end; ++r) x_tiles<kFp8, 1, NX>(a, r, 0, n);
 }
 
-// Decode (n = 1): 8 rows at once, 16 independent fma chains. Prefill: 4 rows x 3 x rows.
-template <class Fmt>
-DENSA_AVX512 void run(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin, int64_t r_end) {
-  if (n == 1) {
-    row_tiles<Fmt, 8, 1>(w, x, n, y, r_begin, r_end);
-  } else {
-    row_tiles<Fmt, 4, 3>(w, x, n, y, r_begin, r_end);
+// Decode (n = 1): 8 weight rows per pass. Prefill: 4 rows x 2 (FP8: a block sum and an
+// accumulator per pair) or 4 x 3 (INT4) x rows, each decoded weight vector used per x row.
+void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  if (a.w->dtype == DType::kFP8E4M3) {
+    if (n == 1) return row_tiles<true, 8, 1>(a, n, r_begin, r_end);
+    return row_tiles<true, 4, 2>(a, n, r_begin, r_end);
   }
+  if (n == 1) return row_tiles<false, 8, 1>(a, n, r_begin, r_end);
+  return row_tiles<false, 4, 3>(a, n, r_begin, r_end);
 }
 
-void rows(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin, int64_t r_end) {
-  if (w.dtype == DType::kFP8E4M3) {
-    run<Fp8Fmt>(w, x, n, y, r_begin, r_end);
-  } else {
-    run<Int4Fmt>(w, x, n, y, r_begin, r_end);
-  }
+bool have_vbmi() {
+  static const bool v = __builtin_cpu_supports("avx512vbmi");
+  return v;
 }
 
 }  // namespace
 
 bool matmul_quant_avx512_supports(const WeightView& w) {
-  if (w.scales == nullptr || w.scale_rows <= 0 || w.scale_cols <= 0 || w.scale_cols % kStep != 0) return false;
-  if (w.dtype == DType::kFP8E4M3) return true;
-  if (w.dtype == DType::kI4) return w.scale_rows == 1 && w.cols % w.scale_cols == 0;
+  if (w.scales == nullptr || w.scale_rows <= 0 || w.scale_cols <= 0) return false;
+  if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) return false;
+  if (w.dtype == DType::kFP8E4M3) return have_vbmi() && w.scale_cols % kFp8Step == 0;
+  if (w.dtype == DType::kI4) {
+    const int64_t g = w.scale_cols;
+    return w.scale_rows == 1 && g % 32 == 0 && w.cols % g == 0 && (kInt4Chunk % g == 0 || g % kInt4Chunk == 0);
+  }
   return false;
 }
 
 void matmul_quant_avx512(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
   CHECK(matmul_quant_avx512_supports(w)) << "matmul avx512 quant: dtype " << dtype_name(w.dtype)
                                          << ", scale block " << w.scale_rows << "x" << w.scale_cols;
-  CHECK(static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16)) << "matmul: no AVX-512";
   if (n <= 0 || w.rows <= 0) return;
+  const bool fp8 = w.dtype == DType::kFP8E4M3;
+  // The one allocation: the activations, rounded once for every weight row.
+  const int64_t stride = fp8 ? fp8_x_stride(w.cols) : int4_x_stride(w.cols);
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[static_cast<size_t>(n * stride + 64)]);
+  uint8_t* xp = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
+  for (int64_t i = 0; i < n; ++i) {
+    if (fp8) {
+      prepare_x_fp8(x + i * w.cols, w.cols, xp + i * stride);
+    } else {
+      prepare_x_int4(x + i * w.cols, w.cols, xp + i * stride);
+    }
+  }
+  const Args a{&w, xp, stride, y};
   if (pool == nullptr || pool->num_threads() == 1) {
-    rows(w, x, n, y, 0, w.rows);
+    rows(a, n, 0, w.rows);
     return;
   }
   // Split over output rows only (each y[i, r] is computed whole by one thread); cost in
   // byte-equivalents as in matmul.cpp.
-  const int64_t row_cost = w.row_bytes() + n * w.cols;
+  const int64_t row_cost = w.row_bytes() + n * w.cols / 4;
   int64_t grain = std::max<int64_t>(1, kMinTaskBytes / std::max<int64_t>(1, row_cost));
   grain = (grain + kRowTile - 1) / kRowTile * kRowTile;
-  pool->parallel_for(w.rows, [&](int64_t b, int64_t e) { rows(w, x, n, y, b, e); }, grain);
+  pool->parallel_for(w.rows, [&](int64_t b, int64_t e) { rows(a, n, b, e); }, grain);
 }
 
 DENSA_AVX512 void fp8_e4m3_decode16_avx512(const uint8_t* codes, float* out) {
-  const __m256i b = _mm256_maskz_loadu_epi8(0xffff, codes);
-  const __mmask32 nan = fp8_nan_mask(b);
-  __m512 lo, hi;
-  fp8_words_to_ps(_mm512_cvtepi8_epi16(b), lo, hi);
-  lo = _mm512_mul_ps(lo, _mm512_set1_ps(256.0f));
-  lo = _mm512_mask_mov_ps(lo, static_cast<__mmask16>(nan), _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
-  _mm512_storeu_ps(out, lo);
+  const Fp8Lut& t = fp8_lut();
+  const __m512i lut[4] = {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+                          _mm512_load_si512(t.lo + 64)};
+  __m512i w0, w1;
+  fp8_to_bf16(_mm512_maskz_loadu_epi8(0xffff, codes), lut, w0, w1);
+  // Lane 0 holds codes 0..7 (w0) and 8..15 (w1); bf16 -> fp32 is a 16-bit left shift.
+  const __m512i words = _mm512_inserti32x4(_mm512_castsi128_si512(_mm512_castsi512_si128(w0)),
+                                           _mm512_castsi512_si128(w1), 1);
+  const __m512i f = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(words)), 16);
+  _mm512_storeu_ps(out, _mm512_castsi512_ps(f));
 }
 
 }  // namespace densa::matmul_internal

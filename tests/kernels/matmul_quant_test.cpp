@@ -1,7 +1,10 @@
 // AVX-512 FP8 / INT4 matmul (kernels/matmul_quant_avx512.cpp): the in-register e4m3 decoder
-// against the codec table for all 256 codes; matmul against ref::matmul within fp32 rounding
-// (|y - ref| <= 1e-5 * sum_k |w x|); bit-identical results across n (1 vs 37) and thread
-// counts (1 vs 2); odd row counts, partial FP8 blocks and NaN codes.
+// against the codec table for all 256 codes; matmul against its twins (ref::matmul_fp8_x_bf16,
+// ref::matmul_int4_x_q8: the same rounded activations, double accumulation) within fp32
+// rounding (|y - twin| <= 1e-5 * sum_k |w x|), and against the exact ref::matmul within the
+// stated activation-rounding bound (FP8: 2^-8 * sum|w x|; INT4: sum_k |w_k| * amax(x block) /
+// 254); bit-identical results across n (1 vs 37) and thread counts (1 vs 2); odd row counts,
+// partial FP8 blocks, partial INT4 chunks and NaN codes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +16,9 @@
 #include "core/thread_pool.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx512.h"
+#include "kernels/reference/matmul_quant_ref.h"
 #include "kernels/reference/matmul_ref.h"
+#include "quant/activation_q8.h"
 #include "quant/dequantize.h"
 #include "quant/fp8.h"
 #include "quant/fp8_block.h"
@@ -23,6 +28,12 @@ namespace densa {
 namespace {
 
 bool have_avx512() { return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16); }
+// The FP8 kernel also needs AVX512-VBMI (its table lookup).
+bool have_fp8_kernel() {
+  const float scale = 1.0f;
+  const uint8_t code = 0;
+  return matmul_internal::matmul_quant_avx512_supports(fp8_block_view(&code, &scale, 1, 1));
+}
 
 struct QuantMatrix {
   std::vector<uint8_t> codes;
@@ -64,21 +75,40 @@ std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
   return x;
 }
 
-// Checks accuracy against ref::matmul and invariance over n and threads on the AVX-512 path.
+// Checks accuracy against the twin and the exact reference, and invariance over n and threads
+// on the AVX-512 path.
 void check_matrix(const WeightView& w) {
   ASSERT_TRUE(matmul_internal::matmul_quant_avx512_supports(w));
+  const bool fp8 = w.dtype == DType::kFP8E4M3;
   const int64_t n = 37;
   const std::vector<float> x = random_x(n, w.cols, 3);
-  std::vector<float> y(static_cast<size_t>(n * w.rows)), yref(y.size());
+  std::vector<float> y(static_cast<size_t>(n * w.rows)), ytwin(y.size()), yexact(y.size());
   matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, w, x.data(), n, y.data(), nullptr);
-  ref::matmul(w, x.data(), n, yref.data());
+  if (fp8) {
+    ref::matmul_fp8_x_bf16(w, x.data(), n, ytwin.data());
+  } else {
+    ref::matmul_int4_x_q8(w, x.data(), n, ytwin.data());
+  }
+  ref::matmul(w, x.data(), n, yexact.data());
   std::vector<float> wrow(static_cast<size_t>(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
     dequantize_row(w, r, wrow.data());
     for (int64_t i = 0; i < n; ++i) {
-      double mag = 0;
-      for (int64_t k = 0; k < w.cols; ++k) mag += std::fabs(static_cast<double>(wrow[k]) * x[i * w.cols + k]);
-      ASSERT_LE(std::fabs(y[i * w.rows + r] - yref[i * w.rows + r]), 1e-5 * mag + 1e-30) << i << "," << r;
+      const float* xi = x.data() + i * w.cols;
+      double mag = 0, bound = 0;
+      for (int64_t k = 0; k < w.cols; ++k) {
+        mag += std::fabs(static_cast<double>(wrow[k]) * xi[k]);
+        if (!fp8) {
+          const int64_t b0 = k / kActQ8Block * kActQ8Block;
+          float amax = 0;
+          for (int64_t j = b0; j < std::min(w.cols, b0 + kActQ8Block); ++j) amax = std::max(amax, std::fabs(xi[j]));
+          bound += std::fabs(static_cast<double>(wrow[k])) * amax / 254.0;
+        }
+      }
+      if (fp8) bound = mag * 0x1p-8;  // bf16 unit roundoff
+      const size_t at = static_cast<size_t>(i * w.rows + r);
+      ASSERT_LE(std::fabs(y[at] - ytwin[at]), 1e-5 * mag + 1e-30) << "twin " << i << "," << r;
+      ASSERT_LE(std::fabs(y[at] - yexact[at]), bound * (1 + 1e-6) + 1e-5 * mag + 1e-30) << "exact " << i << "," << r;
     }
   }
   ThreadPool pool(2);
@@ -94,7 +124,7 @@ void check_matrix(const WeightView& w) {
 }
 
 TEST(MatmulQuantAvx512, Fp8DecoderMatchesTableForAllCodes) {
-  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+  if (!have_fp8_kernel()) GTEST_SKIP() << "no AVX-512 with VBMI";
   uint8_t codes[256];
   for (int c = 0; c < 256; ++c) codes[c] = static_cast<uint8_t>(c);
   float out[256];
@@ -113,7 +143,7 @@ TEST(MatmulQuantAvx512, Fp8DecoderMatchesTableForAllCodes) {
 }
 
 TEST(MatmulQuantAvx512, Fp8MatchesReferenceAndIsInvariant) {
-  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+  if (!have_fp8_kernel()) GTEST_SKIP() << "no AVX-512 with VBMI";
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 384}, {37, 256}, {131, 300}, {9, 130}, {5, 17}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     QuantMatrix m = random_fp8(rows, cols, static_cast<uint32_t>(rows * 7 + cols));
@@ -123,8 +153,9 @@ TEST(MatmulQuantAvx512, Fp8MatchesReferenceAndIsInvariant) {
 
 TEST(MatmulQuantAvx512, Int4MatchesReferenceAndIsInvariant) {
   if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
-  for (int64_t group : {32, 128}) {
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 512}, {37, 256}, {13, 384}}) {
+  for (int64_t group : {32, 64, 128, 256}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 512}, {37, 256}, {13, 384}, {11, 224}}) {
+      if (cols % group != 0) continue;
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " g" + std::to_string(group));
       QuantMatrix m = random_int4(rows, cols, group, static_cast<uint32_t>(rows + cols + group));
       check_matrix(m.view);
@@ -132,20 +163,23 @@ TEST(MatmulQuantAvx512, Int4MatchesReferenceAndIsInvariant) {
   }
 }
 
-// The AVX-512 kernel and the fallback agree within rounding on the same data.
-TEST(MatmulQuantAvx512, AgreesWithFallback) {
-  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
-  QuantMatrix m = random_int4(24, 256, 32, 99);
-  const std::vector<float> x = random_x(3, 256, 4);
-  std::vector<float> a(3 * 24), b(3 * 24);
-  matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), 3, a.data(), nullptr);
-  matmul_internal::matmul_with_isa(CpuIsa::kScalar, m.view, x.data(), 3, b.data(), nullptr);
-  for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-4f * (1.0f + std::fabs(b[k])));
+// The fallback (every ISA below AVX-512) keeps x exact: it agrees with ref::matmul within
+// fp32 rounding, for FP8 and INT4.
+TEST(MatmulQuantFallback, MatchesExactReference) {
+  QuantMatrix q4 = random_int4(24, 256, 32, 99);
+  QuantMatrix f8 = random_fp8(19, 300, 98);
+  for (const WeightView* w : {&q4.view, &f8.view}) {
+    const std::vector<float> x = random_x(3, w->cols, 4);
+    std::vector<float> a(static_cast<size_t>(3 * w->rows)), b(a.size());
+    matmul_internal::matmul_with_isa(CpuIsa::kScalar, *w, x.data(), 3, a.data(), nullptr);
+    ref::matmul(*w, x.data(), 3, b.data());
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-5f * (1.0f + std::fabs(b[k])));
+  }
 }
 
 // A NaN code makes its row's outputs NaN, as the reference dequantization does.
 TEST(MatmulQuantAvx512, Fp8NanCodePropagates) {
-  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+  if (!have_fp8_kernel()) GTEST_SKIP() << "no AVX-512 with VBMI";
   QuantMatrix m = random_fp8(10, 256, 5);
   m.codes[3 * 256 + 200] = 0xff;
   m.codes[7 * 256 + 1] = 0x7f;

@@ -1,0 +1,53 @@
+#include "kernels/reference/matmul_quant_ref.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/check.h"
+#include "core/dtype.h"
+#include "quant/activation_q8.h"
+#include "quant/dequantize.h"
+
+namespace densa::ref {
+
+void matmul_fp8_x_bf16(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(w.dtype == DType::kFP8E4M3) << "matmul_fp8_x_bf16: dtype " << dtype_name(w.dtype);
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w, r, row.data());
+    for (int64_t i = 0; i < n; ++i) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < w.cols; ++k) acc += static_cast<double>(row[k]) * bf16_to_f32(f32_to_bf16(x[i * w.cols + k]));
+      y[i * w.rows + r] = static_cast<float>(acc);
+    }
+  }
+}
+
+void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(w.dtype == DType::kI4 && w.scale_rows == 1) << "matmul_int4_x_q8: dtype " << dtype_name(w.dtype);
+  const int64_t cols = w.cols, g = w.scale_cols;
+  std::vector<int8_t> q(static_cast<size_t>(cols));
+  std::vector<float> sx(static_cast<size_t>(activation_q8_num_blocks(cols)));
+  for (int64_t i = 0; i < n; ++i) {
+    activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const uint8_t* row = w.row_ptr(r);
+      double acc = 0.0;
+      // Sum exact integer products over each (x block, weight group) intersection.
+      for (int64_t k0 = 0; k0 < cols;) {
+        const int64_t b = k0 / kActQ8Block, grp = k0 / g;
+        const int64_t k1 = std::min({cols, (b + 1) * kActQ8Block, (grp + 1) * g});
+        int64_t isum = 0;
+        for (int64_t k = k0; k < k1; ++k) {
+          const int nibble = (row[k / 2] >> (4 * (k % 2))) & 0x0f;
+          isum += static_cast<int64_t>(nibble - 8) * q[static_cast<size_t>(k)];
+        }
+        acc += static_cast<double>(w.scales[r * (cols / g) + grp]) * sx[static_cast<size_t>(b)] * static_cast<double>(isum);
+        k0 = k1;
+      }
+      y[i * w.rows + r] = static_cast<float>(acc);
+    }
+  }
+}
+
+}  // namespace densa::ref

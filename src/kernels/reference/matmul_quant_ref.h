@@ -1,0 +1,19 @@
+#pragma once
+// Naive oracles for the AVX-512 FP8 / INT4 matmul, which rounds the activations once per call
+// (kernels/matmul_quant_avx512.cpp): the same products from the same rounded activations,
+// accumulated in double.
+#include <cstdint>
+
+#include "core/tensor_view.h"
+
+namespace densa::ref {
+
+// FP8 weights, x rounded to bf16: y[i, r] = sum_k dequantize(w)[r, k] * bf16(x[i, k]).
+void matmul_fp8_x_bf16(const WeightView& w, const float* x, int64_t n, float* y);
+
+// INT4 weights, x quantized by activation_q8_quantize (quant/activation_q8.h):
+// y[i, r] = sum over x blocks b and weight groups g of w_scale[r, g] * x_scale[i, b] *
+// sum_{k in b and g} (nibble - 8) * x_q[i, k].
+void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
+
+}  // namespace densa::ref
