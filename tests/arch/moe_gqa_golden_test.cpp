@@ -14,8 +14,9 @@
 //            top-1 equals the golden argmax at >= 85% and mean |logit - golden| <= 0.25
 //            (measured 0.91-0.97 and 0.08-0.13; random weights route on near-ties, so a few
 //            positions jump by several logits when FP8 rounding flips an expert).
-//   FP8 / INT4 weights (quantize-on-load): forward == forward on the dequantized fp32 weights
-//            (1e-3); FP8 closer to the reference than INT4.
+//   FP8 / INT4 weights (quantize-on-load): vs the forward on the dequantized fp32 weights,
+//            mean |dlogit| <= 0.03 (FP8) / 0.1 (INT4) and top-1 >= 90%; FP8 closer to the
+//            reference than INT4.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -270,10 +271,12 @@ TEST_P(ArchGolden, Fp8KvStaysCloseToReference) {
 }
 
 // Quantize-on-load converts every expert, shared-expert and attention matrix, and the forward
-// on the quantized weights equals (1e-3) the forward on their dequantized fp32 values: the
-// quantized kernels run the stored format faithfully. Accuracy against the reference is
-// printed (random weights have no redundancy, so INT4 moves top-1 much more than on trained
-// models); FP8 must stay closer to it than INT4.
+// on the quantized weights tracks the forward on their dequantized fp32 values: the FP8 / INT4
+// kernels round activations (bf16 / int8 blocks, kernels/README.md), which must cost far less
+// than the weight format itself (measured: mean |dlogit| vs the twin 0.008-0.013 FP8,
+// 0.03-0.09 INT4, a quarter or less of the error against the reference). Accuracy against the
+// reference is printed (random weights have no redundancy, so INT4 moves top-1 much more than
+// on trained models); FP8 must stay closer to it than INT4.
 TEST_P(ArchGolden, QuantizedWeightsMatchTheirDequantizedValues) {
   const ModelWeights& ref = weights(GetParam());
   const std::vector<Golden> golden = read_golden(GetParam());
@@ -304,18 +307,26 @@ TEST_P(ArchGolden, QuantizedWeightsMatchTheirDequantizedValues) {
       v = WeightView{.dtype = DType::kF32, .rows = v.rows, .cols = v.cols, .data = dst};
     });
     ASSERT_EQ(k, quantized.size());
-    double mean = 0;
+    double mean = 0, twin_mean = 0, twin_top1 = 0;
     for (const Golden& g : golden) {
       const std::vector<TokenId> tokens = full_sequence(g);
       const PassResult got = paged_logits(w, tokens, DType::kF32, KvScaleMode::kNone, 8);
       const PassResult want = paged_logits(twin, tokens, DType::kF32, KvScaleMode::kNone, 8);
-      EXPECT_LE(compare(got.logits, want.logits, w.config.vocab_size).max_abs, 1e-3) << dtype_name(dtype);
+      const Diff twin_diff = compare(got.logits, want.logits, w.config.vocab_size);
+      std::printf("[ note ] %s %s weights vs dequantized twin: max |dlogit| %.4f, mean %.5f, top-1 %.3f\n",
+                  GetParam().c_str(), std::string(dtype_name(dtype)).c_str(), twin_diff.max_abs, twin_diff.mean_abs,
+                  twin_diff.top1_agree);
+      twin_mean += twin_diff.mean_abs / static_cast<double>(golden.size());
+      twin_top1 += twin_diff.top1_agree / static_cast<double>(golden.size());
       const Diff d = compare(got.logits, g.logits, w.config.vocab_size);
       std::printf("[ note ] %s %s weights vs reference: top-1 %.3f, mean |dlogit| %.4f\n", GetParam().c_str(),
                   std::string(dtype_name(dtype)).c_str(), d.top1_agree, d.mean_abs);
       mean += d.mean_abs / static_cast<double>(golden.size());
     }
     (dtype == DType::kI4 ? mean_int4 : mean_fp8) = mean;
+    EXPECT_LE(twin_mean, dtype == DType::kI4 ? 0.1 : 0.03) << dtype_name(dtype);
+    EXPECT_GE(twin_top1, 0.9) << dtype_name(dtype);
+    EXPECT_LT(twin_mean, 0.25 * mean) << dtype_name(dtype) << ": kernel rounding rivals the weight format's own error";
   }
   EXPECT_LT(mean_fp8, mean_int4);
 }
