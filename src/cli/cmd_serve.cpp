@@ -66,6 +66,9 @@ Result<server::ServeRole> parse_role(const std::string& role) {
 Result<std::optional<KvScales>> kv_scales_from_flag(const std::string& flag, const ModelWeights& weights, DType kv_dtype) {
   if (flag == "dynamic") return std::optional<KvScales>();
   if (kv_dtype != DType::kFP8E4M3) return invalid_argument("--kv-scales " + flag + " needs --kv-dtype fp8");
+  if (weights.config.is_mla()) {
+    return invalid_argument("--kv-scales " + flag + ": an MLA latent KV cache takes dynamic fp8 scales only");
+  }
   if (flag == "checkpoint") {
     Result<std::optional<KvScales>> s = read_checkpoint_kv_scales(weights);
     if (!s.is_ok()) return s.status();
