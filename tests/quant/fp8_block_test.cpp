@@ -102,8 +102,10 @@ TEST(Fp8Block, AllZeroBlockHasUnitScale) {
   for (uint8_t c : codes) ASSERT_EQ(c, 0);
 }
 
-// matmul with FP8 weights == ref::matmul on the dequantized weights within fp32 rounding:
-// |y - ref| <= 1e-5 * sum_k |w x| (ref accumulates in double); batch and thread invariant.
+// matmul with FP8 weights == ref::matmul on the dequantized weights within the kernels' stated
+// bound: the AVX-512 path rounds x to bf16 once per call (W8A16), so
+// |y - ref| <= 2^-8 * sum_k |w x| (+ fp32 rounding); the exact fallback is far inside it.
+// Batch and thread invariant bit for bit.
 TEST(Fp8BlockMatmul, MatchesReferenceAndIsBatchInvariant) {
   RandomFp8 m(160, 384, 11);
   const int64_t n = 9;
@@ -120,7 +122,7 @@ TEST(Fp8BlockMatmul, MatchesReferenceAndIsBatchInvariant) {
     for (int64_t i = 0; i < n; ++i) {
       double mag = 0;
       for (int64_t k = 0; k < m.cols; ++k) mag += std::fabs(static_cast<double>(wrow[k]) * x[i * m.cols + k]);
-      ASSERT_LE(std::fabs(y[i * m.rows + r] - yref[i * m.rows + r]), 1e-5 * mag + 1e-30) << i << "," << r;
+      ASSERT_LE(std::fabs(y[i * m.rows + r] - yref[i * m.rows + r]), (0x1p-8 + 1e-5) * mag + 1e-30) << i << "," << r;
     }
   }
   ThreadPool pool(3);

@@ -142,6 +142,9 @@ TEST_F(RouterServe, ModelsHealthAndMetrics) {
   ASSERT_EQ(health["decode"].size(), 2u);
   EXPECT_EQ(health["decode"][1]["url"], b_->url());
   EXPECT_EQ(health["decode"][1]["healthy"], true);
+  // One request of its own, so the counter is checked whatever ran before in this process.
+  const CurlResponse r = router_->post("/v1/completions", completion_body(kPrompts[0], 4, false));
+  EXPECT_EQ(r.status, 200) << r.body;
   const std::string m = router_->get("/metrics").body;
   EXPECT_GT(metric(m, "densa_router_requests_total"), 0);
   EXPECT_EQ(metric(m, "densa_router_worker_requests_in_flight{role=\"decode\",url=\"" + a_->url() + "\"}"), 0);
