@@ -414,6 +414,10 @@ void EngineImpl::end_import_now(ImportEnd& e) {
     return;
   }
   r.num_computed_tokens = r.table.num_tokens = im.num_tokens;
+  timelines_.submitted(r.id, r.arrival_time);
+  if (RequestTimeline* t = timelines_.find(r.id)) {
+    t->kv_transfer_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - im.began).count();
+  }
   streams_.emplace(r.id, std::move(im.stream));
   scheduler_.add(std::move(im.request));
 }

@@ -7,6 +7,7 @@
 // Engine thread turn: take the inbox -> abort cancelled requests (pages freed now) ->
 // plan_step -> apply -> run -> commit -> emit events -> publish stats [-> kv_audit].
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <future>
 #include <memory>
@@ -58,6 +59,9 @@ class EngineImpl final : public Engine {
     std::unique_ptr<Request> request;
     std::shared_ptr<RequestStream> stream;
     int32_t num_tokens = 0;  // prompt tokens whose KV is imported
+    // Pages reserved: kv_transfer_us runs from here to adoption (the prefill worker's compute
+    // plus the wire and the checks).
+    std::chrono::steady_clock::time_point began = std::chrono::steady_clock::now();
   };
   struct ImportBegin {
     Submission submission;

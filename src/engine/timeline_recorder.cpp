@@ -26,7 +26,8 @@ void TimelineRecorder::step(std::span<const ScheduledChunk> chunks, std::span<Re
     Entry& e = it->second;
     if (!e.started) {
       e.started = true;
-      e.timeline.queue_us = std::max(0.0, micros(begin - e.timeline.submit_time));
+      // An imported request waited for its KV transfer before it could queue; that is not queueing.
+      e.timeline.queue_us = std::max(0.0, micros(begin - e.timeline.submit_time) - e.timeline.kv_transfer_us);
     }
     // A chunk holding prompt tokens is prefill; one generated token fed back is decode.
     const bool prefill = requests[k] == nullptr || chunks[k].begin < requests[k]->num_prompt_tokens;

@@ -95,6 +95,14 @@ TEST(KvImport, SameFormatImportEqualsColocatedGreedy) {
     for (size_t i = 0; i < std::min(got.events.size(), want.events.size()); ++i)
       EXPECT_EQ(got.events[i].logprob, want.events[i].logprob) << i;
     EXPECT_EQ(got.finish, want.finish);
+    // The timing breakdown names the transfer as its own stage; colocated has none.
+    ASSERT_TRUE(got.events.back().timeline.has_value());
+    ASSERT_TRUE(want.events.back().timeline.has_value());
+    const RequestTimeline& t = *got.events.back().timeline;
+    EXPECT_GT(t.kv_transfer_us, 0.0);
+    EXPECT_EQ(want.events.back().timeline->kv_transfer_us, 0.0);
+    EXPECT_GE(t.queue_us, 0.0);
+    EXPECT_LE(t.queue_us + t.kv_transfer_us + t.prefill_us() + t.decode_us(), t.total_us + 1.0);
   }
   expect_idle_and_clean(*prefill);
   expect_idle_and_clean(*decode);

@@ -21,9 +21,12 @@ void expect_consistent_runs(const BenchOfflineReport& r, const BenchOfflineConfi
   EXPECT_EQ(r.prompt_tokens, int64_t{c.batch} * c.prompt_len);
   for (const BenchOfflineRun& run : r.runs) {
     EXPECT_EQ(run.generated_tokens, int64_t{c.batch} * c.gen_len);
-    // The whole batch prefills in one step, so every request decodes gen_len - 1 tokens
-    // after the last first token, in gen_len - 1 steps.
-    EXPECT_EQ(run.decode_tokens, int64_t{c.batch} * (c.gen_len - 1));
+    // Decode counts what comes after the batch's last first token. Usually the whole batch
+    // prefills in one step and every request decodes gen_len - 1 tokens after it; requests are
+    // submitted one by one, though, so under load the engine may prefill an early one alone and
+    // some of its tokens land before that point. The last request always decodes gen_len - 1.
+    EXPECT_LE(run.decode_tokens, int64_t{c.batch} * (c.gen_len - 1));
+    EXPECT_GE(run.decode_tokens, int64_t{c.gen_len - 1});
     EXPECT_EQ(run.decode_steps, c.gen_len - 1);
     EXPECT_GT(run.prefill_s, 0);
     EXPECT_GT(run.decode_s, 0);
