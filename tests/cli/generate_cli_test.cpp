@@ -8,27 +8,11 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/cli_run.h"
 #include "test_util.h"
 
 namespace densa {
 namespace {
-
-struct RunResult {
-  int exit_code;
-  std::string output;  // stdout + stderr
-};
-
-RunResult run(const std::string& args) {
-  const std::string cmd = std::string(DENSA_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WEXITSTATUS(status), out};
-}
 
 const std::string kPrompt = "Once upon a time, there was a little girl named Lily.";
 
