@@ -1,6 +1,15 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DENSA_CPU_RELAX() _mm_pause()
+#else
+#define DENSA_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace densa {
 
@@ -15,7 +24,17 @@ std::pair<int64_t, int64_t> chunk_of(int64_t n, int64_t grain, int parts, int id
 }
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) {
+namespace {
+int spin_from_env() {
+  const char* v = std::getenv("DENSA_POOL_SPIN_US");
+  if (v == nullptr || *v == '\0') return ThreadPool::kDefaultSpinUs;
+  char* end = nullptr;
+  const long us = std::strtol(v, &end, 10);
+  return end != nullptr && *end == '\0' && us >= 0 && us <= 1000000 ? static_cast<int>(us) : ThreadPool::kDefaultSpinUs;
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads, int spin_us) : spin_us_(spin_us < 0 ? spin_from_env() : spin_us) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -24,10 +43,25 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+// Polls `done` for up to spin_us_; true if it became true.
+bool ThreadPool::spin_until(const std::function<bool()>& done) const {
+  if (spin_us_ == 0) return done();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    DENSA_CPU_RELAX();
+    if ((i & 63) == 63) {
+      if (std::chrono::steady_clock::now() >= deadline) return done();
+      // More threads than free cores: let a descheduled peer run instead of spinning it out.
+      if ((i & 1023) == 1023) std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
@@ -38,41 +72,51 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_grain_ = grain;
-    pending_ = num_threads_ - 1;
-    ++generation_;
+  job_ = &fn;
+  job_n_ = n;
+  job_grain_ = grain;
+  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  // seq_cst on both sides: either a worker going to sleep sees the new generation, or this
+  // thread sees it among the sleepers and wakes it under the lock.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    sleeping_wakes_.fetch_add(1, std::memory_order_relaxed);
+    { std::lock_guard<std::mutex> lock(mu_); }
+    start_cv_.notify_all();
   }
-  start_cv_.notify_all();
   auto [b, e] = chunk_of(n, grain, num_threads_, 0);
   if (b < e) fn(b, e);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  auto all_done = [this] { return pending_.load() == 0; };
+  if (!spin_until(all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_waiting_.store(true, std::memory_order_seq_cst);
+    done_cv_.wait(lock, all_done);
+    caller_waiting_.store(false, std::memory_order_relaxed);
+  }
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int worker_idx) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n, grain;
-    {
+    auto ready = [&] {
+      return stop_.load() || generation_.load() != seen;  // seq_cst: pairs with parallel_for
+    };
+    if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      grain = job_grain_;
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      start_cv_.wait(lock, ready);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const auto* job = job_;
+    const int64_t n = job_n_, grain = job_grain_;
     auto [b, e] = chunk_of(n, grain, num_threads_, worker_idx);
     if (b < e) (*job)(b, e);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_waiting_.load(std::memory_order_seq_cst)) {
+      { std::lock_guard<std::mutex> lock(mu_); }
+      done_cv_.notify_one();
     }
   }
 }

@@ -1,7 +1,14 @@
 #pragma once
 // A fixed pool of worker threads for kernels. parallel_for splits [0, n) into contiguous
-// chunks, one per thread, so a given (n, num_threads) always gives the same partition and
-// the same reduction order per output element.
+// chunks, one per thread, so a given (n, num_threads, grain) always gives the same partition
+// and the same reduction order per output element.
+//
+// Hand-off: a decode step issues hundreds of short parallel_for calls (one per matmul and
+// attention call), so waking a sleeping thread each time (a futex wake, and on a VM an
+// inter-processor interrupt) would cost more than the work. Workers and the caller therefore
+// spin on atomics for up to `spin_us` after their last job before they sleep on a condition
+// variable; an idle pool sleeps and costs nothing.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -13,8 +20,12 @@ namespace densa {
 
 class ThreadPool {
  public:
-  // num_threads <= 0 means all hardware threads.
-  explicit ThreadPool(int num_threads = 0);
+  static constexpr int kDefaultSpinUs = 2000;
+
+  // num_threads <= 0 means all hardware threads. spin_us: how long a thread polls for the
+  // next job (workers) or for the others to finish (the caller) before it sleeps; 0 sleeps
+  // at once; < 0 takes DENSA_POOL_SPIN_US from the environment, else kDefaultSpinUs.
+  explicit ThreadPool(int num_threads = 0, int spin_us = -1);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -25,20 +36,32 @@ class ThreadPool {
   // `grain` except the last. Blocks until all chunks finish. Not reentrant.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
+  // Jobs handed out so far and how many of them found a worker asleep (a futex wake was
+  // needed): a cheap check that the hand-off stays on the spinning path.
+  uint64_t jobs() const { return generation_.load(std::memory_order_relaxed); }
+  uint64_t sleeping_wakes() const { return sleeping_wakes_.load(std::memory_order_relaxed); }
+
  private:
   void worker_loop(int worker_idx);
+  bool spin_until(const std::function<bool()>& done) const;
 
   int num_threads_;
+  int spin_us_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
+  // Written by the caller before generation_ is bumped (release), read by workers after
+  // they see the new generation (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_grain_ = 1;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<int> sleepers_{0};          // workers blocked (or about to block) on start_cv_
+  std::atomic<bool> caller_waiting_{false};  // the caller blocked on done_cv_
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> sleeping_wakes_{0};
 };
 
 }  // namespace densa

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "core/check.h"
 #include "kernels/internal/matmul_isa.h"
@@ -18,7 +20,7 @@ namespace matmul_internal {
 namespace {
 
 // A thread task should cost at least this many byte-equivalents (see row_cost below) so that
-// the wake-up cost of the pool (~10 us) stays small next to the work.
+// the hand-off cost of the pool stays small next to the work.
 constexpr int64_t kMinTaskBytes = 256 * 1024;
 // Row tiles of the SIMD kernels are at most 8 rows; keep chunks whole tiles.
 constexpr int64_t kRowTile = 8;
@@ -91,40 +93,130 @@ void matmul_rows_scalar(const WeightView& w, const float* x, int64_t n, float* y
   }
 }
 
-void matmul_with_isa(CpuIsa isa, const WeightView& w, const float* x, int64_t n, float* y,
-                     ThreadPool* pool) {
-  // FP8 / INT4 weights: the AVX-512 kernel where it applies, else the reference-decoding
-  // fallback.
-  if (matmul_quant_fallback_supports(w.dtype)) {
-    if (isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
-      CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "matmul: isa " << cpu_isa_name(isa);
-      return matmul_quant_avx512(w, x, n, y, pool);
+namespace {
+
+// One product ready to run over any range of its output rows.
+struct RowsJob {
+  const MatmulJob* job = nullptr;
+  enum class Kind { kPlain, kQuantAvx512, kQuantFallback } kind = Kind::kPlain;
+  MatmulRowsFn fn = nullptr;       // kPlain
+  const uint8_t* xp = nullptr;     // kQuantAvx512: prepared activations
+  int64_t row_cost = 1;            // byte-equivalents per output row (see run_jobs)
+
+  void run(int64_t r_begin, int64_t r_end) const {
+    const MatmulJob& j = *job;
+    switch (kind) {
+      case Kind::kPlain: return fn(j.w, j.x, j.n, j.y, r_begin, r_end);
+      case Kind::kQuantAvx512: return matmul_quant_avx512_rows(j.w, xp, j.n, j.y, r_begin, r_end);
+      case Kind::kQuantFallback: return matmul_quant_fallback_rows(j.w, j.x, j.n, j.y, r_begin, r_end);
     }
-    return matmul_quant_fallback(w, x, n, y, pool);
   }
-  CHECK(matmul_supports(w.dtype)) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
-  CHECK(w.cols % dtype_block_elems(w.dtype) == 0) << "matmul: cols " << w.cols;
-  CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "matmul: isa " << cpu_isa_name(isa);
-  if (n <= 0 || w.rows <= 0) return;
-  const MatmulRowsFn fn = rows_fn(isa);
-  if (pool == nullptr || pool->num_threads() == 1) {
-    fn(w, x, n, y, 0, w.rows);
+};
+
+// Where part p of `parts` equal shares of the jobs' total cost starts: (job, row), rows
+// rounded to whole row tiles inside a job. Monotone in p, so the parts tile all rows once.
+std::pair<size_t, int64_t> part_start(const std::vector<RowsJob>& jobs, int64_t total, int64_t parts, int64_t p) {
+  if (p >= parts) return {jobs.size(), 0};
+  // total * p / parts without overflow for any realistic total (< 2^62 / parts).
+  int64_t target = static_cast<int64_t>(static_cast<__int128>(total) * p / parts);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const int64_t rows = jobs[j].job->w.rows, cost = jobs[j].row_cost * rows;
+    if (target < cost) {
+      int64_t r = (target / jobs[j].row_cost + kRowTile / 2) / kRowTile * kRowTile;
+      if (r >= rows) return {j + 1, 0};
+      return {j, r};
+    }
+    target -= cost;
+  }
+  return {jobs.size(), 0};
+}
+
+void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
+  int64_t total = 0;
+  for (const RowsJob& j : jobs) total += j.row_cost * j.job->w.rows;
+  const int threads = pool == nullptr ? 1 : pool->num_threads();
+  // Split over output rows only: each y[i, r] is computed whole by one thread. Equal shares of
+  // cost for as many threads as get kMinTaskBytes each.
+  const int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, threads);
+  if (parts == 1) {
+    for (const RowsJob& j : jobs) j.run(0, j.job->w.rows);
     return;
   }
-  // Split over output rows only: each y[i, r] is computed whole by one thread.
-  // Cost of one row in byte-equivalents: its weight bytes plus n * cols multiply-adds (one
-  // multiply-add takes about as long as streaming one weight byte on one core).
-  const int64_t row_cost = w.row_bytes() + n * w.cols;
-  int64_t grain = std::max<int64_t>(1, kMinTaskBytes / std::max<int64_t>(1, row_cost));
-  grain = (grain + kRowTile - 1) / kRowTile * kRowTile;
-  pool->parallel_for(
-      w.rows, [&](int64_t r_begin, int64_t r_end) { fn(w, x, n, y, r_begin, r_end); }, grain);
+  pool->parallel_for(parts, [&](int64_t p_begin, int64_t p_end) {
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      auto [j, r] = part_start(jobs, total, parts, p);
+      const auto [j_end, r_end] = part_start(jobs, total, parts, p + 1);
+      for (; j < jobs.size() && (j < j_end || (j == j_end && r < r_end)); ++j, r = 0) {
+        const int64_t stop = j == j_end ? r_end : jobs[j].job->w.rows;
+        if (r < stop) jobs[j].run(r, stop);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPool* pool) {
+  CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "matmul: isa " << cpu_isa_name(isa);
+  std::vector<RowsJob> run;
+  run.reserve(jobs.size());
+  int64_t x_bytes = 0;
+  for (const MatmulJob& j : jobs) {
+    const WeightView& w = j.w;
+    if (j.n <= 0 || w.rows <= 0) continue;
+    RowsJob r;
+    r.job = &j;
+    if (matmul_quant_fallback_supports(w.dtype)) {
+      // FP8 / INT4 weights: the AVX-512 kernel where it applies, else the reference-decoding
+      // fallback.
+      if (isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
+        r.kind = RowsJob::Kind::kQuantAvx512;
+        r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
+        x_bytes += (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
+      } else {
+        r.kind = RowsJob::Kind::kQuantFallback;
+        r.row_cost = matmul_quant_fallback_row_cost(w, j.n);
+      }
+    } else {
+      CHECK(matmul_supports(w.dtype)) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
+      CHECK(w.cols % dtype_block_elems(w.dtype) == 0) << "matmul: cols " << w.cols;
+      r.fn = rows_fn(isa);
+      // Its weight bytes plus n * cols multiply-adds (one multiply-add takes about as long as
+      // streaming one weight byte on one core).
+      r.row_cost = w.row_bytes() + j.n * w.cols;
+    }
+    r.row_cost = std::max<int64_t>(1, r.row_cost);
+    run.push_back(r);
+  }
+  if (run.empty()) return;
+  // The one allocation: every quantized job's activations, rounded once for all its rows.
+  std::unique_ptr<uint8_t[]> buf;
+  if (x_bytes > 0) {
+    buf.reset(new uint8_t[static_cast<size_t>(x_bytes + 64)]);
+    uint8_t* at = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
+    for (RowsJob& r : run) {
+      if (r.kind != RowsJob::Kind::kQuantAvx512) continue;
+      matmul_quant_avx512_prepare(r.job->w, r.job->x, r.job->n, at);
+      r.xp = at;
+      at += (matmul_quant_avx512_x_bytes(r.job->w, r.job->n) + 63) / 64 * 64;
+    }
+  }
+  run_jobs(run, pool);
+}
+
+void matmul_with_isa(CpuIsa isa, const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
+  const MatmulJob job{w, x, n, y};
+  matmul_many_with_isa(isa, std::span<const MatmulJob>(&job, 1), pool);
 }
 
 }  // namespace matmul_internal
 
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
   matmul_internal::matmul_with_isa(cpu_isa(), w, x, n, y, pool);
+}
+
+void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool) {
+  matmul_internal::matmul_many_with_isa(cpu_isa(), jobs, pool);
 }
 
 }  // namespace densa

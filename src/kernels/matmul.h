@@ -5,6 +5,7 @@
 // arithmetic and the same reduction order whatever n, the other rows of x, or the thread
 // count, so a request's result never depends on what else is in the batch.
 #include <cstdint>
+#include <span>
 
 #include "core/tensor_view.h"
 #include "core/thread_pool.h"
@@ -13,5 +14,19 @@ namespace densa {
 
 // x: [n, w.cols] row-major, y: [n, w.rows] row-major. pool may be null (single thread).
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool);
+
+// One product of matmul_many: y[n, w.rows] = x[n, w.cols] . w^T.
+struct MatmulJob {
+  WeightView w;
+  const float* x = nullptr;
+  int64_t n = 0;
+  float* y = nullptr;
+};
+
+// Several independent products in one pass over the pool (e.g. Q, K and V of a layer, gate
+// and up of a SwiGLU FFN, every active expert of an MoE layer): the threads split the rows of
+// all of them by cost, so small products share a hand-off and the split stays even. Every
+// y[i, r] is computed exactly as matmul() computes it. Outputs must not overlap inputs.
+void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 
 }  // namespace densa

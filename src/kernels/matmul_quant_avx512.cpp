@@ -59,8 +59,7 @@
 namespace densa::matmul_internal {
 namespace {
 
-constexpr int64_t kMinTaskBytes = 256 * 1024;
-constexpr int64_t kRowTile = 8;
+constexpr int64_t kPrefetchBytes = 512;  // software prefetch distance per weight row
 
 constexpr int64_t kFp8Step = 64;          // columns per FP8 step (one 64-byte load)
 constexpr int64_t kFp8StepBytes = 128;    // prepared activations per step (64 bf16)
@@ -241,6 +240,7 @@ DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         __m512i w0, w1;
+        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + kPrefetchBytes), _MM_HINT_T0);
         fp8_to_bf16(_mm512_maskz_loadu_epi8(m, rp[r] + k), lut, w0, w1);
 #pragma GCC unroll 16
         for (int i = 0; i < NX; ++i) {
@@ -289,20 +289,29 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
 #pragma GCC unroll 16
     for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
   }
+  // Scale index of the chunk's first element, kept without a division in the loop:
+  // g < 128 advances 128 / g groups per chunk, g >= 128 one group every g / 128 chunks.
+  const int64_t groups_per_chunk = small_groups ? kInt4Chunk / g : 0;
+  const int64_t chunks_per_group = small_groups ? 1 : g / kInt4Chunk;
+  int64_t sidx = 0, chunk_in_group = 0;
   for (int64_t k = 0; k < cols; k += kInt4Chunk) {
-    const __mmask64 m = byte_mask((cols - k) / 2);
-    const __mmask16 gm = static_cast<__mmask16>((1u << std::min<int64_t>(16, (cols - k) / g)) - 1u);
+    const bool tail = cols - k < kInt4Chunk;
+    const __mmask64 m = tail ? byte_mask((cols - k) / 2) : ~__mmask64{0};
+    const __mmask16 gm = tail ? static_cast<__mmask16>((1u << ((cols - k) / g)) - 1u) : __mmask16{0xffff};
     const uint8_t* xs[NX];
 #pragma GCC unroll 16
     for (int i = 0; i < NX; ++i) xs[i] = a.xp + (i0 + i) * a.x_stride + k / kInt4Chunk * kInt4ChunkBytes;
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
+      // Eight short row streams defeat the hardware prefetcher: ask for each row's data
+      // kPrefetchBytes ahead (past a row's end that is the next row, read next anyway).
+      _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + kPrefetchBytes), _MM_HINT_T0);
       const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k / 2);
       const __m512i lo = _mm512_and_si512(v, nib);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
       const __m512 ws = small_groups
-                            ? _mm512_permutexvar_ps(lane_group, _mm512_maskz_loadu_ps(gm, sp[r] + k / g))
-                            : _mm512_set1_ps(sp[r][k / g]);
+                            ? _mm512_permutexvar_ps(lane_group, _mm512_maskz_loadu_ps(gm, sp[r] + sidx))
+                            : _mm512_set1_ps(sp[r][sidx]);
 #pragma GCC unroll 16
       for (int i = 0; i < NX; ++i) {
         __m512i s = _mm512_loadu_si512(xs[i] + 192);
@@ -311,6 +320,12 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
         const __m512 scale = _mm512_mul_ps(ws, _mm512_loadu_ps(reinterpret_cast<const float*>(xs[i] + 128)));
         acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[r][i]);
       }
+    }
+    if (small_groups) {
+      sidx += groups_per_chunk;
+    } else if (++chunk_in_group == chunks_per_group) {
+      chunk_in_group = 0;
+      ++sidx;
     }
   }
 #pragma GCC unroll 16
@@ -348,7 +363,7 @@ DENSA_AVX512 void row_tiles(const Args& a, int64_t n, int64_t r_begin, int64_t r
 // accumulator per pair) or 4 x 3 (INT4) x rows, each decoded weight vector used per x row.
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   if (a.w->dtype == DType::kFP8E4M3) {
-    if (n == 1) return row_tiles<true, 8, 1>(a, n, r_begin, r_end);
+    if (n == 1) return row_tiles<true, 4, 1>(a, n, r_begin, r_end);
     return row_tiles<true, 4, 2>(a, n, r_begin, r_end);
   }
   if (n == 1) return row_tiles<false, 8, 1>(a, n, r_begin, r_end);
@@ -373,15 +388,17 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
   return false;
 }
 
-void matmul_quant_avx512(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
+int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n) {
+  const int64_t stride = w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : int4_x_stride(w.cols);
+  return n * stride;
+}
+
+void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n, uint8_t* xp) {
   CHECK(matmul_quant_avx512_supports(w)) << "matmul avx512 quant: dtype " << dtype_name(w.dtype)
                                          << ", scale block " << w.scale_rows << "x" << w.scale_cols;
-  if (n <= 0 || w.rows <= 0) return;
+  CHECK(reinterpret_cast<uintptr_t>(xp) % 64 == 0) << "matmul avx512 quant: unaligned activations";
   const bool fp8 = w.dtype == DType::kFP8E4M3;
-  // The one allocation: the activations, rounded once for every weight row.
   const int64_t stride = fp8 ? fp8_x_stride(w.cols) : int4_x_stride(w.cols);
-  std::unique_ptr<uint8_t[]> buf(new uint8_t[static_cast<size_t>(n * stride + 64)]);
-  uint8_t* xp = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
   for (int64_t i = 0; i < n; ++i) {
     if (fp8) {
       prepare_x_fp8(x + i * w.cols, w.cols, xp + i * stride);
@@ -389,18 +406,17 @@ void matmul_quant_avx512(const WeightView& w, const float* x, int64_t n, float* 
       prepare_x_int4(x + i * w.cols, w.cols, xp + i * stride);
     }
   }
-  const Args a{&w, xp, stride, y};
-  if (pool == nullptr || pool->num_threads() == 1) {
-    rows(a, n, 0, w.rows);
-    return;
-  }
-  // Split over output rows only (each y[i, r] is computed whole by one thread); cost in
-  // byte-equivalents as in matmul.cpp.
-  const int64_t row_cost = w.row_bytes() + n * w.cols / 4;
-  int64_t grain = std::max<int64_t>(1, kMinTaskBytes / std::max<int64_t>(1, row_cost));
-  grain = (grain + kRowTile - 1) / kRowTile * kRowTile;
-  pool->parallel_for(w.rows, [&](int64_t b, int64_t e) { rows(a, n, b, e); }, grain);
 }
+
+void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
+                              int64_t r_end) {
+  if (n <= 0 || r_begin >= r_end) return;
+  const int64_t stride = w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : int4_x_stride(w.cols);
+  const Args a{&w, xp, stride, y};
+  rows(a, n, r_begin, r_end);
+}
+
+int64_t matmul_quant_avx512_row_cost(const WeightView& w, int64_t n) { return w.row_bytes() + n * w.cols / 4; }
 
 DENSA_AVX512 void fp8_e4m3_decode16_avx512(const uint8_t* codes, float* out) {
   const Fp8Lut& t = fp8_lut();

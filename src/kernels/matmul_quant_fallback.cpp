@@ -15,7 +15,6 @@ namespace {
 
 constexpr int64_t kChunk = 256;  // multiple of every block/group alignment dequantize needs
 constexpr int kTile = 8;
-constexpr int64_t kMinTaskBytes = 256 * 1024;
 
 void rows_kernel(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin, int64_t r_end) {
   const int64_t cols = w.cols;
@@ -42,18 +41,17 @@ void rows_kernel(const WeightView& w, const float* x, int64_t n, float* y, int64
 
 bool matmul_quant_fallback_supports(DType t) { return t == DType::kFP8E4M3 || t == DType::kI4; }
 
-void matmul_quant_fallback(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
+void matmul_quant_fallback_rows(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
+                                int64_t r_end) {
   CHECK(matmul_quant_fallback_supports(w.dtype)) << "matmul fallback: dtype " << dtype_name(w.dtype);
   CHECK(w.scales != nullptr && w.scale_rows > 0 && w.scale_cols > 0) << "matmul fallback: missing scales";
   CHECK(w.cols % 2 == 0) << "matmul fallback: cols " << w.cols;
-  if (n <= 0 || w.rows <= 0) return;
-  if (pool == nullptr || pool->num_threads() == 1) {
-    rows_kernel(w, x, n, y, 0, w.rows);
-    return;
-  }
-  const int64_t row_cost = w.row_bytes() + n * w.cols * 2;  // decoding costs about one more pass
-  const int64_t grain = std::max<int64_t>(1, kMinTaskBytes / std::max<int64_t>(1, row_cost));
-  pool->parallel_for(w.rows, [&](int64_t b, int64_t e) { rows_kernel(w, x, n, y, b, e); }, grain);
+  if (n <= 0 || r_begin >= r_end) return;
+  rows_kernel(w, x, n, y, r_begin, r_end);
+}
+
+int64_t matmul_quant_fallback_row_cost(const WeightView& w, int64_t n) {
+  return w.row_bytes() + n * w.cols * 2;  // decoding costs about one more pass
 }
 
 }  // namespace densa::matmul_internal

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/check.h"
 #include "kernels/activation.h"
 #include "kernels/matmul.h"
 #include "model/moe_routing.h"
@@ -35,8 +36,8 @@ void route(const ModelConfig& cfg, const LayerWeights& lw, const float* logits, 
 
 void swiglu_ffn(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w, const float* in,
                 int64_t n, float* gate, float* up, float* out, ThreadPool* pool) {
-  matmul(gate_w, in, n, gate, pool);
-  matmul(up_w, in, n, up, pool);
+  const MatmulJob gate_up[2] = {{gate_w, in, n, gate}, {up_w, in, n, up}};
+  matmul_many(gate_up, pool);
   silu_mul(gate, up, n * gate_w.rows);
   matmul(down_w, gate, n, out, pool);
 }
@@ -44,7 +45,6 @@ void swiglu_ffn(const WeightView& gate_w, const WeightView& up_w, const WeightVi
 void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, int64_t n, ForwardScratch& s,
              int32_t* selected, ThreadPool* pool, float* out) {
   const int E = cfg.num_experts, K = cfg.num_experts_per_tok, H = cfg.hidden_size;
-  const int64_t I = std::max(cfg.moe_intermediate_size, cfg.shared_expert_intermediate_size);
   float* router = grow(s.router, n * E);
   matmul(lw.router, xn, n, router, pool);
   int32_t* ids = grow(s.topk_ids, n * K);
@@ -52,37 +52,79 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   route(cfg, lw, router, n, ids, wts);
   std::copy_n(ids, n * K, selected);
 
-  std::fill_n(out, n * H, 0.0f);
-  for (int e = 0; e < E; ++e) {
-    s.expert_rows.clear();
-    s.expert_weight.clear();
+  // Tokens grouped per expert (ascending expert, then ascending token): expert e's rows are
+  // [first[e], first[e + 1]) of expert_rows / expert_weight and of the stacked buffers below.
+  std::vector<int64_t>& first = s.expert_first;
+  first.assign(E + 1, 0);
+  for (int64_t i = 0; i < n * K; ++i) {
+    CHECK(ids[i] >= 0 && ids[i] < E) << "expert id " << ids[i];
+    ++first[ids[i] + 1];
+  }
+  for (int e = 0; e < E; ++e) first[e + 1] += first[e];
+  const int64_t M = first[E];
+  s.expert_rows.resize(M);
+  s.expert_weight.resize(M);
+  {
+    std::vector<int64_t>& at = s.expert_fill;
+    at.assign(first.begin(), first.end() - 1);
     for (int64_t t = 0; t < n; ++t) {
       for (int k = 0; k < K; ++k) {
-        if (ids[t * K + k] == e) {
-          s.expert_rows.push_back(static_cast<int32_t>(t));
-          s.expert_weight.push_back(wts[t * K + k]);
-        }
+        const int e = ids[t * K + k];
+        s.expert_rows[at[e]] = static_cast<int32_t>(t);
+        s.expert_weight[at[e]] = wts[t * K + k];
+        ++at[e];
       }
     }
-    const int64_t m = static_cast<int64_t>(s.expert_rows.size());
-    if (m == 0) continue;
-    float* in = grow(s.expert_in, m * H);
-    for (int64_t j = 0; j < m; ++j) std::copy_n(xn + s.expert_rows[j] * H, H, in + j * H);
-    float* y = grow(s.expert_out, m * H);
-    const auto gemm_begin = s.time_experts ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    swiglu_ffn(lw.expert_gate[e], lw.expert_up[e], lw.expert_down[e], in, m, grow(s.gate, m * I),
-               grow(s.up, m * I), y, pool);
-    if (s.time_experts)
-      s.expert_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - gemm_begin).count();
-    for (int64_t j = 0; j < m; ++j) {
-      float* o = out + s.expert_rows[j] * H;
-      const float wj = s.expert_weight[j];
-      for (int d = 0; d < H; ++d) o[d] += wj * y[j * H + d];
-    }
   }
-  if (lw.shared_gate.empty()) return;
-  float* y = grow(s.expert_out, n * H);
-  swiglu_ffn(lw.shared_gate, lw.shared_up, lw.shared_down, xn, n, grow(s.gate, n * I), grow(s.up, n * I), y, pool);
+  const bool shared = !lw.shared_gate.empty();
+  const int64_t I = lw.expert_gate.empty() ? 0 : lw.expert_gate[0].rows;
+  const int64_t Is = shared ? lw.shared_gate.rows : 0;
+  float* in = grow(s.expert_in, M * H);
+  for (int64_t j = 0; j < M; ++j) std::copy_n(xn + s.expert_rows[j] * H, H, in + j * H);
+  float* gate = grow(s.gate, M * I + n * Is);
+  float* up = grow(s.up, M * I + n * Is);
+  float* y = grow(s.expert_out, (M + (shared ? n : 0)) * H);
+  float* shared_gate = gate + M * I;
+  float* shared_up = up + M * I;
+  float* shared_y = y + M * H;
+
+  // Every active expert's gate and up (and the shared expert's) in one pass over the pool,
+  // then every down: tokens routed to one expert share one pass over its weights.
+  const auto gemm_begin = s.time_experts ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  std::vector<MatmulJob>& jobs = s.expert_jobs;
+  jobs.clear();
+  for (int e = 0; e < E; ++e) {
+    const int64_t m = first[e + 1] - first[e];
+    if (m == 0) continue;
+    CHECK(lw.expert_gate[e].rows == I) << "expert " << e << " intermediate size";
+    jobs.push_back({lw.expert_gate[e], in + first[e] * H, m, gate + first[e] * I});
+    jobs.push_back({lw.expert_up[e], in + first[e] * H, m, up + first[e] * I});
+  }
+  if (shared) {
+    jobs.push_back({lw.shared_gate, xn, n, shared_gate});
+    jobs.push_back({lw.shared_up, xn, n, shared_up});
+  }
+  matmul_many(jobs, pool);
+  silu_mul(gate, up, M * I);
+  if (shared) silu_mul(shared_gate, shared_up, n * Is);
+  jobs.clear();
+  for (int e = 0; e < E; ++e) {
+    const int64_t m = first[e + 1] - first[e];
+    if (m > 0) jobs.push_back({lw.expert_down[e], gate + first[e] * I, m, y + first[e] * H});
+  }
+  if (shared) jobs.push_back({lw.shared_down, shared_gate, n, shared_y});
+  matmul_many(jobs, pool);
+  if (s.time_experts)
+    s.expert_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - gemm_begin).count();
+
+  std::fill_n(out, n * H, 0.0f);
+  for (int64_t j = 0; j < M; ++j) {
+    float* o = out + s.expert_rows[j] * H;
+    const float wj = s.expert_weight[j];
+    const float* yj = y + j * H;
+    for (int d = 0; d < H; ++d) o[d] += wj * yj[d];
+  }
+  if (!shared) return;
   for (int64_t t = 0; t < n; ++t) {
     float g = 1.0f;
     if (!lw.shared_expert_gate.empty()) {
@@ -90,7 +132,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
       for (int d = 0; d < H; ++d) dot += lw.shared_expert_gate[d] * xn[t * H + d];
       g = 1.0f / (1.0f + std::exp(-dot));
     }
-    for (int d = 0; d < H; ++d) out[t * H + d] += g * y[t * H + d];
+    for (int d = 0; d < H; ++d) out[t * H + d] += g * shared_y[t * H + d];
   }
 }
 

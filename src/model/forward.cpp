@@ -65,9 +65,8 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
   for (int l = 0; l < cfg.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn);
-    matmul(lw.wq, xn, n, q, pool);
-    matmul(lw.wk, xn, n, k, pool);
-    matmul(lw.wv, xn, n, v, pool);
+    const MatmulJob qkv[3] = {{lw.wq, xn, n, q}, {lw.wk, xn, n, k}, {lw.wv, xn, n, v}};
+    matmul_many(qkv, pool);
     if (!lw.bq.empty()) {
       add_bias(q, lw.bq, n);
       add_bias(k, lw.bk, n);

@@ -10,6 +10,7 @@
 #include "core/ids.h"
 #include "core/thread_pool.h"
 #include "kernels/kv_view.h"
+#include "kernels/matmul.h"
 #include "model/model_weights.h"
 
 namespace densa {
@@ -27,8 +28,10 @@ struct ForwardScratch {
   std::vector<float> gate, up;                    // [num_tokens, intermediate]
   std::vector<float> router;                      // [num_tokens, num_experts]
   std::vector<float> expert_in, expert_out;       // [tokens routed to one expert, *]
-  std::vector<int32_t> expert_rows;               // token indices routed to one expert
+  std::vector<int32_t> expert_rows;               // token indices grouped per expert
   std::vector<float> expert_weight;               // their routing weights
+  std::vector<int64_t> expert_first, expert_fill;  // per expert: first row in expert_rows
+  std::vector<MatmulJob> expert_jobs;             // the grouped expert products
   std::vector<int32_t> topk_ids;                  // [num_tokens, top_k]
   std::vector<float> topk_weights;                // [num_tokens, top_k]
   std::vector<float> final_rows;                  // [num_logits, hidden]

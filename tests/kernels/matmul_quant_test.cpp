@@ -191,5 +191,49 @@ TEST(MatmulQuantAvx512, Fp8NanCodePropagates) {
   }
 }
 
+// matmul_many splits the rows of several products (mixed dtypes, sizes and batch sizes) over
+// one pool call; every output must equal the one-product matmul bit for bit, whatever the
+// thread count, and rows outside the products' outputs must stay untouched.
+TEST(MatmulMany, EqualsOneMatmulPerJob) {
+  const QuantMatrix a = random_int4(300, 2048, 32, 11);
+  const QuantMatrix b = random_fp8(200, 1024, 12);
+  const QuantMatrix c = random_int4(5, 256, 128, 13);  // smaller than one row tile
+  std::vector<uint16_t> bf(static_cast<size_t>(77 * 512));
+  {
+    std::mt19937 rng(14);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& h : bf) h = f32_to_bf16(normal(rng));
+  }
+  WeightView d;
+  d.dtype = DType::kBF16;
+  d.rows = 77;
+  d.cols = 512;
+  d.data = bf.data();
+  const WeightView views[4] = {a.view, b.view, c.view, d};
+  const int64_t ns[4] = {1, 3, 7, 2};
+  for (CpuIsa isa : {CpuIsa::kScalar, cpu_isa()}) {
+    if (isa == CpuIsa::kAvx512Bf16 && !have_fp8_kernel()) continue;  // FP8 needs VBMI there
+    std::vector<std::vector<float>> xs, want;
+    for (int j = 0; j < 4; ++j) {
+      xs.push_back(random_x(ns[j], views[j].cols, 20 + j));
+      want.emplace_back(static_cast<size_t>(ns[j] * views[j].rows));
+      matmul_internal::matmul_with_isa(isa, views[j], xs[j].data(), ns[j], want[j].data(), nullptr);
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<std::vector<float>> got;
+      std::vector<MatmulJob> jobs;
+      for (int j = 0; j < 4; ++j) got.emplace_back(want[j].size() + 16, -7.0f);  // 16 guard floats
+      for (int j = 0; j < 4; ++j) jobs.push_back({views[j], xs[j].data(), ns[j], got[j].data()});
+      matmul_internal::matmul_many_with_isa(isa, jobs, &pool);
+      for (int j = 0; j < 4; ++j) {
+        ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), want[j].size() * 4))
+            << "isa " << cpu_isa_name(isa) << " threads " << threads << " job " << j;
+        for (size_t g = want[j].size(); g < got[j].size(); ++g) ASSERT_EQ(got[j][g], -7.0f) << "guard " << j;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace densa

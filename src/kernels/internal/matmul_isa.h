@@ -14,6 +14,7 @@
 #include "core/cpu_features.h"
 #include "core/tensor_view.h"
 #include "core/thread_pool.h"
+#include "kernels/matmul.h"
 
 namespace densa::matmul_internal {
 
@@ -36,8 +37,9 @@ void matmul_rows_avx512(const WeightView& w, const float* x, int64_t n, float* y
 // values dequantize_row gives). Quantized dtypes need begin and count multiples of 32.
 void decode_elems(DType dtype, const uint8_t* row, int64_t begin, int64_t count, float* out);
 
-// matmul() with an explicit ISA level; isa must not exceed cpu_isa_hardware().
+// matmul() / matmul_many() with an explicit ISA level; isa must not exceed cpu_isa_hardware().
 void matmul_with_isa(CpuIsa isa, const WeightView& w, const float* x, int64_t n, float* y,
                      ThreadPool* pool);
+void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPool* pool);
 
 }  // namespace densa::matmul_internal

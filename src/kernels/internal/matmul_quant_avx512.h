@@ -16,8 +16,16 @@ namespace densa::matmul_internal {
 // or a multiple of it. Otherwise use the fallback.
 bool matmul_quant_avx512_supports(const WeightView& w);
 
-// x: [n, w.cols], y: [n, w.rows]; pool may be null.
-void matmul_quant_avx512(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool);
+// The kernel in two steps, so that matmul() can split rows of several products over one
+// thread-pool call: prepare rounds the activations once (x: [n, w.cols] into xp, 64-byte
+// aligned, matmul_quant_avx512_x_bytes(w, n) bytes), rows writes columns [r_begin, r_end)
+// of y ([n, w.rows]) from them.
+int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n);
+void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n, uint8_t* xp);
+void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
+                              int64_t r_end);
+// Cost of one row in byte-equivalents, for the thread split (see matmul.cpp).
+int64_t matmul_quant_avx512_row_cost(const WeightView& w, int64_t n);
 
 // Test hook: decodes 16 e4m3 codes to fp32 with the kernel's in-register decoder (table to
 // bf16, sign or-ed in; NaN codes give NaN). Requires AVX-512 and AVX512-VBMI.

@@ -12,7 +12,10 @@ namespace densa::matmul_internal {
 
 bool matmul_quant_fallback_supports(DType t);
 
-// x: [n, w.cols], y: [n, w.rows]; pool may be null.
-void matmul_quant_fallback(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool* pool);
+// x: [n, w.cols], y: [n, w.rows]; writes columns [r_begin, r_end) of y.
+void matmul_quant_fallback_rows(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
+                                int64_t r_end);
+// Cost of one row in byte-equivalents, for the thread split (see matmul.cpp).
+int64_t matmul_quant_fallback_row_cost(const WeightView& w, int64_t n);
 
 }  // namespace densa::matmul_internal
