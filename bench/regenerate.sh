@@ -13,8 +13,8 @@
 # Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving,perf]
 #   BUILD_DIR (default build-bench), JOBS (default 2), DENSA_MODELS_DIR, DENSA_DATA_DIR,
 #   MODEL_DIR (generated perf checkpoints, default /tmp/densa-perf-models).
-# --quick: short kernel runs, 3 integrity rounds, 8 eval windows, 16 prompts per serving
-# level, a small perf shape (a smoke run of every step, a few minutes).
+# --quick: short kernel runs, 3 integrity rounds + 5 interleaved runs, 8 eval windows,
+# 16 prompts per serving level, a small perf shape (a smoke run of every step, a few minutes).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,9 +65,10 @@ if want kernels; then
         "${extra[@]}" | tee "$IMG/$b.txt"
     elif [ "$b" = integrity_overhead_bench ]; then
       log "$b"
-      rounds=80
-      [ "$QUICK" = 1 ] && rounds=3
-      "$exe" --model "$MOE/gguf/tinystories-mixtral-3.6m-f16.gguf" --rounds "$rounds" | tee "$IMG/$b.txt"
+      rounds=80 interleave=200
+      [ "$QUICK" = 1 ] && rounds=3 interleave=5
+      "$exe" --model "$MOE/gguf/tinystories-mixtral-3.6m-f16.gguf" --rounds "$rounds" --interleave-runs "$interleave" \
+        | tee "$IMG/$b.txt"
     else
       log "$b"
       "$exe" "$MODELS" "$DATA" | tee "$IMG/$b.txt"

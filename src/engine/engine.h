@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "engine/engine_types.h"
 #include "engine/request_stream.h"
+#include "engine/step_observer.h"
 #include "exec/integrity_tracker.h"
 #include "exec/kv_integrity.h"
 #include "exec/routing_stats.h"
@@ -45,6 +46,9 @@ struct EngineConfig {
   bool routing_stats = false;
   // fp8 KV only: static per-(layer, k|v, kv head) scales; nullopt = dynamic per-token scales.
   std::optional<KvScales> kv_scales;
+  // Called on the engine thread after every step with its timing and batch (benchmarks).
+  // Not owned; must outlive the engine. Null: no record built.
+  StepObserver* step_observer = nullptr;
 };
 
 // A point-in-time view for /metrics and /health.

@@ -313,6 +313,21 @@ void EngineImpl::inject_fault(const StepPlan& plan, std::span<Request* const> re
   config_.fault_injector->maybe_inject(num_steps_, pool_, cache_, targets);
 }
 
+StepRecord EngineImpl::step_record(const StepPlan& plan, std::span<Request* const> requests,
+                                   const StepResult& result) const {
+  StepRecord r;
+  r.step = num_steps_;
+  r.num_seqs = static_cast<int32_t>(plan.chunks.size());
+  for (size_t k = 0; k < plan.chunks.size(); ++k) {
+    const ScheduledChunk& c = plan.chunks[k];
+    r.num_tokens += c.num_tokens;
+    r.num_kv_tokens += c.begin + c.num_tokens;
+    if (c.num_tokens == 1 && c.begin >= requests[k]->num_prompt_tokens) ++r.num_decode_seqs;
+  }
+  r.integrity_check_us = result.integrity_check_us;
+  return r;
+}
+
 void EngineImpl::step() {
   pool_.set_step(num_steps_);  // page history events carry this step's number
   const auto step_begin = std::chrono::steady_clock::now();
@@ -324,6 +339,8 @@ void EngineImpl::step() {
   if (config_.fault_injector != nullptr) inject_fault(plan, requests);
   StepResult result = runner_.run(plan, requests, pool_);
   timelines_.step(plan.chunks, requests, step_begin, std::chrono::steady_clock::now());
+  StepRecord record;
+  if (config_.step_observer != nullptr) record = step_record(plan, requests, result);  // before commit frees requests
   for (size_t k = 0; k < result.outcomes.size(); ++k) {
     Status& error = result.outcomes[k].error;
     if (error.is_ok()) continue;
@@ -332,6 +349,11 @@ void EngineImpl::step() {
     std::fprintf(stderr, "densa: %s\n", error.message().c_str());
   }
   for (const RequestUpdate& u : scheduler_.commit(plan, result, pool_, cache_)) emit(u);
+  if (config_.step_observer != nullptr) {
+    record.begin = step_begin;
+    record.end = std::chrono::steady_clock::now();
+    config_.step_observer->on_step(record);
+  }
   ++num_steps_;
   if (audit_every_step_) {
     const Status s = audit_now();

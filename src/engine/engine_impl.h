@@ -84,6 +84,7 @@ class EngineImpl final : public Engine {
   void step();
   void emit(const RequestUpdate& update);
   void inject_fault(const StepPlan& plan, std::span<Request* const> requests);
+  StepRecord step_record(const StepPlan& plan, std::span<Request* const> requests, const StepResult& result) const;
   Status audit_now() const;
   EngineStats snapshot() const;  // engine thread
 

@@ -38,7 +38,9 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     reads_cached = reads_cached || plan.chunks[k].begin > 0;
     any_forced = any_forced || requests[k]->params.kv_integrity == true;
   }
+  using Clock = std::chrono::steady_clock;
   if (tracker_ != nullptr && reads_cached && (any_forced || tracker_->active())) {
+    const Clock::time_point check_begin = Clock::now();  // two clock reads, only when checking
     std::vector<const BlockTable*> tables(num_chunks);
     std::vector<IntegrityOverride> overrides(num_chunks, IntegrityOverride::kDefault);
     for (size_t k = 0; k < num_chunks; ++k) {
@@ -49,6 +51,7 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     std::vector<Status> verdicts(num_chunks, Status::ok());
     tracker_->verify_batch(pool, tables, overrides, verdicts);
     for (size_t k = 0; k < num_chunks; ++k) result.outcomes[k].error = verdicts[k];
+    result.integrity_check_us = std::chrono::duration<double, std::micro>(Clock::now() - check_begin).count();
   }
 
   tokens_.clear();
@@ -89,7 +92,6 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
   kv.block_table = block_table_;
   kv.block_offsets = block_offsets_;
   kv.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
-  using Clock = std::chrono::steady_clock;
   const Clock::time_point forward_begin = routing_ != nullptr ? Clock::now() : Clock::time_point{};
   scratch_.time_experts = routing_ != nullptr;
   forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_,

@@ -60,6 +60,9 @@ struct ChunkOutcome {
 
 struct StepResult {
   std::vector<ChunkOutcome> outcomes;  // [plan.chunks.size()]
+  // Wall time of the KV integrity check before forward (block tables gathered, tracker run,
+  // verdicts taken); nullopt when no check ran this step.
+  std::optional<double> integrity_check_us;
 };
 
 // What the engine reports for a request after commit / abort.
