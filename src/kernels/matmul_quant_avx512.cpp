@@ -214,6 +214,7 @@ DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
     rp[r] = w.row_ptr(r0 + r);
     sp[r] = w.scales + ((r0 + r) / w.scale_rows) * scols;
   }
+  const int64_t next_tile = R * w.row_bytes();  // the same spot in the next row tile
   __m512 acc[R][NX];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -241,6 +242,7 @@ DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
       for (int r = 0; r < R; ++r) {
         __m512i w0, w1;
         _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + next_tile), _MM_HINT_T1);
         fp8_to_bf16(_mm512_maskz_loadu_epi8(m, rp[r] + k), lut, w0, w1);
 #pragma GCC unroll 16
         for (int i = 0; i < NX; ++i) {
@@ -274,6 +276,7 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
     rp[r] = w.row_ptr(r0 + r);
     sp[r] = w.scales + (r0 + r) * groups;
   }
+  const int64_t next_tile = R * w.row_bytes();  // the same spot in the next row tile
   // Lane l of a chunk covers elements 8l .. 8l+7: weight group (128 c + 8 l) / g.
   const bool small_groups = g < kInt4Chunk;
   __m512i lane_group = _mm512_setzero_si512();
@@ -306,6 +309,7 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
       // Eight short row streams defeat the hardware prefetcher: ask for each row's data
       // kPrefetchBytes ahead (past a row's end that is the next row, read next anyway).
       _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + kPrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + next_tile), _MM_HINT_T1);
       const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k / 2);
       const __m512i lo = _mm512_and_si512(v, nib);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
