@@ -113,7 +113,9 @@ Status read_deepseek2(const GgufFile& f, const Meta& m, ModelConfig& c) {
 
 }  // namespace
 
-std::string gguf_blk(int layer, const std::string& part) { return "blk." + std::to_string(layer) + "." + part + ".weight"; }
+std::string gguf_blk(int layer, const std::string& part) {
+  return "blk." + std::to_string(layer) + "." + part + ".weight";
+}
 
 Result<std::string> gguf_arch_name(const ModelConfig& c) {
   if (c.architecture == "Qwen3MoeForCausalLM") return std::string("qwen3moe");
@@ -259,7 +261,8 @@ Result<std::vector<std::pair<std::string, GgufValue>>> gguf_model_metadata(const
     u32("expert_group_count", c.n_group);
     u32("expert_group_used_count", c.topk_group);
     u32("leading_dense_block_count", c.first_k_dense_replace);
-    u32("expert_shared_count", c.moe_intermediate_size > 0 ? c.shared_expert_intermediate_size / c.moe_intermediate_size : 0);
+    const int n_shared = c.moe_intermediate_size > 0 ? c.shared_expert_intermediate_size / c.moe_intermediate_size : 0;
+    u32("expert_shared_count", n_shared);
     f32("expert_weights_scale", c.routed_scaling_factor);
     u32("nextn_predict_layers", 0);
   } else {

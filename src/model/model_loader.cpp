@@ -277,7 +277,8 @@ Status load_mla_attention(const TensorSource& src, int i, ModelWeights& w) {
   if (g && !src.has(gguf_blk(i, "attn_kv_b"))) {
     DENSA_ASSIGN_OR_RETURN(l.kv_b, gguf_kv_b_from_split(src, i, w));
   } else {
-    DENSA_ASSIGN_OR_RETURN(l.kv_b, load_matrix(src, name("self_attn.kv_b_proj", "attn_kv_b"), kv_b_rows, m.kv_lora_rank));
+    DENSA_ASSIGN_OR_RETURN(l.kv_b,
+                           load_matrix(src, name("self_attn.kv_b_proj", "attn_kv_b"), kv_b_rows, m.kv_lora_rank));
   }
   DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, name("self_attn.o_proj", "attn_output"), hidden, heads * m.v_head_dim));
   return Status::ok();

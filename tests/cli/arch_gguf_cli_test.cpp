@@ -23,7 +23,8 @@ class ArchGgufCli : public ::testing::TestWithParam<GgufCliCase> {};
 TEST_P(ArchGgufCli, QuantizeToGgufThenInfo) {
   const auto& [dir, hf_name] = GetParam();
   for (const std::string to : {"bf16", "q8_0"}) {
-    const std::string out = (std::filesystem::path(::testing::TempDir()) / ("densa_cli_" + dir + "_" + to + ".gguf")).string();
+    const std::string out =
+        (std::filesystem::path(::testing::TempDir()) / ("densa_cli_" + dir + "_" + to + ".gguf")).string();
     const RunResult q = run("quantize " + ref_dir(dir) + " " + out + " --to " + to);
     ASSERT_EQ(q.exit_code, 0) << q.output;
     EXPECT_NE(q.output.find("wrote " + out), std::string::npos) << q.output;
