@@ -1,5 +1,6 @@
-// `densa quantize IN OUT --to fp8|int4|bf16|q8_0|q4_0 [--group-size 32|128]`: writes a
-// quantized checkpoint (tools/quantize.h) with a progress bar on stderr.
+// `densa quantize IN OUT --to fp8|int4|bf16|q8_0|q4_0|f16|f32 [--group-size 32|128]`: writes a
+// quantized checkpoint, or a Hugging Face directory as GGUF when OUT ends in .gguf
+// (tools/quantize.h), with a progress bar on stderr.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -37,10 +38,10 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   auto opts = std::make_shared<QuantizeOptions>();
   auto in = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("quantize", "write an FP8 / INT4 (Hugging Face) or Q8_0 / Q4_0 (GGUF) checkpoint");
+  CLI::App* cmd = app.add_subcommand("quantize", "write an FP8 / INT4 (Hugging Face) or Q8_0 / Q4_0 (GGUF) checkpoint, or a Hugging Face model as GGUF");
   cmd->add_option("input", *in, "Hugging Face directory or GGUF file")->required();
   cmd->add_option("output", *out, "output directory (Hugging Face) or .gguf file")->required();
-  cmd->add_option("--to", opts->to, "fp8 | int4 | bf16 (Hugging Face in and out), q8_0 | q4_0 (GGUF in and out)")
+  cmd->add_option("--to", opts->to, "fp8 | int4 | bf16 (Hugging Face in and out), q8_0 | q4_0 (GGUF in and out), f32 | f16 | bf16 | q8_0 | q4_0 (Hugging Face in, .gguf out)")
       ->required();
   cmd->add_option("--group-size", opts->group_size, "INT4 group size along the input dimension: 32 or 128")
       ->check(CLI::IsMember({32, 128}));

@@ -66,10 +66,11 @@ Result<server::ServeRole> parse_role(const std::string& role) {
 Result<std::optional<KvScales>> kv_scales_from_flag(const std::string& flag, const ModelWeights& weights, DType kv_dtype) {
   if (flag == "dynamic") return std::optional<KvScales>();
   if (kv_dtype != DType::kFP8E4M3) return invalid_argument("--kv-scales " + flag + " needs --kv-dtype fp8");
-  if (weights.config.is_mla()) {
-    return invalid_argument("--kv-scales " + flag + ": an MLA latent KV cache takes dynamic fp8 scales only");
-  }
   if (flag == "checkpoint") {
+    if (weights.config.is_mla()) {
+      return invalid_argument("--kv-scales checkpoint: an MLA checkpoint carries no latent KV cache scales densa "
+                              "reads; use --kv-scales calibrate[=FILE] or dynamic");
+    }
     Result<std::optional<KvScales>> s = read_checkpoint_kv_scales(weights);
     if (!s.is_ok()) return s.status();
     if (!s->has_value()) return not_found("--kv-scales checkpoint: the model has no k_scale / v_scale tensors");

@@ -54,7 +54,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights, cons
   KvLayout layout = kv_layout_for(weights.config, config.page_size, config.kv_dtype);
   if (config.kv_scales) {
     if (config.kv_dtype != DType::kFP8E4M3) return invalid_argument("static KV scales need an fp8 KV cache");
-    DENSA_RETURN_IF_ERROR(validate_kv_scales(*config.kv_scales, layout.num_layers, layout.num_kv_heads));
+    DENSA_RETURN_IF_ERROR(validate_kv_scales(*config.kv_scales, layout.num_layers, kv_scale_heads(layout)));
     layout.scale_mode = KvScaleMode::kStatic;
   }
   Result<PagePool> pool = PagePool::create(layout, config.kv_cache_bytes);

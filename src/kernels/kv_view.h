@@ -18,7 +18,8 @@ namespace densa {
 
 enum class KvScaleMode : uint8_t {
   kNone,     // bf16 / f32 storage: no scales
-  kStatic,   // fp8: one scale per (layer, k|v, kv_head), from the checkpoint or calibration
+  kStatic,   // fp8: one scale per (layer, k|v, kv_head) (latent: per layer, c_kv and k_pe),
+             // from the checkpoint or calibration
   kDynamic,  // fp8: one scale per (layer, k|v, kv_head, token), stored beside the page
 };
 
@@ -28,7 +29,7 @@ struct KvLayout {
   int head_dim = 0;      // GQA; 0 for MLA
   int page_size = 16;  // tokens per page
   DType dtype = DType::kBF16;  // kF32, kBF16 or kFP8E4M3
-  KvScaleMode scale_mode = KvScaleMode::kNone;  // MLA: kNone or kDynamic (one scale per latent row)
+  KvScaleMode scale_mode = KvScaleMode::kNone;  // MLA kDynamic: one scale per latent row
   int latent_dim = 0;    // MLA: kv_lora_rank + qk_rope_head_dim; 0 for GQA
 
   bool is_latent() const { return latent_dim > 0; }
@@ -69,7 +70,7 @@ struct KvView {
   uint8_t* pool = nullptr;                  // page p starts at pool + p * layout.page_bytes()
   std::span<const int32_t> block_table;     // page ids of all sequences, concatenated
   std::span<const int32_t> block_offsets;   // [num_seqs + 1] into block_table
-  const float* static_scales = nullptr;     // kStatic: [layer][k|v][kv_head]
+  const float* static_scales = nullptr;     // kStatic: [layer][k|v][kv_head]; latent: [layer][c_kv|k_pe]
 
   int num_seqs() const { return static_cast<int>(block_offsets.size()) - 1; }
   uint8_t* page_ptr(int32_t page) const { return pool + static_cast<int64_t>(page) * layout.page_bytes(); }

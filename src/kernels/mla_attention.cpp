@@ -21,12 +21,15 @@ using attention_internal::kMaxGroupChunk;
 constexpr int kMaxLatentDim = 512;  // kv_lora_rank (DeepSeek-V3 / Kimi K2: 512)
 constexpr int kMaxRopeDim = 128;    // qk_rope_head_dim (64)
 
-// A latent view: F32 / BF16 rows without scales, or FP8 rows with dynamic per-row scales.
+// A latent view: F32 / BF16 rows without scales, or FP8 rows with dynamic per-row scales or
+// static per-layer (c_kv, k_pe) scales.
 void check_latent_view(const KvView& kv, int value_dim) {
   const KvLayout& L = kv.layout;
   CHECK(L.is_latent()) << "MLA attention needs a latent KV layout";
   if (L.dtype == DType::kFP8E4M3) {
-    CHECK(L.scale_mode == KvScaleMode::kDynamic) << "fp8 latent KV needs dynamic scales";
+    CHECK(L.scale_mode == KvScaleMode::kDynamic ||
+          (L.scale_mode == KvScaleMode::kStatic && kv.static_scales != nullptr))
+        << "fp8 latent KV needs dynamic scales or static scales";
   } else {
     CHECK(L.dtype == DType::kF32 || L.dtype == DType::kBF16) << "unsupported KV dtype " << dtype_name(L.dtype);
     CHECK(L.scale_mode == KvScaleMode::kNone) << "KV " << dtype_name(L.dtype) << " takes no scales";
@@ -50,6 +53,10 @@ void attend_latent(const AttnTileOps& ops, const KvView& kv, int layer, int seq,
   const KvLayout& L = kv.layout;
   const int C = value_dim, R = L.latent_dim - value_dim, D = L.latent_dim;
   const bool fp8 = L.dtype == DType::kFP8E4M3;
+  const bool fp8_static = fp8 && L.scale_mode == KvScaleMode::kStatic;
+  // Static scales are constant over the rows: folded into the query parts and the output.
+  const float c_scale = fp8_static ? kv.static_scales[layer * 2 + 0] : 1.0f;
+  const float r_scale = fp8_static ? kv.static_scales[layer * 2 + 1] : 1.0f;
   alignas(64) float qc[kMaxGroupChunk * kMaxLatentDim];
   alignas(64) float qr[kMaxGroupChunk * kMaxRopeDim];
   alignas(64) float acc[kMaxGroupChunk * kMaxLatentDim];
@@ -63,11 +70,11 @@ void attend_latent(const AttnTileOps& ops, const KvView& kv, int layer, int seq,
   const int32_t* pages = kv.block_table.data() + kv.block_offsets[seq];
   const int64_t row_bytes = L.row_bytes(), rope_off = static_cast<int64_t>(C) * L.elem_bytes();
   const int64_t data_off = L.row_offset(layer, 0, 0);
-  const int64_t scale_off = fp8 ? L.row_scale_offset(layer, 0, 0) : 0;
+  const int64_t scale_off = fp8 && !fp8_static ? L.row_scale_offset(layer, 0, 0) : 0;
 
   for (int g = 0; g < G; ++g) {
-    for (int d = 0; d < C; ++d) qc[g * C + d] = q[static_cast<int64_t>(g) * D + d] * scale;
-    for (int d = 0; d < R; ++d) qr[g * R + d] = q[static_cast<int64_t>(g) * D + C + d] * scale;
+    for (int d = 0; d < C; ++d) qc[g * C + d] = q[static_cast<int64_t>(g) * D + d] * scale * c_scale;
+    for (int d = 0; d < R; ++d) qr[g * R + d] = q[static_cast<int64_t>(g) * D + C + d] * scale * r_scale;
     std::fill_n(acc + g * C, C, 0.0f);
     m[g] = -std::numeric_limits<float>::infinity();
     l[g] = 0.0f;
@@ -80,7 +87,7 @@ void attend_latent(const AttnTileOps& ops, const KvView& kv, int layer, int seq,
     for (int t = 0; t < T; ++t) {
       crows[t] = page + data_off + slot * row_bytes;
       rrows[t] = crows[t] + rope_off;
-      rs[t] = fp8 ? load_f32(page + scale_off + slot * 4) * ops.fp8_unit : 1.0f;
+      rs[t] = fp8_static ? ops.fp8_unit : fp8 ? load_f32(page + scale_off + slot * 4) * ops.fp8_unit : 1.0f;
       if (++slot == L.page_size && t + 1 < T) {
         slot = 0;
         page = kv.page_ptr(pages[++page_idx]);
@@ -112,19 +119,18 @@ void attend_latent(const AttnTileOps& ops, const KvView& kv, int layer, int seq,
     ops.accumulate(s, G, cbuf, T, C, acc);
   }
   for (int g = 0; g < G; ++g) {
-    const float inv = 1.0f / l[g];
+    const float inv = c_scale / l[g];
     for (int d = 0; d < C; ++d) out[static_cast<int64_t>(g) * C + d] = acc[g * C + d] * inv;
   }
 }
 
 }  // namespace
 
-void mla_kv_store(const KvView& kv, int layer, const float* latent, std::span<const int32_t> seq_idx,
+void mla_kv_store(const KvView& kv, int layer, const float* latent, int value_dim, std::span<const int32_t> seq_idx,
                   std::span<const int32_t> positions) {
   const KvLayout& L = kv.layout;
-  CHECK(L.is_latent()) << "mla_kv_store needs a latent KV layout";
-  CHECK(L.dtype != DType::kFP8E4M3 || L.scale_mode == KvScaleMode::kDynamic) << "fp8 latent KV needs dynamic scales";
-  const size_t D = static_cast<size_t>(L.latent_dim);
+  check_latent_view(kv, value_dim);
+  const size_t D = static_cast<size_t>(L.latent_dim), C = static_cast<size_t>(value_dim);
   for (size_t i = 0; i < positions.size(); ++i) {
     const float* in = latent + i * D;
     const int32_t pos = positions[i];
@@ -141,6 +147,12 @@ void mla_kv_store(const KvView& kv, int layer, const float* latent, std::span<co
         break;
       }
       default: {
+        if (L.scale_mode == KvScaleMode::kStatic) {
+          fp8_e4m3_encode(std::span<const float>(in, C), kv.static_scales[layer * 2 + 0], std::span<uint8_t>(dst, C));
+          fp8_e4m3_encode(std::span<const float>(in + C, D - C), kv.static_scales[layer * 2 + 1],
+                          std::span<uint8_t>(dst + C, D - C));
+          break;
+        }
         float amax = 0.0f;
         for (size_t d = 0; d < D; ++d) amax = std::max(amax, std::fabs(in[d]));
         float sc = amax / kFp8E4M3Max;

@@ -14,8 +14,10 @@
 namespace densa {
 
 // Writes the latent row of n tokens. latent: [n, latent_dim]; token i goes to sequence
-// seq_idx[i] at position positions[i]. FP8 rows use a dynamic amax / 448 scale per row.
-void mla_kv_store(const KvView& kv, int layer, const float* latent, std::span<const int32_t> seq_idx,
+// seq_idx[i] at position positions[i]. FP8 rows use a dynamic amax / 448 scale per row, or
+// (KvScaleMode::kStatic) kv.static_scales [layer][c_kv = 0 | k_pe = 1]: the first value_dim
+// (kv_lora_rank) values of the row take the c_kv scale, the rest the k_pe scale.
+void mla_kv_store(const KvView& kv, int layer, const float* latent, int value_dim, std::span<const int32_t> seq_idx,
                   std::span<const int32_t> positions);
 
 // out[i, h, :] = sum_p softmax_p(q[i, h] . row_p * scale) * row_p[0 .. value_dim) over the

@@ -17,7 +17,6 @@ ContiguousKvCache::ContiguousKvCache(const KvLayout& layout, int num_seqs, std::
   const int num_layers = layout.num_layers, num_kv_heads = layout.num_kv_heads;
   const DType dtype = layout.dtype;
   const KvScaleMode scale_mode = layout.scale_mode;
-  CHECK(!layout.is_latent() || scale_mode != KvScaleMode::kStatic) << "latent KV takes no static scales";
   if (dtype == DType::kFP8E4M3) {
     CHECK(scale_mode != KvScaleMode::kNone) << "fp8 KV cache needs static or dynamic scales";
   } else {
@@ -25,7 +24,8 @@ ContiguousKvCache::ContiguousKvCache(const KvLayout& layout, int num_seqs, std::
     CHECK(scale_mode == KvScaleMode::kNone) << "only an fp8 KV cache takes scales";
   }
   if (scale_mode == KvScaleMode::kStatic) {
-    CHECK(static_scales.size() == static_cast<size_t>(num_layers) * 2 * num_kv_heads)
+    const int scale_heads = layout.is_latent() ? 1 : num_kv_heads;  // latent: [layer][c_kv | k_pe]
+    CHECK(static_scales.size() == static_cast<size_t>(num_layers) * 2 * scale_heads)
         << "static kv scales: " << static_scales.size() << " values";
     for (float s : static_scales) CHECK(std::isfinite(s) && s > 0.0f) << "static kv scale " << s;
     static_scales_.assign(static_scales.begin(), static_scales.end());

@@ -12,7 +12,7 @@ namespace densa {
 Status validate_kv_scales(const KvScales& s, int num_layers, int num_kv_heads) {
   if (num_kv_heads <= 0) {
     return invalid_argument("static KV scales are per (layer, k|v, kv head); this KV cache has no KV heads "
-                            "(an MLA latent cache takes dynamic fp8 scales only)");
+                            "(an MLA latent cache takes 1: its c_kv and k_pe scales)");
   }
   const size_t want = static_cast<size_t>(num_layers) * 2 * num_kv_heads;
   if (s.num_layers != num_layers || s.num_kv_heads != num_kv_heads || s.values.size() != want) {

@@ -102,7 +102,7 @@ void mla_attention(const ModelConfig& cfg, const LayerWeights& lw, int layer, co
   rope_with_freqs(q + dn, batch.positions.data(), n, H, int64_t{H} * (dn + dr), dn + dr, dr, inv_freq,
                   attn_factor, m.rope_interleave);
   rope_with_freqs(latent + C, batch.positions.data(), n, 1, D, D, dr, inv_freq, attn_factor, m.rope_interleave);
-  mla_kv_store(kv, layer, latent, batch.seq_idx, batch.positions);
+  mla_kv_store(kv, layer, latent, C, batch.seq_idx, batch.positions);
 
   // kv_b_proj in fp32 (any stored dtype) for the absorbed products.
   const int64_t kvb_rows = int64_t{H} * (dn + dv);

@@ -10,6 +10,7 @@
 
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
+#include "model/gguf_config.h"
 #include "model/hf_moe_names.h"
 #include "model/hf_quantized.h"
 #include "model/quantize_weights.h"
@@ -31,6 +32,7 @@ struct TensorSource {
   std::string origin;
   bool gguf = false;
   std::function<Result<RawTensor>(const std::string&)> get;
+  std::function<bool(const std::string&)> has;
   // Optional: a matrix stored in a pre-quantized form (FP8 / INT4 checkpoints); returns
   // nullopt when `name` is a plain tensor. Args: name, rows, cols.
   std::function<Result<std::optional<WeightView>>(const std::string&, int64_t, int64_t)> get_quantized;
@@ -138,19 +140,23 @@ std::string layer_name(bool gguf, int i, const char* hf_suffix, const char* gguf
 // HF name of a layer tensor given in full (biases, correction bias), without adding ".weight".
 std::string layer_tensor(int i, const std::string& name) { return "model.layers." + std::to_string(i) + "." + name; }
 
-// Attention extras of the Qwen / GLM families (HF only; GGUF models have none).
+// Attention extras of the Qwen / GLM families: q/k/v bias, per-head q/k norm.
 Status load_attention_extras(const TensorSource& src, int i, ModelWeights& w) {
   const ModelConfig& c = w.config;
   LayerWeights& l = w.layers[static_cast<size_t>(i)];
   const int64_t q_dim = int64_t{c.num_heads} * c.head_dim, kv_dim = int64_t{c.num_kv_heads} * c.head_dim;
+  // HF "self_attn.q_proj.bias" / GGUF "blk.i.attn_q.bias"; norms end in ".weight".
+  auto name = [&](const char* hf, const char* gguf, const char* suffix) {
+    return src.gguf ? "blk." + std::to_string(i) + "." + gguf + suffix : layer_tensor(i, std::string(hf) + suffix);
+  };
   if (c.attention_bias) {
-    DENSA_ASSIGN_OR_RETURN(l.bq, load_vector(src, layer_tensor(i, "self_attn.q_proj.bias"), q_dim));
-    DENSA_ASSIGN_OR_RETURN(l.bk, load_vector(src, layer_tensor(i, "self_attn.k_proj.bias"), kv_dim));
-    DENSA_ASSIGN_OR_RETURN(l.bv, load_vector(src, layer_tensor(i, "self_attn.v_proj.bias"), kv_dim));
+    DENSA_ASSIGN_OR_RETURN(l.bq, load_vector(src, name("self_attn.q_proj", "attn_q", ".bias"), q_dim));
+    DENSA_ASSIGN_OR_RETURN(l.bk, load_vector(src, name("self_attn.k_proj", "attn_k", ".bias"), kv_dim));
+    DENSA_ASSIGN_OR_RETURN(l.bv, load_vector(src, name("self_attn.v_proj", "attn_v", ".bias"), kv_dim));
   }
   if (c.qk_norm) {
-    DENSA_ASSIGN_OR_RETURN(l.q_norm, load_vector(src, layer_tensor(i, "self_attn.q_norm.weight"), c.head_dim));
-    DENSA_ASSIGN_OR_RETURN(l.k_norm, load_vector(src, layer_tensor(i, "self_attn.k_norm.weight"), c.head_dim));
+    DENSA_ASSIGN_OR_RETURN(l.q_norm, load_vector(src, name("self_attn.q_norm", "attn_q_norm", ".weight"), c.head_dim));
+    DENSA_ASSIGN_OR_RETURN(l.k_norm, load_vector(src, name("self_attn.k_norm", "attn_k_norm", ".weight"), c.head_dim));
   }
   return Status::ok();
 }
@@ -189,28 +195,92 @@ Status load_hf_moe(const TensorSource& src, int i, ModelWeights& w) {
   return Status::ok();
 }
 
-// Multi-head latent attention (DeepSeek-V3 / Kimi K2; HF names only).
+// The same parts of a GGUF MoE layer (llama.cpp names): ffn_gate_inp, the stacked
+// ffn_{gate,up,down}_exps [n_expert, rows, cols], exp_probs_b.bias, ffn_*_shexp, and
+// ffn_gate_inp_shexp ([hidden], or [1, hidden]).
+Status load_gguf_moe(const TensorSource& src, int i, ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size, n = c.num_experts;
+  LayerWeights& l = w.layers[static_cast<size_t>(i)];
+  DENSA_ASSIGN_OR_RETURN(l.router, load_matrix(src, gguf_blk(i, "ffn_gate_inp"), n, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.expert_gate, load_matrices(src, gguf_blk(i, "ffn_gate_exps"), n, inter, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.expert_up, load_matrices(src, gguf_blk(i, "ffn_up_exps"), n, inter, hidden));
+  DENSA_ASSIGN_OR_RETURN(l.expert_down, load_matrices(src, gguf_blk(i, "ffn_down_exps"), n, hidden, inter));
+  if (c.moe_routing == MoeRouting::kSigmoidGrouped) {
+    DENSA_ASSIGN_OR_RETURN(l.router_bias, load_vector(src, "blk." + std::to_string(i) + ".exp_probs_b.bias", n));
+  }
+  const int64_t shared = c.shared_expert_intermediate_size;
+  if (shared > 0) {
+    DENSA_ASSIGN_OR_RETURN(l.shared_gate, load_matrix(src, gguf_blk(i, "ffn_gate_shexp"), shared, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.shared_up, load_matrix(src, gguf_blk(i, "ffn_up_shexp"), shared, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.shared_down, load_matrix(src, gguf_blk(i, "ffn_down_shexp"), hidden, shared));
+  }
+  if (c.shared_expert_gate) {
+    const std::string name = gguf_blk(i, "ffn_gate_inp_shexp");
+    DENSA_ASSIGN_OR_RETURN(RawTensor t, src.get(name));
+    if (t.shape.size() == 1) {
+      DENSA_ASSIGN_OR_RETURN(l.shared_expert_gate, load_vector(src, name, hidden));
+    } else {
+      DENSA_ASSIGN_OR_RETURN(WeightView g, load_matrix(src, name, 1, hidden));
+      l.shared_expert_gate.resize(static_cast<size_t>(hidden));
+      dequantize_row(g, 0, l.shared_expert_gate.data());
+    }
+  }
+  return Status::ok();
+}
+
+// kv_b_proj [heads*(nope + v), kv_lora_rank] in F32, rebuilt from llama.cpp's split form:
+// attn_k_b [heads, kv_lora_rank, nope] (each head's nope rows, transposed) and attn_v_b
+// [heads, v, kv_lora_rank].
+Result<WeightView> gguf_kv_b_from_split(const TensorSource& src, int i, ModelWeights& w) {
+  const MlaConfig& m = w.config.mla;
+  const int64_t heads = w.config.num_heads, C = m.kv_lora_rank, nope = m.qk_nope_head_dim, v = m.v_head_dim;
+  DENSA_ASSIGN_OR_RETURN(auto k_b, load_matrices(src, gguf_blk(i, "attn_k_b"), heads, C, nope));
+  DENSA_ASSIGN_OR_RETURN(auto v_b, load_matrices(src, gguf_blk(i, "attn_v_b"), heads, v, C));
+  auto* out = reinterpret_cast<float*>(w.alloc_owned(static_cast<size_t>(heads * (nope + v) * C) * sizeof(float)));
+  for (int64_t h = 0; h < heads; ++h) {
+    const std::vector<float> kh = dequantize_matrix(k_b[static_cast<size_t>(h)]);  // [C, nope]
+    const std::vector<float> vh = dequantize_matrix(v_b[static_cast<size_t>(h)]);  // [v, C]
+    float* rows = out + h * (nope + v) * C;
+    for (int64_t d = 0; d < nope; ++d) {
+      for (int64_t c = 0; c < C; ++c) rows[d * C + c] = kh[static_cast<size_t>(c * nope + d)];
+    }
+    std::copy(vh.begin(), vh.end(), rows + nope * C);
+  }
+  return WeightView{.dtype = DType::kF32, .rows = heads * (nope + v), .cols = C, .data = out};
+}
+
+// Multi-head latent attention (DeepSeek-V3 / Kimi K2): HF names, or GGUF deepseek2 names
+// (attn_q_a / attn_q_a_norm / attn_q_b or attn_q, attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b
+// or its split attn_k_b + attn_v_b, attn_output).
 Status load_mla_attention(const TensorSource& src, int i, ModelWeights& w) {
   const ModelConfig& c = w.config;
   const MlaConfig& m = c.mla;
-  if (src.gguf) return unimplemented(src.origin + ": MLA models load from Hugging Face directories only");
+  const bool g = src.gguf;
   LayerWeights& l = w.layers[static_cast<size_t>(i)];
   const int64_t hidden = c.hidden_size, heads = c.num_heads;
   const int64_t q_dim = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);
-  auto name = [&](const char* part) { return layer_name(false, i, part, ""); };
+  auto name = [&](const char* hf, const char* gguf) { return layer_name(g, i, hf, gguf); };
   if (m.q_lora_rank > 0) {
-    DENSA_ASSIGN_OR_RETURN(l.q_a, load_matrix(src, name("self_attn.q_a_proj"), m.q_lora_rank, hidden));
-    DENSA_ASSIGN_OR_RETURN(l.q_a_norm, load_vector(src, name("self_attn.q_a_layernorm"), m.q_lora_rank));
-    DENSA_ASSIGN_OR_RETURN(l.q_b, load_matrix(src, name("self_attn.q_b_proj"), q_dim, m.q_lora_rank));
+    DENSA_ASSIGN_OR_RETURN(l.q_a, load_matrix(src, name("self_attn.q_a_proj", "attn_q_a"), m.q_lora_rank, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.q_a_norm,
+                           load_vector(src, name("self_attn.q_a_layernorm", "attn_q_a_norm"), m.q_lora_rank));
+    DENSA_ASSIGN_OR_RETURN(l.q_b, load_matrix(src, name("self_attn.q_b_proj", "attn_q_b"), q_dim, m.q_lora_rank));
   } else {
-    DENSA_ASSIGN_OR_RETURN(l.wq, load_matrix(src, name("self_attn.q_proj"), q_dim, hidden));
+    DENSA_ASSIGN_OR_RETURN(l.wq, load_matrix(src, name("self_attn.q_proj", "attn_q"), q_dim, hidden));
   }
-  DENSA_ASSIGN_OR_RETURN(l.kv_a, load_matrix(src, name("self_attn.kv_a_proj_with_mqa"),
+  DENSA_ASSIGN_OR_RETURN(l.kv_a, load_matrix(src, name("self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"),
                                              m.kv_lora_rank + m.qk_rope_head_dim, hidden));
-  DENSA_ASSIGN_OR_RETURN(l.kv_a_norm, load_vector(src, name("self_attn.kv_a_layernorm"), m.kv_lora_rank));
-  DENSA_ASSIGN_OR_RETURN(l.kv_b, load_matrix(src, name("self_attn.kv_b_proj"),
-                                             heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank));
-  DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, name("self_attn.o_proj"), hidden, heads * m.v_head_dim));
+  DENSA_ASSIGN_OR_RETURN(l.kv_a_norm,
+                         load_vector(src, name("self_attn.kv_a_layernorm", "attn_kv_a_norm"), m.kv_lora_rank));
+  const int64_t kv_b_rows = heads * (m.qk_nope_head_dim + m.v_head_dim);
+  if (g && !src.has(gguf_blk(i, "attn_kv_b"))) {
+    DENSA_ASSIGN_OR_RETURN(l.kv_b, gguf_kv_b_from_split(src, i, w));
+  } else {
+    DENSA_ASSIGN_OR_RETURN(l.kv_b,
+                           load_matrix(src, name("self_attn.kv_b_proj", "attn_kv_b"), kv_b_rows, m.kv_lora_rank));
+  }
+  DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, name("self_attn.o_proj", "attn_output"), hidden, heads * m.v_head_dim));
   return Status::ok();
 }
 
@@ -230,12 +300,13 @@ Status load_layer(const TensorSource& src, int i, ModelWeights& w) {
     DENSA_ASSIGN_OR_RETURN(l.wk, load_matrix(src, layer_name(g, i, "self_attn.k_proj", "attn_k"), kv_dim, hidden));
     DENSA_ASSIGN_OR_RETURN(l.wv, load_matrix(src, layer_name(g, i, "self_attn.v_proj", "attn_v"), kv_dim, hidden));
     DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, layer_name(g, i, "self_attn.o_proj", "attn_output"), hidden, q_dim));
+    DENSA_RETURN_IF_ERROR(load_attention_extras(src, i, w));
   }
-  if (g) {
+  // llama.cpp permutes Q/K rows for llama-style RoPE only; the Qwen / GLM / DeepSeek files
+  // keep the checkpoint's order (NeoX rotate-half, DeepSeek's interleaved rope dims).
+  if (g && (c.architecture == "LlamaForCausalLM" || c.architecture == "MixtralForCausalLM")) {
     l.wq = unpermute_rows(w, l.wq, c.num_heads, c.head_dim);
     l.wk = unpermute_rows(w, l.wk, c.num_kv_heads, c.head_dim);
-  } else {
-    DENSA_RETURN_IF_ERROR(load_attention_extras(src, i, w));
   }
   if (!c.is_moe_layer(i)) {
     DENSA_ASSIGN_OR_RETURN(l.w_gate, load_matrix(src, layer_name(g, i, "mlp.gate_proj", "ffn_gate"), inter, hidden));
@@ -243,13 +314,7 @@ Status load_layer(const TensorSource& src, int i, ModelWeights& w) {
     DENSA_ASSIGN_OR_RETURN(l.w_down, load_matrix(src, layer_name(g, i, "mlp.down_proj", "ffn_down"), hidden, inter));
     return Status::ok();
   }
-  if (!g) return load_hf_moe(src, i, w);
-  const int64_t n = c.num_experts;
-  DENSA_ASSIGN_OR_RETURN(l.router, load_matrix(src, layer_name(g, i, "", "ffn_gate_inp"), n, hidden));
-  DENSA_ASSIGN_OR_RETURN(l.expert_gate, load_matrices(src, layer_name(g, i, "", "ffn_gate_exps"), n, inter, hidden));
-  DENSA_ASSIGN_OR_RETURN(l.expert_up, load_matrices(src, layer_name(g, i, "", "ffn_up_exps"), n, inter, hidden));
-  DENSA_ASSIGN_OR_RETURN(l.expert_down, load_matrices(src, layer_name(g, i, "", "ffn_down_exps"), n, hidden, inter));
-  return Status::ok();
+  return g ? load_gguf_moe(src, i, w) : load_hf_moe(src, i, w);
 }
 
 // Fills every tensor of `w` (config already set) from `src`.
@@ -271,55 +336,6 @@ Status load_tensors(const TensorSource& src, ModelWeights& w) {
 }
 
 // ---- GGUF ----
-
-Result<ModelConfig> gguf_config(const GgufFile& f) {
-  const std::string fname = f.path().string();
-  const auto arch = f.get_string("general.architecture");
-  if (!arch) return invalid_argument(fname + ": missing metadata 'general.architecture'");
-  if (*arch != "llama") {
-    return unimplemented(fname + ": unsupported GGUF architecture '" + *arch + "' (supported: llama)");
-  }
-  auto required = [&](const std::string& key) -> Result<int> {
-    const auto v = f.get_int("llama." + key);
-    if (!v) return invalid_argument(fname + ": missing integer metadata 'llama." + key + "'");
-    if (*v <= 0 || *v > INT32_MAX) return invalid_argument(fname + ": metadata 'llama." + key + "' out of range");
-    return static_cast<int>(*v);
-  };
-  ModelConfig c;
-  DENSA_ASSIGN_OR_RETURN(c.num_layers, required("block_count"));
-  DENSA_ASSIGN_OR_RETURN(c.hidden_size, required("embedding_length"));
-  DENSA_ASSIGN_OR_RETURN(c.intermediate_size, required("feed_forward_length"));
-  DENSA_ASSIGN_OR_RETURN(c.num_heads, required("attention.head_count"));
-  c.num_kv_heads = static_cast<int>(f.get_int("llama.attention.head_count_kv").value_or(c.num_heads));
-  c.head_dim = static_cast<int>(f.get_int("llama.attention.key_length").value_or(c.hidden_size / c.num_heads));
-  c.max_position_embeddings = static_cast<int>(f.get_int("llama.context_length").value_or(2048));
-  c.rope_theta = static_cast<float>(f.get_float("llama.rope.freq_base").value_or(10000.0));
-  c.rms_norm_eps = static_cast<float>(f.get_float("llama.attention.layer_norm_rms_epsilon").value_or(1e-5));
-  c.num_experts = static_cast<int>(f.get_int("llama.expert_count").value_or(0));
-  c.num_experts_per_tok = static_cast<int>(f.get_int("llama.expert_used_count").value_or(0));
-  c.architecture = c.num_experts > 0 ? "MixtralForCausalLM" : "LlamaForCausalLM";
-  c.moe_intermediate_size = c.num_experts > 0 ? c.intermediate_size : 0;
-  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.head_dim <= 0 || c.head_dim % 2 != 0) {
-    return invalid_argument(fname + ": inconsistent attention metadata (heads " + std::to_string(c.num_heads) +
-                            ", kv heads " + std::to_string(c.num_kv_heads) + ", head_dim " +
-                            std::to_string(c.head_dim) + ")");
-  }
-  if (c.num_experts > 0 && (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts)) {
-    return invalid_argument(fname + ": need 0 < llama.expert_used_count <= llama.expert_count");
-  }
-  if (auto v = f.get_int("llama.vocab_size")) {
-    c.vocab_size = static_cast<int>(*v);
-  } else if (auto tokens = f.find("tokenizer.ggml.tokens")) {
-    c.vocab_size = static_cast<int>(tokens->strings.size());
-  } else if (auto t = f.tensor("token_embd.weight"); t.is_ok() && t->ne.size() == 2) {
-    c.vocab_size = static_cast<int>(t->ne[1]);
-  }
-  if (c.vocab_size <= 0) return invalid_argument(fname + ": cannot determine the vocabulary size");
-  c.tie_word_embeddings = !f.has_tensor("output.weight");
-  c.bos_token_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.bos_token_id").value_or(1));
-  c.eos_token_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.eos_token_id").value_or(2));
-  return c;
-}
 
 // Builds the SentencePiece-style tokenizer from tokenizer.ggml.*; null if the file has none.
 Result<std::unique_ptr<Tokenizer>> gguf_tokenizer(const GgufFile& f) {
@@ -349,7 +365,7 @@ Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
   ModelWeights w;
   w.source = path.string();
   w.format = "gguf";
-  DENSA_ASSIGN_OR_RETURN(w.config, gguf_config(f));
+  DENSA_ASSIGN_OR_RETURN(w.config, gguf_model_config(f));
   TensorSource src;
   src.origin = path.string();
   src.gguf = true;
@@ -357,6 +373,7 @@ Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
     DENSA_ASSIGN_OR_RETURN(GgufTensor t, f.tensor(name));
     return RawTensor{t.name, t.dtype, {t.ne.rbegin(), t.ne.rend()}, t.data};
   };
+  src.has = [&f](const std::string& name) { return f.has_tensor(name); };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
   DENSA_ASSIGN_OR_RETURN(w.tokenizer, gguf_tokenizer(f));
   w.chat_template = f.get_string("tokenizer.chat_template").value_or("");

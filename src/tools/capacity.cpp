@@ -113,7 +113,8 @@ KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv) 
   b.data = l.data_bytes_per_page();
   b.scales = l.scale_bytes_per_page();
   if (l.dtype == DType::kFP8E4M3 && l.scale_mode == KvScaleMode::kStatic) {
-    b.static_scales = static_cast<int64_t>(l.num_layers) * l.rows_per_layer() * 4;
+    // Per (layer, k|v, kv head); a latent cache has two per layer (c_kv, k_pe).
+    b.static_scales = static_cast<int64_t>(l.num_layers) * (l.is_latent() ? 2 : l.rows_per_layer()) * 4;
   }
   return b;
 }

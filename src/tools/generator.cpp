@@ -12,21 +12,17 @@ namespace {
 
 ContiguousKvCache make_cache(const ModelConfig& cfg, int max_tokens, DType dtype, KvScaleMode mode,
                              const KvScales* scales) {
-  if (cfg.is_mla()) {  // latent cache: f32 / bf16, or fp8 with dynamic per-row scales (the default)
-    CHECK(mode != KvScaleMode::kStatic) << "an MLA latent KV cache takes dynamic fp8 scales only";
-    KvLayout layout = kv_layout_for(cfg, max_tokens, dtype);
-    if (mode != KvScaleMode::kNone) layout.scale_mode = mode;
-    return ContiguousKvCache(layout, 1);
-  }
+  // Latent (MLA) or per-head layout; fp8 with dynamic scales unless static ones are given.
+  KvLayout layout = kv_layout_for(cfg, max_tokens, dtype);
+  if (mode != KvScaleMode::kNone) layout.scale_mode = mode;
   std::span<const float> static_scales;
   if (mode == KvScaleMode::kStatic) {
     CHECK(scales != nullptr) << "fp8 KV with static scales needs KvScales";
-    const Status st = validate_kv_scales(*scales, cfg.num_layers, cfg.num_kv_heads);
+    const Status st = validate_kv_scales(*scales, cfg.num_layers, kv_scale_heads(layout));
     CHECK(st.is_ok()) << st.message();
     static_scales = scales->values;
   }
-  return ContiguousKvCache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, max_tokens, 1, dtype,
-                           mode, static_scales);
+  return ContiguousKvCache(layout, 1, static_scales);
 }
 
 }  // namespace

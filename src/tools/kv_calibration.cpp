@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "io/safetensors.h"
+#include "exec/runner.h"
 #include "kv/contiguous_kv_cache.h"
 #include "model/forward.h"
 
@@ -19,10 +20,12 @@ std::vector<float> kv_calibration_amax(const ModelWeights& w, std::span<const To
   CHECK(total > 0) << "kv calibration needs tokens";
   const int window = opts.window > 0 ? opts.window : cfg.max_position_embeddings;
   CHECK(window > 0) << "kv calibration window";
-  const int H = cfg.num_kv_heads, hd = cfg.head_dim;
+  const bool latent = cfg.is_mla();
+  const int H = latent ? 1 : cfg.num_kv_heads, hd = cfg.head_dim;
   std::vector<float> amax(static_cast<size_t>(cfg.num_layers) * 2 * H, 0.0f);
-  ContiguousKvCache cache(cfg.num_layers, H, hd, window, 1, DType::kF32);
+  const ContiguousKvCache cache(kv_layout_for(cfg, window, DType::kF32), 1);
   const KvView kv = cache.view();
+  const int64_t D = kv.layout.latent_dim, C = latent ? cfg.mla.kv_lora_rank : 0;
   ForwardScratch scratch;
   std::vector<float> logits(static_cast<size_t>(cfg.vocab_size));
   std::vector<TokenId> chunk;
@@ -39,6 +42,16 @@ std::vector<float> kv_calibration_amax(const ModelWeights& w, std::span<const To
             pool, logits.data());
     const uint8_t* page = kv.page_ptr(0);
     for (int l = 0; l < cfg.num_layers; ++l) {
+      if (latent) {  // rows [c_kv | k_pe] of the n tokens, contiguous
+        const auto* rows = reinterpret_cast<const float*>(page + kv.layout.row_offset(l, 0, 0));
+        for (int64_t t = 0; t < n; ++t) {
+          for (int64_t d = 0; d < D; ++d) {
+            float& a = amax[static_cast<size_t>(l) * 2 + (d < C ? 0 : 1)];
+            a = std::max(a, std::fabs(rows[t * D + d]));
+          }
+        }
+        continue;
+      }
       for (int which = 0; which < 2; ++which) {
         for (int h = 0; h < H; ++h) {
           float& a = amax[(static_cast<size_t>(l) * 2 + which) * H + h];
@@ -56,8 +69,8 @@ KvScales calibrate_kv_scales(const ModelWeights& w, std::span<const TokenId> tok
                              const KvCalibrationOptions& opts, ThreadPool* pool) {
   const std::vector<float> amax = kv_calibration_amax(w, tokens, opts, pool);
   const int64_t used = std::min<int64_t>(static_cast<int64_t>(tokens.size()), opts.max_tokens);
-  return kv_scales_from_amax(amax, w.config.num_layers, w.config.num_kv_heads, opts.margin,
-                             KvScaleSource::kCalibration, used);
+  return kv_scales_from_amax(amax, w.config.num_layers, w.config.is_mla() ? 1 : w.config.num_kv_heads,
+                             opts.margin, KvScaleSource::kCalibration, used);
 }
 
 std::string_view kv_calibration_builtin_text() {
@@ -113,12 +126,10 @@ Result<std::optional<KvScales>> read_checkpoint_kv_scales(const ModelWeights& w)
 
 Result<KvScales> kv_scales_for_model(const ModelWeights& w, std::span<const TokenId> tokens,
                                      const KvCalibrationOptions& opts, ThreadPool* pool) {
-  if (w.config.is_mla()) {
-    return invalid_argument("fp8 KV static scales: " + w.source +
-                            " is an MLA model; its latent KV cache takes dynamic fp8 scales only");
+  if (!w.config.is_mla()) {  // MLA checkpoints carry no latent-cache scales densa reads
+    DENSA_ASSIGN_OR_RETURN(std::optional<KvScales> stored, read_checkpoint_kv_scales(w));
+    if (stored.has_value()) return std::move(*stored);
   }
-  DENSA_ASSIGN_OR_RETURN(std::optional<KvScales> stored, read_checkpoint_kv_scales(w));
-  if (stored.has_value()) return std::move(*stored);
   if (!tokens.empty()) return calibrate_kv_scales(w, tokens, opts, pool);
   if (w.tokenizer == nullptr) {
     return invalid_argument("fp8 KV static scales: the checkpoint has no k_scale/v_scale, no "

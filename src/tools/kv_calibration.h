@@ -1,7 +1,8 @@
 #pragma once
 // Static FP8 KV scales for a model: read from the checkpoint when it ships k_scale / v_scale,
 // otherwise measured by a calibration pass that runs the model over text with an F32 cache
-// and takes the maximum |K| (after RoPE) and |V| per (layer, k|v, kv head).
+// and takes the maximum |K| (after RoPE) and |V| per (layer, k|v, kv head); for an MLA latent
+// cache the maximum |c_kv| and |k_pe| (after RoPE) of the latent rows per layer.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -21,8 +22,9 @@ struct KvCalibrationOptions {
   float margin = 1.0f;    // scale = amax * margin / 448
 };
 
-// Maxima [layer][k|v][kv_head] over `tokens` (first max_tokens), run in windows that each
-// start at position 0 with a fresh cache and BOS in place of their first token.
+// Maxima [layer][k|v][kv_head] (MLA: [layer][c_kv|k_pe]) over `tokens` (first max_tokens), run
+// in windows that each start at position 0 with a fresh cache and BOS in place of their first
+// token.
 std::vector<float> kv_calibration_amax(const ModelWeights& w, std::span<const TokenId> tokens,
                                        const KvCalibrationOptions& opts, ThreadPool* pool);
 
@@ -39,9 +41,10 @@ std::string_view kv_calibration_builtin_text();
 // (or is GGUF); an error when only some layers have them or they are malformed.
 Result<std::optional<KvScales>> read_checkpoint_kv_scales(const ModelWeights& w);
 
-// The scales to serve with: the checkpoint's (read_checkpoint_kv_scales) when present, else a
-// calibration pass over `tokens`, or over the built-in passage when `tokens` is empty
-// (needs the model's tokenizer).
+// The scales to serve with: the checkpoint's (read_checkpoint_kv_scales) when present (never
+// for MLA: checkpoints carry no latent-cache scales densa reads), else a calibration pass
+// over `tokens`, or over the built-in passage when `tokens` is empty (needs the model's
+// tokenizer).
 Result<KvScales> kv_scales_for_model(const ModelWeights& w, std::span<const TokenId> tokens,
                                      const KvCalibrationOptions& opts, ThreadPool* pool);
 

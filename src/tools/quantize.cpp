@@ -14,6 +14,7 @@
 #include "model/quantize_weights.h"
 #include "quant/dequantize.h"
 #include "quant/fp8_block.h"
+#include "tools/gguf_model_writer.h"
 #include "tools/gguf_writer.h"
 #include "tools/safetensors_writer.h"
 
@@ -219,12 +220,46 @@ Result<QuantizeReport> quantize_gguf(const QuantizeOptions& opts, const WeightQu
   return report;
 }
 
+// ---- Hugging Face -> GGUF ----
+
+Result<QuantizeReport> hf_to_gguf(const QuantizeOptions& opts, const std::function<void(int, int)>& progress) {
+  DType dtype;
+  if (opts.to == "f32") {
+    dtype = DType::kF32;
+  } else if (opts.to == "f16") {
+    dtype = DType::kF16;
+  } else if (opts.to == "bf16") {
+    dtype = DType::kBF16;
+  } else if (opts.to == "q8_0") {
+    dtype = DType::kQ8_0;
+  } else if (opts.to == "q4_0") {
+    dtype = DType::kQ4_0;
+  } else {
+    return invalid_argument("--to '" + opts.to + "': a .gguf output from a Hugging Face directory takes f32, f16, "
+                            "bf16, q8_0 or q4_0");
+  }
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(opts.input));
+  if (opts.output.has_parent_path()) {
+    std::error_code ec;
+    fs::create_directories(opts.output.parent_path(), ec);
+  }
+  DENSA_ASSIGN_OR_RETURN(GgufWriteReport r, write_model_gguf(w, opts.output, dtype, progress));
+  QuantizeReport report;
+  report.num_quantized = r.num_converted;
+  report.num_kept = r.num_kept;
+  std::error_code ec;
+  report.input_weight_bytes = dir_tensor_bytes(opts.input);
+  report.output_weight_bytes = static_cast<int64_t>(fs::file_size(opts.output, ec));
+  return report;
+}
+
 }  // namespace
 
 Result<QuantizeReport> quantize_checkpoint(const QuantizeOptions& opts, const std::function<void(int, int)>& progress) {
   std::error_code ec;
   const bool hf = fs::is_directory(opts.input, ec);
   if (!hf && !fs::exists(opts.input, ec)) return not_found(opts.input.string() + ": no such file or directory");
+  if (hf && opts.output.extension() == ".gguf") return hf_to_gguf(opts, progress);
   WeightQuantSpec spec;
   spec.group_size = opts.group_size;
   if (opts.to == "fp8") {
@@ -243,8 +278,8 @@ Result<QuantizeReport> quantize_checkpoint(const QuantizeOptions& opts, const st
   DENSA_RETURN_IF_ERROR(check_quant_target(spec, 0, 0));
   const bool gguf_target = spec.dtype == DType::kQ8_0 || spec.dtype == DType::kQ4_0;
   if (hf && gguf_target) {
-    return unimplemented("--to " + opts.to + " writes GGUF and needs a GGUF input; " + opts.input.string() +
-                         " is a Hugging Face directory (use --to fp8|int4|bf16)");
+    return unimplemented("--to " + opts.to + " writes GGUF: give a .gguf output path (" + opts.output.string() +
+                         " is taken as a Hugging Face directory), or use --to fp8|int4|bf16");
   }
   if (!hf && !gguf_target) {
     return unimplemented("--to " + opts.to + " writes a Hugging Face directory and needs one as input; " +

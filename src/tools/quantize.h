@@ -10,9 +10,12 @@
 //  * GGUF -> GGUF, --to q8_0 | q4_0: standard ggml block layouts, metadata copied
 //    (general.file_type updated), tensor order kept, data aligned to general.alignment.
 //    Q/K rows stay in GGUF's permuted order (quantization is per row, so this commutes).
+//  * Hugging Face dir -> .gguf file (the output path ends in ".gguf"), --to f32 | f16 | bf16 |
+//    q8_0 | q4_0: qwen3moe / qwen2moe / glm4moe / deepseek2 in llama.cpp's layout
+//    (tools/gguf_model_writer.h); no tokenizer is written.
 // Quantized: attention q/k/v/o, dense FFN and expert matrices. Kept as stored: norms, router,
-// token embeddings, lm_head (GGUF: token_embd, output). HF -> GGUF and GGUF -> HF are not
-// supported. Loading the output gives bit-identical weights to load_model(IN, {same target}).
+// token embeddings, lm_head (GGUF: token_embd, output). GGUF -> HF is not supported.
+// Loading the output gives bit-identical weights to load_model(IN, {same target}).
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -25,7 +28,7 @@ namespace densa {
 struct QuantizeOptions {
   std::filesystem::path input;   // HF directory or .gguf file
   std::filesystem::path output;  // directory (HF) or file (GGUF); created or overwritten
-  std::string to;                // fp8 | int4 | bf16 (HF); q8_0 | q4_0 (GGUF)
+  std::string to;                // fp8 | int4 | bf16 (HF); q8_0 | q4_0 (GGUF); f32 | f16 too (HF -> GGUF)
   int group_size = 128;          // int4: 32 or 128
 };
 

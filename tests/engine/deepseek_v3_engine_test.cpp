@@ -5,11 +5,13 @@
 //   * Every KV dtype: each request's tokens equal the single-sequence oracle (generate() on a
 //     contiguous latent cache of the same dtype) exactly: paging, batching, chunking and the
 //     FP8 latent with dynamic per-token scales change nothing.
+//   * Static FP8 latent scales (calibrated): the engine equals the generator with the same scales.
 //   * F32 / BF16 KV: the tokens equal the PyTorch golden continuations, except after a step
 //     whose golden top-1/top-2 margin is below the dtype's logit error bound.
 #include <gtest/gtest.h>
 
 #include "engine/engine_test_util.h"
+#include "tools/kv_calibration.h"
 
 namespace densa {
 namespace {
@@ -96,17 +98,69 @@ INSTANTIATE_TEST_SUITE_P(Kv, DeepseekV3Engine,
                                   std::to_string(info.param.page_size);
                          });
 
-// Static FP8 scales are per (layer, k|v, kv head); a latent cache has no KV heads: a clear
-// error at start-up, not a crash.
-TEST(DeepseekV3Engine, StaticFp8ScalesAreRejected) {
+// Static FP8 latent scales (two per layer: c_kv and k_pe) from a calibration pass: the engine
+// (paged, batched, chunked) gives exactly the tokens of the single-sequence generator with the
+// same scales; scales of the wrong shape are a clear error at start-up, not a crash.
+TEST(DeepseekV3Engine, StaticFp8ScalesMatchOracle) {
+  const auto golden = read_json(ref_dir() / "golden.json");
+  std::vector<TokenId> calibration;
+  for (const auto& p : golden["prompts"]) {
+    const auto ids = p["prompt_ids"].get<std::vector<TokenId>>();
+    calibration.insert(calibration.end(), ids.begin(), ids.end());
+  }
+  ThreadPool pool(2);
+  const KvScales scales = calibrate_kv_scales(weights(), calibration, KvCalibrationOptions{}, &pool);
+  ASSERT_EQ(scales.num_kv_heads, 1);
+  ASSERT_EQ(scales.values.size(), static_cast<size_t>(weights().config.num_layers) * 2);
+
   EngineConfig c;
   c.kv_dtype = DType::kFP8E4M3;
-  KvScales s;
-  s.num_layers = weights().config.num_layers;
-  c.kv_scales = s;
+  c.kv_scales = scales;
+  c.page_size = 4;
+  c.chunked_prefill_size = 7;
+  c.audit_every_step = true;
+  c.num_threads = 2;
+  c.kv_integrity = KvIntegrityPolicy{KvIntegrityMode::kDigest, 1, 1};
   auto created = Engine::create(weights(), c);
-  ASSERT_FALSE(created.is_ok());
-  EXPECT_NE(created.status().message().find("MLA"), std::string::npos) << created.status().message();
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  auto engine = std::move(created).value();
+  EXPECT_EQ(engine->kv_layout().scale_mode, KvScaleMode::kStatic);
+  std::vector<GenerateRequest> requests;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& p : golden["prompts"]) {
+    GenerateRequest r;
+    r.prompt = p["prompt_ids"].get<std::vector<TokenId>>();
+    r.sampling.temperature = 0.0f;
+    r.max_new_tokens = static_cast<int>(p["greedy_ids"].size());
+    r.ignore_eos = true;
+    requests.push_back(r);
+    streams.push_back(engine->submit(r).value());
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const testing::Collected got = drain(*streams[i]);
+    ASSERT_EQ(got.finish, FinishReason::kLength) << got.events.back().error.to_string();
+    GenerateOptions o;
+    o.max_new_tokens = requests[i].max_new_tokens;
+    o.sampling.temperature = 0.0f;
+    o.stop_at_eos = false;
+    o.kv_dtype = DType::kFP8E4M3;
+    o.kv_scale_mode = KvScaleMode::kStatic;
+    o.kv_scales = &scales;
+    EXPECT_EQ(got.tokens, generate(weights(), requests[i].prompt, o, &pool,
+                                   [](TokenId, std::span<const float>) { return true; }))
+        << "prompt " << i;
+  }
+  ASSERT_TRUE(engine->audit().is_ok());
+  EXPECT_EQ(engine->stats().kv_pages_used, 0);
+  engine->shutdown();
+
+  KvScales wrong = scales;
+  wrong.num_kv_heads = 4;  // per-head scales of a GQA cache
+  wrong.values.resize(static_cast<size_t>(weights().config.num_layers) * 2 * 4, 0.01f);
+  c.kv_scales = wrong;
+  auto rejected = Engine::create(weights(), c);
+  ASSERT_FALSE(rejected.is_ok());
+  EXPECT_NE(rejected.status().message().find("model needs 3x2x1"), std::string::npos) << rejected.status().message();
 }
 
 }  // namespace

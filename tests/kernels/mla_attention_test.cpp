@@ -1,6 +1,7 @@
 // MLA latent attention over a paged latent cache: against the naive latent oracle for F32 /
-// BF16 / FP8 (dynamic) pages, shuffled pages and several page sizes; the absorbed form
-// against the simple (decompressed) form; batch invariance; the rope kernel against its twin.
+// BF16 / FP8 (dynamic, and static per-layer c_kv / k_pe scales) pages, shuffled pages and
+// several page sizes; the absorbed form against the simple (decompressed) form; batch
+// invariance; the rope kernel against its twin.
 #include "kernels/mla_attention.h"
 
 #include <gtest/gtest.h>
@@ -28,14 +29,19 @@ struct Case {
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << "page" << c.page_size << "_c" << c.kv_lora << "_r" << c.rope << "_" << dtype_name(c.dtype);
+  *os << "page" << c.page_size << "_c" << c.kv_lora << "_r" << c.rope << "_" << dtype_name(c.dtype)
+      << (c.scale_mode == KvScaleMode::kStatic ? "_static" : "");
 }
+
+// Static scales of the tests: [layer][c_kv | k_pe], distinct per layer and part.
+float static_scale(int layer, int part) { return (6.0f + layer + 2.0f * part) / kFp8E4M3Max; }
 
 // Pages of all sequences scattered in a random order.
 struct LatentCache {
   KvLayout layout;
   std::unique_ptr<uint8_t[]> bytes;
   std::vector<int32_t> table, offsets = {0};
+  std::vector<float> scales;  // kStatic: [layer][c_kv | k_pe]
 
   LatentCache(const KvLayout& l, const std::vector<int>& lens, std::mt19937& rng) : layout(l) {
     int total = 0;
@@ -49,8 +55,13 @@ struct LatentCache {
       offsets.push_back(static_cast<int32_t>(table.size()));
     }
     bytes = std::make_unique<uint8_t[]>(l.page_bytes() * total);
+    if (l.scale_mode == KvScaleMode::kStatic) {
+      for (int layer = 0; layer < l.num_layers; ++layer) {
+        for (int part = 0; part < 2; ++part) scales.push_back(static_scale(layer, part));
+      }
+    }
   }
-  KvView view() const { return KvView{layout, bytes.get(), table, offsets, nullptr}; }
+  KvView view() const { return KvView{layout, bytes.get(), table, offsets, scales.empty() ? nullptr : scales.data()}; }
 };
 
 KvLayout latent_layout(const Case& c, int layers) {
@@ -64,12 +75,15 @@ KvLayout latent_layout(const Case& c, int layers) {
 }
 
 // What a latent row reads back as after mla_kv_store.
-void held_values(const Case& c, const float* row, float* out) {
+void held_values(const Case& c, int layer, const float* row, float* out) {
   const int D = c.kv_lora + c.rope;
   if (c.dtype == DType::kF32) {
     std::copy_n(row, D, out);
   } else if (c.dtype == DType::kBF16) {
     for (int d = 0; d < D; ++d) out[d] = bf16_to_f32(f32_to_bf16(row[d]));
+  } else if (c.scale_mode == KvScaleMode::kStatic) {
+    ref::kv_fp8_round_trip(row, c.kv_lora, static_scale(layer, 0), out);
+    ref::kv_fp8_round_trip(row + c.kv_lora, c.rope, static_scale(layer, 1), out + c.kv_lora);
   } else {
     ref::kv_fp8_round_trip(row, D, ref::kv_fp8_dynamic_scale(row, D), out);
   }
@@ -118,10 +132,10 @@ TEST_P(PagedMla, MatchesLatentReferenceAndDecompressedForm) {
     for (float& x : rows) x = nd(rng);
     if (lens[s] > 3) std::fill_n(rows.begin() + 3 * D, D, 0.0f);  // an all-zero row: scale 0
     held[s].resize(rows.size());
-    for (int p = 0; p < lens[s]; ++p) held_values(c, &rows[p * D], &held[s][p * D]);
+    for (int p = 0; p < lens[s]; ++p) held_values(c, layer, &rows[p * D], &held[s][p * D]);
     std::vector<int32_t> seq(lens[s], static_cast<int32_t>(s)), pos(lens[s]);
     for (int i = 0; i < lens[s]; ++i) pos[i] = i;
-    mla_kv_store(kv, layer, rows.data(), seq, pos);
+    mla_kv_store(kv, layer, rows.data(), C, seq, pos);
   }
   // One query per sequence at its last position, plus an early position of the longest.
   std::vector<int32_t> seq = {0, 1, 2, 2}, pos = {0, 22, 40, 17};
@@ -181,7 +195,7 @@ TEST_P(PagedMla, BatchInvariantAndPageSizeInvariant) {
   for (int i = 0; i < len; ++i) pos[i] = i;
   // Whole prompt in one batch, page size as given.
   LatentCache a(latent_layout(c, 1), {len}, rng);
-  mla_kv_store(a.view(), 0, rows.data(), seq, pos);
+  mla_kv_store(a.view(), 0, rows.data(), C, seq, pos);
   std::vector<float> out_a(static_cast<size_t>(len) * H * C);
   paged_mla_attention(a.view(), 0, q.data(), H, C, 0.3f, seq, pos, out_a.data(), nullptr);
   // One token at a time into a contiguous cache (one page of 64).
@@ -191,7 +205,7 @@ TEST_P(PagedMla, BatchInvariantAndPageSizeInvariant) {
   ThreadPool pool(2);
   for (int i = 0; i < len; ++i) {
     const std::span<const int32_t> s1(&seq[i], 1), p1(&pos[i], 1);
-    mla_kv_store(b.view(), 0, &rows[static_cast<size_t>(i) * D], s1, p1);
+    mla_kv_store(b.view(), 0, &rows[static_cast<size_t>(i) * D], C, s1, p1);
     std::vector<float> o(static_cast<size_t>(H) * C);
     paged_mla_attention(b.view(), 0, &q[static_cast<size_t>(i) * H * D], H, C, 0.3f, s1, p1, o.data(), &pool);
     for (int k = 0; k < H * C; ++k) ASSERT_EQ(o[k], out_a[static_cast<size_t>(i) * H * C + k]) << i;
@@ -204,7 +218,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{16, 32, 8, DType::kFP8E4M3, KvScaleMode::kDynamic},
                       // C and R multiples of 16: the AVX-512 tile path where the CPU has it.
                       Case{16, 32, 16, DType::kF32}, Case{8, 64, 16, DType::kBF16},
-                      Case{16, 32, 16, DType::kFP8E4M3, KvScaleMode::kDynamic}));
+                      Case{16, 32, 16, DType::kFP8E4M3, KvScaleMode::kDynamic},
+                      Case{16, 32, 8, DType::kFP8E4M3, KvScaleMode::kStatic},
+                      Case{4, 32, 16, DType::kFP8E4M3, KvScaleMode::kStatic}));
 
 TEST(MlaKvStore, Fp8RowsHoldReferenceCodesAndScales) {
   const Case c{8, 32, 8, DType::kFP8E4M3, KvScaleMode::kDynamic};
@@ -216,7 +232,7 @@ TEST(MlaKvStore, Fp8RowsHoldReferenceCodesAndScales) {
   for (float& x : rows) x = nd(rng);
   std::vector<int32_t> seq(len, 0), pos(len);
   for (int i = 0; i < len; ++i) pos[i] = i;
-  mla_kv_store(cache.view(), 1, rows.data(), seq, pos);
+  mla_kv_store(cache.view(), 1, rows.data(), 32, seq, pos);
   const KvView kv = cache.view();
   for (int p = 0; p < len; ++p) {
     const uint8_t* page = kv.page_ptr(kv.page_of(0, p));
@@ -227,6 +243,32 @@ TEST(MlaKvStore, Fp8RowsHoldReferenceCodesAndScales) {
     ref::kv_fp8_round_trip(&rows[p * D], D, s, want.data());
     const uint8_t* codes = page + kv.layout.row_offset(1, 0, p % c.page_size);
     for (int d = 0; d < D; ++d) EXPECT_EQ(fp8_e4m3_decode_table()[codes[d]] * s, want[d]) << p << " " << d;
+  }
+}
+
+// Static scales: the c_kv part of each row takes its layer's c_kv scale, the k_pe part the
+// k_pe scale, no per-row scale is stored (the page has no scale region).
+TEST(MlaKvStore, Fp8StaticRowsUseTheLayersTwoScales) {
+  const Case c{8, 32, 8, DType::kFP8E4M3, KvScaleMode::kStatic};
+  const int C = 32, D = 40, len = 11;
+  std::mt19937 rng(4);
+  LatentCache cache(latent_layout(c, 2), {len}, rng);
+  EXPECT_EQ(cache.layout.scale_bytes_per_page(), 0);
+  std::normal_distribution<float> nd(0.0f, 1.5f);
+  std::vector<float> rows(static_cast<size_t>(len) * D);
+  for (float& x : rows) x = nd(rng);
+  std::vector<int32_t> seq(len, 0), pos(len);
+  for (int i = 0; i < len; ++i) pos[i] = i;
+  mla_kv_store(cache.view(), 1, rows.data(), C, seq, pos);
+  const KvView kv = cache.view();
+  for (int p = 0; p < len; ++p) {
+    std::vector<float> want(D);
+    held_values(c, 1, &rows[p * D], want.data());
+    const uint8_t* codes = kv.page_ptr(kv.page_of(0, p)) + kv.layout.row_offset(1, 0, p % c.page_size);
+    for (int d = 0; d < D; ++d) {
+      const float s = static_scale(1, d < C ? 0 : 1);
+      EXPECT_EQ(fp8_e4m3_decode_table()[codes[d]] * s, want[d]) << p << " " << d;
+    }
   }
 }
 

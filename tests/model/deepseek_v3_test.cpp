@@ -16,6 +16,7 @@
 #include "model/model_loader.h"
 #include "test_util.h"
 #include "tools/generator.h"
+#include "tools/kv_calibration.h"
 
 namespace densa {
 namespace {
@@ -325,6 +326,41 @@ TEST(DeepseekV3Paged, PagedEqualsContiguousBitForBit) {
       ASSERT_EQ(one.size(), paged[s].size());
       EXPECT_EQ(one, paged[s]) << dtype_name(dt) << " prompt " << s;
     }
+  }
+}
+
+// Static FP8 latent scales from a calibration pass over the golden sequences: two per layer
+// (c_kv, k_pe; their ranges differ), and the teacher-forced logits stay within the bounds of
+// the dynamic per-token FP8 case above (|dlogit| <= 1.0 at >= 50% of positions, top-1 >= 75%).
+TEST(DeepseekV3StaticFp8, CalibratedScalesStayCloseToReference) {
+  for (const std::string variant : {"deepseek_v3", "deepseek_v3_no_q_lora"}) {
+    const ModelWeights& w = model(variant);
+    const Golden g = golden(variant);
+    std::vector<TokenId> calibration;
+    for (const auto& t : g.tokens) calibration.insert(calibration.end(), t.begin(), t.end());
+    const KvScales scales = calibrate_kv_scales(w, calibration, KvCalibrationOptions{}, &pool());
+    ASSERT_EQ(scales.num_kv_heads, 1);
+    ASSERT_EQ(scales.values.size(), static_cast<size_t>(w.config.num_layers) * 2);
+    EXPECT_TRUE(validate_kv_scales(scales, w.config.num_layers, 1).is_ok());
+    EXPECT_NE(scales.at(0, 0, 0), scales.at(0, 1, 0)) << "c_kv and k_pe share a scale";
+    size_t over = 0, agree = 0, total = 0;
+    double worst_fp8 = 0;
+    for (size_t s = 0; s < g.tokens.size(); ++s) {
+      const std::vector<float> got =
+          prompt_logits(w, g.tokens[s], DType::kFP8E4M3, &pool(), KvScaleMode::kStatic, &scales);
+      ASSERT_EQ(got.size(), g.logits[s].size());
+      for (size_t r = 0; r < g.tokens[s].size(); ++r, ++total) {
+        const double d = max_abs_diff(got.data() + r * 1024, g.logits[s].data() + r * 1024, 1024);
+        worst_fp8 = std::max(worst_fp8, d);
+        over += d > 1.0;
+        agree += argmax(got.data() + r * 1024, 1024) == argmax(g.logits[s].data() + r * 1024, 1024);
+      }
+    }
+    std::printf("[ info ] %s static fp8 latent KV: top-1 %zu / %zu, %zu positions above 1.0, max |dlogit| %.3f\n",
+                variant.c_str(), agree, total, over, worst_fp8);
+    EXPECT_GT(worst_fp8, 0.0) << "fp8 rounding left no trace: were the scales used?";
+    EXPECT_LE(over, 0.5 * total);
+    EXPECT_GE(agree, 0.75 * total);
   }
 }
 

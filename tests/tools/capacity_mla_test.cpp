@@ -45,6 +45,16 @@ TEST(CapacityMla, PageBytesAreTheRuntimeLayout) {
   }
 }
 
+// Static FP8 latent scales: no per-token scale bytes, two f32 scales per layer in total.
+TEST(CapacityMla, StaticFp8LatentScales) {
+  Result<CapacityModel> m = load_capacity_model(config("kimi-k2.json"));
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  const KvTokenBytes b = kv_bytes_per_token(*m, KvFormat{DType::kFP8E4M3, KvScaleMode::kStatic, 16});
+  EXPECT_EQ(b.data, (512 + 64) * 61);
+  EXPECT_EQ(b.scales, 0);
+  EXPECT_EQ(b.static_scales, 61 * 2 * 4);
+}
+
 TEST(CapacityMla, KimiK2On8xH200) {
   Result<CapacityModel> m = load_capacity_model(config("kimi-k2.json"));
   ASSERT_TRUE(m.is_ok());

@@ -68,7 +68,9 @@ TEST(CapacityTest, KvBytesPerTokenMatchesHandComputed) {
     const KvTokenBytes stat = kv_bytes_per_token(m, fp8_kv(KvScaleMode::kStatic));
     EXPECT_EQ(stat.data * 2, nm.bf16_bytes_per_token);
     EXPECT_EQ(stat.scales, 0);
-    EXPECT_EQ(stat.static_scales, nm.dynamic_scale_bytes);  // one scale per (layer, k|v, head)
+    // One scale per (layer, k|v, head); an MLA latent cache: two per layer (c_kv, k_pe).
+    EXPECT_EQ(stat.static_scales,
+              m.attention == KvAttention::kMla ? 2 * nm.dynamic_scale_bytes : nm.dynamic_scale_bytes);
   }
 }
 

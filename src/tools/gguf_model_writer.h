@@ -1,0 +1,32 @@
+#pragma once
+// Writes a loaded model as a GGUF file in llama.cpp's layout: architecture name and
+// "{arch}.*" metadata from model/gguf_config.h, tensors under llama.cpp's names
+// (token_embd, blk.N.attn_q, blk.N.ffn_gate_exps stacked [n_expert, rows, cols], exp_probs_b,
+// *_shexp, attn_q_a / attn_kv_a_mqa / attn_kv_b plus the split attn_k_b / attn_v_b of
+// deepseek2, ...). Families: qwen3moe, qwen2moe, glm4moe, deepseek2 (Q/K rows kept in the
+// checkpoint's order, as llama.cpp's converter does for them).
+//
+// Dtypes: `matrix_dtype` F32 / F16 / BF16 / Q8_0 / Q4_0 for the matrices quantize-on-load
+// converts (attention, dense FFN, experts, shared expert, MLA projections). Embeddings,
+// lm_head and routers take the same dtype when it is a float type and stay as stored
+// (F32 if stored in a non-GGUF format) for Q8_0 / Q4_0; norms, biases, correction biases
+// and the shared-expert gate are F32. So a BF16 checkpoint written as BF16 loads back bit
+// for bit, and one written as Q8_0 loads like load_model(hf, {kQ8_0}).
+#include <filesystem>
+#include <functional>
+
+#include "core/status.h"
+#include "model/model_weights.h"
+
+namespace densa {
+
+struct GgufWriteReport {
+  int num_converted = 0;  // matrices converted to matrix_dtype
+  int num_kept = 0;       // every other tensor written
+};
+
+// progress(done, total) after each tensor is prepared.
+Result<GgufWriteReport> write_model_gguf(const ModelWeights& w, const std::filesystem::path& path, DType matrix_dtype,
+                                         const std::function<void(int, int)>& progress = nullptr);
+
+}  // namespace densa
