@@ -8,10 +8,12 @@
 // one per process); UCX_TLS from the environment picks the transport.
 //
 // Prints one row per conversion: the bytes on the wire per page and per token (the 48-byte
-// header shown separately), the median times of the build step and of the transfer (receiver
-// created -> every page verified and the sender's flush done), and payload / wire GB/s and
-// pages/s of the transfer. bench/kv_transfer.sh pairs each row with ucx_perftest at the same
-// message size. A plain main(), not a timed test.
+// header shown separately), the median times of the build step, of the receiver's checks
+// alone, and of the transfer (receiver created -> every page verified and the sender's flush
+// done), and payload / wire GB/s and pages/s of the transfer. Beside them: the same transfer
+// with no pages (the fixed per-transfer cost: two fresh UCX workers, connect, flush, close)
+// and how fast this machine writes freshly allocated memory. bench/kv_transfer.sh pairs each
+// row with ucx_perftest at the same message size. A plain main(), not a timed test.
 //
 //   UCX_TLS=tcp ./build/kv_transfer_bench [--layout fixture|large|L,H,D] [--pages N]
 //       [--convert all|bf16-bf16|bf16-fp8|fp8-fp8|bf16-fp8dyn] [--transfers N] [--warmup N] [--tsv]
@@ -298,8 +300,9 @@ int main_impl(int argc, char** argv) {
   if (fixed_s < 0) return 1;
   const double touch_gbps = first_touch_gbps();
   if (o.tsv) {
-    std::printf("tls\tlayout\tpages\tfirst_touch_GBps\tfixed_ms\tconvert\tpayload_B_per_page\tmsg_B_per_page\twire_B_per_token\tbuild_ms\tverify_ms\t"
-                "transfer_ms\tbest_transfer_ms\tpayload_GBps\twire_GBps\tpages_per_s\n");
+    std::printf(
+        "tls\tlayout\tpages\tfirst_touch_GBps\tfixed_ms\tconvert\tpayload_B_per_page\tmsg_B_per_page\t"
+        "wire_B_per_token\tbuild_ms\tverify_ms\ttransfer_ms\tbest_transfer_ms\tpayload_GBps\twire_GBps\tpages_per_s\n");
   } else {
     std::printf("UCX_TLS=%s, layout %s (%d layers x %d KV heads x head_dim %d, %d tokens/page), %d pages, "
                 "%d transfers (+%d warmup), medians; a transfer of no pages takes %.3f ms; fresh memory is written at "
@@ -321,8 +324,9 @@ int main_impl(int argc, char** argv) {
     const double wire = static_cast<double>(r.message_bytes_per_page) * o.num_pages;
     const double wire_per_token = static_cast<double>(r.message_bytes_per_page) / page_size;
     if (o.tsv) {
-      std::printf("%s\t%s\t%d\t%.3f\t%.3f\t%s\t%lld\t%lld\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\n", tls ? tls : "",
-                  o.layout_name.c_str(), o.num_pages, touch_gbps, fixed_s * 1e3, c.name, static_cast<long long>(r.payload_bytes_per_page),
+      std::printf("%s\t%s\t%d\t%.3f\t%.3f\t%s\t%lld\t%lld\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\n",
+                  tls ? tls : "", o.layout_name.c_str(), o.num_pages, touch_gbps, fixed_s * 1e3, c.name,
+                  static_cast<long long>(r.payload_bytes_per_page),
                   static_cast<long long>(r.message_bytes_per_page), wire_per_token, r.build_s * 1e3,
                   r.verify_s * 1e3, r.transfer_s * 1e3, r.best_transfer_s * 1e3, payload / r.transfer_s / 1e9,
                   wire / r.transfer_s / 1e9, o.num_pages / r.transfer_s);
