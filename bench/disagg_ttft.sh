@@ -9,7 +9,8 @@
 #
 # Usage: bench/disagg_ttft.sh DENSA OUT_DIR [--rounds N] [--prompts N] [--quick]
 #   MODEL (default: the MoE fixture's f16 GGUF), UCX_TLS (default tcp), KV_DTYPE (default
-#   bf16, both workers), THREADS (default 1 per server), PORT (first of 5 ports, default 18310).
+#   bf16: colocated and prefill), DECODE_KV_DTYPE (default KV_DTYPE; fp8 = the prefill converts
+#   its pages on the way out), THREADS (default 1 per server), PORT (first of 5, default 18310).
 # Writes OUT_DIR/<path>-<round>/result.json, OUT_DIR/load.txt, OUT_DIR/ttft.md, server logs.
 set -euo pipefail
 
@@ -31,6 +32,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODEL=${MODEL:-$ROOT/../shared/models/tinystories-mixtral-3.6m/gguf/tinystories-mixtral-3.6m-f16.gguf}
 export UCX_TLS=${UCX_TLS:-tcp}
 KV_DTYPE=${KV_DTYPE:-bf16}
+DECODE_KV_DTYPE=${DECODE_KV_DTYPE:-$KV_DTYPE}
 THREADS=${THREADS:-1}
 PORT=${PORT:-18310}
 COLOCATED=$PORT PREFILL=$((PORT + 1)) DECODE=$((PORT + 2)) ROUTER=$((PORT + 3)) ROUTER_COLO=$((PORT + 4))
@@ -47,10 +49,10 @@ serve() {  # PORT LOG ARGS...
   "$DENSA" "$@" --port "$port" > "$OUT/$name.log" 2>&1 &
   pids+=($!)
 }
-common=(-m "$MODEL" --served-model-name tiny-moe --threads "$THREADS" --kv-dtype "$KV_DTYPE")
-serve "$COLOCATED" colocated serve "${common[@]}"
-serve "$PREFILL" prefill serve "${common[@]}" --role prefill
-serve "$DECODE" decode serve "${common[@]}" --role decode
+common=(-m "$MODEL" --served-model-name tiny-moe --threads "$THREADS")
+serve "$COLOCATED" colocated serve "${common[@]}" --kv-dtype "$KV_DTYPE"
+serve "$PREFILL" prefill serve "${common[@]}" --kv-dtype "$KV_DTYPE" --role prefill
+serve "$DECODE" decode serve "${common[@]}" --kv-dtype "$DECODE_KV_DTYPE" --role decode
 for port in $COLOCATED $PREFILL $DECODE; do
   for _ in $(seq 1 300); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
