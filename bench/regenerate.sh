@@ -9,8 +9,10 @@
 #   4. serving: `densa serve` on the MoE fixture + `densa bench serve` over concurrency
 #      1,4,16,64 (-> serving/*.svg, result.json, summary.md);
 #   5. perf: `densa gen-model` shapes of issue #10 + `densa bench offline` rows, membw beside
-#      them (bench/perf_offline.sh -> perf/*.json, perf/perf.md, perf/load.txt, perf/membw.txt).
-# Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving,perf]
+#      them (bench/perf_offline.sh -> perf/*.json, perf/perf.md, perf/load.txt, perf/membw.txt);
+#   6. kvtransfer: kv_transfer_bench (densa's KV data plane) beside ucx_perftest on tcp and sm
+#      (bench/kv_transfer.sh -> kv_transfer/raw.tsv, kv_transfer.md, load.txt).
+# Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer]
 #   BUILD_DIR (default build-bench), JOBS (default 2), DENSA_MODELS_DIR, DENSA_DATA_DIR,
 #   MODEL_DIR (generated perf checkpoints, default /tmp/densa-perf-models).
 # --quick: short kernel runs, 3 integrity rounds + 5 interleaved runs, 8 eval windows,
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --skip) SKIP="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--skip kernels,capacity,accuracy,serving,perf]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -56,6 +58,7 @@ if want kernels; then
   for b in $BENCHES; do
     exe=$BUILD/$b
     [ -x "$exe" ] || { log "skip $b (not built)"; continue; }
+    [ "$b" = kv_transfer_bench ] && continue  # step 6, beside ucx_perftest
     if grep -q 'benchmark/benchmark.h' "$ROOT/bench/$b.cpp"; then
       log "$b (Google Benchmark)"
       extra=()
@@ -129,5 +132,12 @@ if want perf; then
   [ "$QUICK" = 1 ] && extra=(--quick)
   rm -f "$IMG/perf/"*.json
   "$ROOT/bench/perf_offline.sh" "$DENSA" "$IMG/perf" --membw "$BUILD/membw_bench" "${extra[@]}"
+fi
+# ---- 6. KV transfer: densa's data plane vs ucx_perftest ----
+if want kvtransfer; then
+  log "kvtransfer (kv_transfer_bench + ucx_perftest)"
+  extra=()
+  [ "$QUICK" = 1 ] && extra=(--quick)
+  BUILD_DIR=$BUILD "$ROOT/bench/kv_transfer.sh" "$IMG/kv_transfer" "${extra[@]}"
 fi
 log "done: $IMG"

@@ -16,7 +16,7 @@ std::vector<std::vector<uint8_t>> build_page_messages(const KvPageFormat& from, 
   std::vector<std::vector<uint8_t>> out(pages.size());
   for (size_t k = 0; k < pages.size(); ++k) {
     std::vector<uint8_t>& m = out[k];
-    m.resize(kKvPageHeaderBytes + payload);
+    m.resize(static_cast<size_t>(kv_page_message_bytes(to.layout)));
     const int32_t tokens = std::clamp<int32_t>(num_tokens - static_cast<int32_t>(k) * P, 0, P);
     convert_kv_page(from, pages[k], to, tokens, m.data() + kKvPageHeaderBytes);
     KvPageHeader h;

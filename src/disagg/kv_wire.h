@@ -10,6 +10,7 @@
 #include <span>
 
 #include "core/status.h"
+#include "kernels/kv_view.h"
 
 namespace densa::disagg {
 
@@ -29,6 +30,13 @@ struct KvPageHeader {
 };
 
 inline constexpr size_t kKvPageHeaderBytes = 48;
+
+// Bytes of one page message for a receiver whose pages are laid out as `to`: the header plus
+// a whole page (a partial last page is sent whole, its unused slots zero). A transfer of n
+// pages puts n times this on the wire; send_page_messages returns that sum.
+inline int64_t kv_page_message_bytes(const KvLayout& to) {
+  return static_cast<int64_t>(kKvPageHeaderBytes) + to.page_bytes();
+}
 
 void write_page_header(const KvPageHeader& h, std::span<uint8_t> out);  // out.size() >= 48
 Result<KvPageHeader> read_page_header(std::span<const uint8_t> in);
