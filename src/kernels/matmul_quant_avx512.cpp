@@ -277,6 +277,7 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
     sp[r] = w.scales + (r0 + r) * groups;
   }
   const int64_t next_tile = R * w.row_bytes();  // the same spot in the next row tile
+  const int64_t next_tile_scales = R * groups;
   // Lane l of a chunk covers elements 8l .. 8l+7: weight group (128 c + 8 l) / g.
   const bool small_groups = g < kInt4Chunk;
   __m512i lane_group = _mm512_setzero_si512();
@@ -310,6 +311,10 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
       // kPrefetchBytes ahead (past a row's end that is the next row, read next anyway).
       _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + kPrefetchBytes), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + next_tile), _MM_HINT_T1);
+      if (small_groups) {  // g32 / g64: the scales are another 8 short streams (1/8 - 1/4 of the bytes)
+        _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + kPrefetchBytes / 4), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + next_tile_scales), _MM_HINT_T1);
+      }
       const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k / 2);
       const __m512i lo = _mm512_and_si512(v, nib);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);

@@ -64,6 +64,7 @@ RouterServer::RouterServer(RouterConfig config)
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(ctx_->config.max_body_bytes);
   http_->set_keep_alive_timeout(2);
+  http_->set_tcp_nodelay(true);  // see server/http_server.cpp
   register_routes();
 }
 

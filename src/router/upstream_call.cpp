@@ -8,6 +8,7 @@ UpstreamCall::UpstreamCall(UpstreamRequest request)
     : request_(std::move(request)), client_(std::make_unique<httplib::Client>(request_.origin)) {
   const auto ms = [](int v) { return std::chrono::milliseconds(std::max(1, v)); };
   client_->set_connection_timeout(ms(request_.connect_timeout_ms));
+  client_->set_tcp_nodelay(true);
   client_->set_read_timeout(ms(request_.read_timeout_ms));
   client_->set_write_timeout(ms(request_.read_timeout_ms));
   client_->set_keep_alive(false);

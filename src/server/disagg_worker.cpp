@@ -298,6 +298,7 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
     const time_t sec = static_cast<time_t>(std::max<int64_t>(seconds, 0) / 1000000);
     const time_t usec = static_cast<time_t>(std::max<int64_t>(seconds, 0) % 1000000);
     client.set_connection_timeout(sec, usec);
+    client.set_tcp_nodelay(true);
     client.set_read_timeout(sec, usec);
     client.set_write_timeout(sec, usec);
     httplib::Result res = client.Post("/disagg/v1/prefill", body, "application/json");

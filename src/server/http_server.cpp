@@ -58,6 +58,9 @@ HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerCo
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(64u << 20);
   http_->set_keep_alive_timeout(2);
+  // Small SSE chunks and short JSON answers: without TCP_NODELAY, Nagle's algorithm holds
+  // them back waiting for the client's delayed ACK (~40 ms per response on loopback).
+  http_->set_tcp_nodelay(true);
   register_routes();
 }
 

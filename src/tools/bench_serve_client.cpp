@@ -132,6 +132,7 @@ StreamingClient::StreamingClient(ClientOptions opts)
     : opts_(std::move(opts)), http_(std::make_unique<httplib::Client>(opts_.endpoint.origin)) {
   const auto secs = static_cast<time_t>(opts_.timeout_s);
   http_->set_connection_timeout(10, 0);
+  http_->set_tcp_nodelay(true);
   http_->set_read_timeout(secs, 0);
   http_->set_write_timeout(secs, 0);
   http_->set_keep_alive(true);
