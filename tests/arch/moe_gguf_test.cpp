@@ -12,6 +12,7 @@
 //   deepseek2 without attn_kv_b (only llama.cpp's split attn_k_b / attn_v_b): kv_b rebuilt in
 //     F32 from the same values: |dlogit| <= 1e-5 vs the Hugging Face load.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <functional>
@@ -96,9 +97,20 @@ std::vector<TokenId> greedy(const ModelWeights& w, const Golden& g) {
   return generate(w, g.prompt, o, &pool(), [](TokenId, std::span<const float>) { return true; });
 }
 
+// A temp path of its own for this process and test (ctest runs tests in parallel processes
+// that write the same checkpoints).
+fs::path temp_path(const std::string& stem) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string test = info == nullptr ? "none" : std::string(info->test_suite_name()) + "." + info->name();
+  for (char& c : test) {
+    if (c == '/') c = '_';
+  }
+  return fs::path(::testing::TempDir()) / (stem + "_" + std::to_string(::getpid()) + "_" + test + ".gguf");
+}
+
 // `densa quantize` of the reference checkpoint into a GGUF under the test temp dir.
 fs::path write_gguf_of(const std::string& arch, const std::string& to) {
-  const fs::path out = fs::path(::testing::TempDir()) / ("densa_gguf_" + arch + "_" + to + ".gguf");
+  const fs::path out = temp_path("densa_gguf_" + arch + "_" + to);
   auto r = quantize_checkpoint(QuantizeOptions{ref_dir(arch), out, to, 128});
   CHECK(r.is_ok()) << arch << " --to " << to << ": " << r.status().to_string();
   return out;
@@ -315,7 +327,7 @@ TEST(MoeGgufErrors, MissingKeyOrTensorIsAClearError) {
 
 // Llama / Mixtral GGUF needs llama.cpp's permuted Q/K rows; the HF -> GGUF path refuses them.
 TEST(MoeGgufErrors, UnsupportedTargetsAreRefused) {
-  const fs::path out = fs::path(::testing::TempDir()) / "densa_gguf_bad.gguf";
+  const fs::path out = temp_path("densa_gguf_bad");
   auto r = quantize_checkpoint(QuantizeOptions{ref_dir("qwen3_moe"), out, "fp8", 128});
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("f32, f16, bf16, q8_0 or q4_0"), std::string::npos) << r.status().message();

@@ -1,6 +1,7 @@
 // `densa quantize HF_DIR OUT.gguf --to bf16|q8_0` and `densa info -m OUT.gguf` (the real
 // binary) on the tiny qwen3_moe / qwen2_moe / glm4_moe / deepseek_v3 reference checkpoints.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -24,7 +25,8 @@ TEST_P(ArchGgufCli, QuantizeToGgufThenInfo) {
   const auto& [dir, hf_name] = GetParam();
   for (const std::string to : {"bf16", "q8_0"}) {
     const std::string out =
-        (std::filesystem::path(::testing::TempDir()) / ("densa_cli_" + dir + "_" + to + ".gguf")).string();
+        (std::filesystem::path(::testing::TempDir()) /
+         ("densa_cli_" + dir + "_" + to + "_" + std::to_string(::getpid()) + ".gguf")).string();
     const RunResult q = run("quantize " + ref_dir(dir) + " " + out + " --to " + to);
     ASSERT_EQ(q.exit_code, 0) << q.output;
     EXPECT_NE(q.output.find("wrote " + out), std::string::npos) << q.output;
@@ -50,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(Reference, ArchGgufCli,
                          [](const ::testing::TestParamInfo<GgufCliCase>& info) { return info.param.dir; });
 
 TEST(ArchGgufCliErrors, BadGgufTargetIsAClearError) {
-  const std::string out = (std::filesystem::path(::testing::TempDir()) / "densa_cli_bad.gguf").string();
+  const std::string out = (std::filesystem::path(::testing::TempDir()) / ("densa_cli_bad_" + std::to_string(::getpid()) + ".gguf")).string();
   const RunResult q = run("quantize " + ref_dir("glm4_moe") + " " + out + " --to int4");
   EXPECT_EQ(q.exit_code, 1) << q.output;
   EXPECT_NE(q.output.find("densa quantize: --to 'int4'"), std::string::npos) << q.output;
