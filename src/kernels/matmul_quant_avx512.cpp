@@ -198,9 +198,14 @@ struct Args {
   const uint8_t* xp;  // prepared activations
   int64_t x_stride;   // bytes per prepared x row
   float* y;
+  // FP8 GEMM: the tile's rows already decoded to bf16 (per row, per 64-column step: w0, w1 as
+  // fp8_to_bf16 gives them), so a row tile is decoded once for all x rows instead of once per
+  // x tile. The products are the same instructions on the same values.
+  const uint8_t* pre = nullptr;
+  int64_t pre_row_stride = 0;  // bytes per decoded row
 };
 
-template <int R, int NX>
+template <int R, int NX, bool kPre = false>
 DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
   const WeightView& w = *a.w;
   const int64_t cols = w.cols, sc = w.scale_cols;
@@ -241,9 +246,15 @@ DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         __m512i w0, w1;
-        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + kPrefetchBytes), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + next_tile), _MM_HINT_T1);
-        fp8_to_bf16(_mm512_maskz_loadu_epi8(m, rp[r] + k), lut, w0, w1);
+        if constexpr (kPre) {
+          const uint8_t* wp = a.pre + r * a.pre_row_stride + k / kFp8Step * kFp8StepBytes;
+          w0 = _mm512_load_si512(wp);
+          w1 = _mm512_load_si512(wp + 64);
+        } else {
+          _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + kPrefetchBytes), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + next_tile), _MM_HINT_T1);
+          fp8_to_bf16(_mm512_maskz_loadu_epi8(m, rp[r] + k), lut, w0, w1);
+        }
 #pragma GCC unroll 16
         for (int i = 0; i < NX; ++i) {
           bacc[r][i] = dot_bf16(bacc[r][i], w0, x0[i]);
@@ -370,10 +381,58 @@ DENSA_AVX512 void row_tiles(const Args& a, int64_t n, int64_t r_begin, int64_t r
 
 // Decode (n = 1): 8 weight rows per pass. Prefill: 4 rows x 2 (FP8: a block sum and an
 // accumulator per pair) or 4 x 3 (INT4) x rows, each decoded weight vector used per x row.
+template <int R, int NX>
+DENSA_AVX512 void fp8_x_tiles_pre(const Args& a, int64_t r0, int64_t i0, int64_t n) {
+  for (; i0 + NX <= n; i0 += NX) fp8_tile<R, NX, true>(a, r0, i0);
+  if constexpr (NX > 1) {
+    if (i0 < n) fp8_x_tiles_pre<R, NX - 1>(a, r0, i0, n);
+  }
+}
+
+// FP8 GEMM: decode each 4-row tile to bf16 once (into a per-thread buffer that stays in L1/L2),
+// then run every x tile over it.
+DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int64_t r_end) {
+  constexpr int R = 4;
+  const WeightView& w = *a0.w;
+  const int64_t steps = (w.cols + kFp8Step - 1) / kFp8Step;
+  thread_local std::vector<uint8_t> storage;
+  storage.resize(static_cast<size_t>(R * steps * kFp8StepBytes + 64));
+  uint8_t* buf = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  Args a = a0;
+  a.pre = buf;
+  a.pre_row_stride = steps * kFp8StepBytes;
+  const Fp8Lut& t = fp8_lut();
+  const __m512i lut[4] = {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+                          _mm512_load_si512(t.lo + 64)};
+  for (int64_t r0 = r_begin; r0 < r_end; r0 += R) {
+    const int rows_here = static_cast<int>(std::min<int64_t>(R, r_end - r0));
+    for (int r = 0; r < rows_here; ++r) {
+      const uint8_t* rp = w.row_ptr(r0 + r);
+      uint8_t* out = buf + r * a.pre_row_stride;
+      // Scale blocks are multiples of 64 columns, so only the last step is partial (as in fp8_tile).
+      for (int64_t s = 0; s < steps; ++s) {
+        __m512i w0, w1;
+        fp8_to_bf16(_mm512_maskz_loadu_epi8(byte_mask(w.cols - s * kFp8Step), rp + s * kFp8Step), lut, w0, w1);
+        _mm512_store_si512(out + s * kFp8StepBytes, w0);
+        _mm512_store_si512(out + s * kFp8StepBytes + 64, w1);
+      }
+    }
+    if (rows_here == R) {
+      fp8_x_tiles_pre<R, 2>(a, r0, 0, n);
+    } else {
+      for (int r = 0; r < rows_here; ++r) {
+        Args one = a;
+        one.pre = a.pre + r * a.pre_row_stride;
+        fp8_x_tiles_pre<1, 2>(one, r0 + r, 0, n);
+      }
+    }
+  }
+}
+
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   if (a.w->dtype == DType::kFP8E4M3) {
     if (n == 1) return row_tiles<true, 4, 1>(a, n, r_begin, r_end);
-    return row_tiles<true, 4, 2>(a, n, r_begin, r_end);
+    return fp8_gemm_rows(a, n, r_begin, r_end);
   }
   if (n == 1) return row_tiles<false, 8, 1>(a, n, r_begin, r_end);
   return row_tiles<false, 4, 3>(a, n, r_begin, r_end);
