@@ -320,11 +320,14 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
     for (int r = 0; r < R; ++r) {
       // Eight short row streams defeat the hardware prefetcher: ask for each row's data
       // kPrefetchBytes ahead (past a row's end that is the next row, read next anyway).
-      _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + kPrefetchBytes), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + next_tile), _MM_HINT_T1);
-      if (small_groups) {  // g32 / g64: the scales are another 8 short streams (1/8 - 1/4 of the bytes)
-        _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + kPrefetchBytes / 4), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + next_tile_scales), _MM_HINT_T1);
+      // GEMV only: a GEMM reads the same row tile once per x tile, from cache.
+      if constexpr (NX == 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + next_tile), _MM_HINT_T1);
+        if (small_groups) {  // g32 / g64: the scales are another 8 short streams (1/8 - 1/4 of the bytes)
+          _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + kPrefetchBytes / 4), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + next_tile_scales), _MM_HINT_T1);
+        }
       }
       const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k / 2);
       const __m512i lo = _mm512_and_si512(v, nib);
