@@ -34,38 +34,14 @@ int64_t content_tokens(const json& content) {
 // Per chat message: role markers and separators of a template, roughly.
 constexpr int64_t kChatMessageOverheadTokens = 4;
 
-// Deeper bodies are not parsed (a JSON parser is slow on "[[[[..." megabytes); no OpenAI
-// request nests this deep.
-constexpr int kMaxParsedDepth = 32;
-
-// Deepest [ / { nesting outside strings, stopping early past `limit`. One linear pass.
-int nesting_depth(std::string_view body, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : body) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return deepest;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 }  // namespace
 
 RequestCost estimate_request_cost(server::ApiKind kind, std::string_view body) {
   RequestCost cost;
   const bool chat = kind == server::ApiKind::kChat;
   int64_t max_tokens = chat ? kDefaultChatMaxTokensGuess : kDefaultCompletionMaxTokens;
-  if (nesting_depth(body, kMaxParsedDepth) > kMaxParsedDepth) {
+  // Deeper bodies are not parsed (the server refuses them too).
+  if (server::json_nesting_depth(body, server::kMaxRequestJsonDepth) > server::kMaxRequestJsonDepth) {
     cost.prompt_tokens = static_cast<int64_t>(body.size()) / kBytesPerTokenGuess;
     cost.max_new_tokens = max_tokens;
     return cost;

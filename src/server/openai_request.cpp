@@ -1,5 +1,7 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -221,7 +223,37 @@ bool read_fields(Reader& r, OpenAiRequest& req) {
 
 }  // namespace
 
+int json_nesting_depth(std::string_view body, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) return deepest;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 std::optional<OpenAiRequest> parse_openai_request(ApiKind kind, std::string_view body, RequestError& error) {
+  if (json_nesting_depth(body, kMaxRequestJsonDepth) > kMaxRequestJsonDepth) {
+    error = {invalid_argument("Request body nests JSON deeper than " + std::to_string(kMaxRequestJsonDepth) +
+                              " levels"),
+             ""};
+    return std::nullopt;
+  }
   const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     error = {invalid_argument("Request body is not valid JSON"), ""};

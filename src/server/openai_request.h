@@ -57,6 +57,12 @@ struct RequestError {
   std::string param;
 };
 
+// Deepest [ / { nesting outside JSON strings of `body`, stopping early once past `limit` (one
+// linear pass). Bodies nested deeper than kMaxRequestJsonDepth are refused before parsing: a
+// JSON parser takes seconds on megabytes of "[[[[", and no OpenAI request nests that deep.
+inline constexpr int kMaxRequestJsonDepth = 32;
+int json_nesting_depth(std::string_view body, int limit);
+
 // Parses a request body. On failure returns nullopt and fills `error`.
 std::optional<OpenAiRequest> parse_openai_request(ApiKind kind, std::string_view body, RequestError& error);
 

@@ -106,3 +106,24 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
 
 }  // namespace
 }  // namespace densa::server
+
+namespace densa::server {
+namespace {
+
+TEST(OpenAiRequest, DeeplyNestedBodiesAreRefusedBeforeParsing) {
+  EXPECT_EQ(json_nesting_depth(R"({"a":[{"b":"[[[{{{"}],"c":"\"]"}")", 100), 3);  // brackets in strings do not count
+  EXPECT_EQ(json_nesting_depth(std::string(1000, '['), 40), 41);                 // stops once past the limit
+  RequestError error;
+  // A megabyte of '[' (a JSON parser spends seconds on it): a clear error, no parse.
+  EXPECT_FALSE(parse(ApiKind::kCompletion, std::string(1 << 20, '['), &error).has_value());
+  EXPECT_EQ(error.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(error.status.message().find("deeper than 32"), std::string::npos) << error.status.message();
+  // Just over the limit inside a field is refused the same way; a prompt full of brackets is text.
+  std::string deep = R"({"prompt":"x","stop":)" + std::string(33, '[') + std::string(33, ']') + "}";
+  EXPECT_FALSE(parse(ApiKind::kCompletion, deep, &error).has_value());
+  EXPECT_NE(error.status.message().find("deeper than 32"), std::string::npos);
+  EXPECT_TRUE(parse(ApiKind::kCompletion, R"({"prompt":")" + std::string(5000, '[') + R"("})").has_value());
+}
+
+}  // namespace
+}  // namespace densa::server
