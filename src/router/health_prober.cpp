@@ -1,5 +1,8 @@
 #include "router/health_prober.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <httplib.h>
 
 namespace densa::router {
@@ -17,8 +20,13 @@ void HealthProber::probe(WorkerId id) {
   pool_.set_probe_result(id, true, "");
 }
 
-void HealthProber::probe_all() {
+void HealthProber::probe_all(bool only_unhealthy) {
+  std::vector<bool> healthy(pool_.num_workers(), false);
+  if (only_unhealthy) {
+    for (const WorkerSnapshot& w : pool_.snapshot()) healthy.at(static_cast<size_t>(w.id.value)) = w.healthy;
+  }
   for (size_t i = 0; i < pool_.num_workers(); ++i) {
+    if (only_unhealthy && healthy[i]) continue;
     try {
       probe(WorkerId(static_cast<int32_t>(i)));
     } catch (...) {
@@ -29,10 +37,14 @@ void HealthProber::probe_all() {
 
 void HealthProber::start() {
   thread_ = std::thread([this] {
+    const auto tick = std::min(config_.interval, std::max(config_.unhealthy_recheck, std::chrono::milliseconds(1)));
+    auto next_full = std::chrono::steady_clock::now() + config_.interval;
     std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, config_.interval, [&] { return stopping_; })) {
+    while (!cv_.wait_for(lock, tick, [&] { return stopping_; })) {
       lock.unlock();
-      probe_all();
+      const bool full = std::chrono::steady_clock::now() >= next_full;
+      if (full) next_full = std::chrono::steady_clock::now() + config_.interval;
+      probe_all(/*only_unhealthy=*/!full);
       lock.lock();
     }
   });

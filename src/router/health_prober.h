@@ -13,6 +13,10 @@ namespace densa::router {
 
 struct HealthProberConfig {
   std::chrono::milliseconds interval{1000};
+  // A worker whose last probe failed is asked again after at most this long (not a whole
+  // interval), so one lost probe - say at start-up on a loaded machine - does not keep a
+  // live worker out for the full interval. Failure holds still apply (WorkerPool).
+  std::chrono::milliseconds unhealthy_recheck{1000};
   std::chrono::milliseconds connect_timeout{500};
   std::chrono::milliseconds read_timeout{2000};
 };
@@ -24,9 +28,10 @@ class HealthProber {
   HealthProber(const HealthProber&) = delete;
   HealthProber& operator=(const HealthProber&) = delete;
 
-  // One round over all workers, on the caller's thread.
-  void probe_all();
-  // Starts the periodic thread (first round after one interval).
+  // One round over all workers (or only the unhealthy ones), on the caller's thread.
+  void probe_all(bool only_unhealthy = false);
+  // Starts the periodic thread (first full round after one interval; unhealthy workers every
+  // min(interval, unhealthy_recheck)).
   void start();
   void stop();
 

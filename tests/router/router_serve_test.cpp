@@ -4,7 +4,9 @@
 // the router probed it is retried around, and the CLI fails cleanly on bad flags.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -158,6 +160,15 @@ TEST_F(RouterServe, AWorkerKilledAfterTheProbeIsRetriedAroundAndMarked) {
       start_router({a_->url()}, {doomed->url(), b_->url()},
                    {"--health-interval-ms", "600000", "--failure-hold-ms", "600000", "--max-retries", "1"});
   ASSERT_TRUE(router->wait_ready());
+  // Ready means one healthy worker per role; this test needs both decode workers in (a probe
+  // lost at start-up on a loaded machine is asked again within a second).
+  bool both = false;
+  for (int i = 0; i < 100 && !both; ++i) {
+    const json h = json::parse(router->get("/health").body);
+    both = h["decode"][0]["healthy"] == true && h["decode"][1]["healthy"] == true;
+    if (!both) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(both) << router->get("/health").body;
   doomed->kill9();
   const std::string expected = answer_text(b_->post("/v1/completions", completion_body(kPrompts[0], 16, false)));
   for (int i = 0; i < 2; ++i) {
