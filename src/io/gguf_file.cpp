@@ -183,6 +183,13 @@ std::string ggml_type_name(uint32_t ggml_type) {
   return t ? t->name : "ggml type " + std::to_string(ggml_type);
 }
 
+std::optional<uint32_t> ggml_type_of(DType dtype) {
+  for (const auto& t : kGgmlTypes) {
+    if (t.dtype == dtype) return t.id;
+  }
+  return std::nullopt;
+}
+
 Result<GgufFile> GgufFile::open(const std::filesystem::path& path) {
   DENSA_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
   return parse(std::move(file));

@@ -62,6 +62,9 @@ struct GgufTensorInfo {
 
 // Name of a ggml tensor type id ("q4_K", ...), for messages.
 std::string ggml_type_name(uint32_t ggml_type);
+// The ggml tensor type id densa reads as `dtype` (the inverse of the reader's table); nullopt
+// for dtypes GGUF has no type for (FP8, INT4, ...).
+std::optional<uint32_t> ggml_type_of(DType dtype);
 
 class GgufFile {
  public:

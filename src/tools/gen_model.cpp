@@ -125,18 +125,6 @@ struct Target {
   int group_size = 32;
 };
 
-uint32_t ggml_type_of(DType t) {
-  switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ8_0: return 8;
-    case DType::kBF16: return 30;
-    case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8: break;
-  }
-  return 0;
-}
-
 const char* st_name_of(DType t) {
   switch (t) {
     case DType::kF32: return "F32";
@@ -177,7 +165,7 @@ std::vector<int64_t> st_shape(const LogicalTensor& t) {
 // The parts `t` is stored as (sizes only; encode() fills the bytes in the same order).
 std::vector<Part> parts_of(const Target& tg, const LogicalTensor& t) {
   const DType d = stored_dtype(tg, t);
-  if (tg.gguf) return {Part{"", "", ggml_type_of(d), st_shape(t), t.rows * dtype_row_bytes(d, t.cols)}};
+  if (tg.gguf) return {Part{"", "", ggml_type_of(d).value_or(0), st_shape(t), t.rows * dtype_row_bytes(d, t.cols)}};
   switch (d) {
     case DType::kFP8E4M3: {
       const int64_t sr = fp8_block_scale_rows(t.rows), sc = fp8_block_scale_cols(t.cols);

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "io/gguf_file.h"
 #include "model/gguf_config.h"
 #include "quant/quantize_matrix.h"
 #include "tools/gguf_writer.h"
@@ -12,16 +13,9 @@ namespace {
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 uint32_t ggml_type(DType t) {
-  switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ8_0: return 8;
-    case DType::kBF16: return 30;
-    case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8: break;
-  }
-  CHECK(false) << "no ggml type for " << dtype_name(t);
-  return 0;
+  const std::optional<uint32_t> id = ggml_type_of(t);
+  CHECK(id.has_value()) << "no ggml type for " << dtype_name(t);
+  return *id;
 }
 
 // llama_ftype of a file whose large matrices are `t`.

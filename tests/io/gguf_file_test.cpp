@@ -284,5 +284,17 @@ TEST(GgufFileTest, CopiedFixtureReserializesIdentically) {
   EXPECT_EQ(copy->get_string_array("tokenizer.ggml.tokens"), f->get_string_array("tokenizer.ggml.tokens"));
 }
 
+TEST(GgufFileTest, GgmlTypeOfIsTheReadersTableInverted) {
+  // ggml's ids (ggml.h): the writers use these, the reader maps them back.
+  EXPECT_EQ(ggml_type_of(DType::kF32), 0u);
+  EXPECT_EQ(ggml_type_of(DType::kF16), 1u);
+  EXPECT_EQ(ggml_type_of(DType::kQ4_0), 2u);
+  EXPECT_EQ(ggml_type_of(DType::kQ8_0), 8u);
+  EXPECT_EQ(ggml_type_of(DType::kBF16), 30u);
+  EXPECT_EQ(ggml_type_of(DType::kFP8E4M3), std::nullopt);
+  EXPECT_EQ(ggml_type_of(DType::kI4), std::nullopt);
+  EXPECT_EQ(ggml_type_name(*ggml_type_of(DType::kQ8_0)), "q8_0");
+}
+
 }  // namespace
 }  // namespace densa

@@ -131,17 +131,6 @@ struct GgufWriter {
   }
 };
 
-inline uint32_t ggml_type_of(DType t) {
-  switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ8_0: return 8;
-    case DType::kBF16: return 30;
-    default: return 0;
-  }
-}
-
 // Copies every metadata value and tensor of `f` (tensors must have supported types).
 inline GgufWriter gguf_writer_from(const GgufFile& f) {
   GgufWriter w;
@@ -150,7 +139,7 @@ inline GgufWriter gguf_writer_from(const GgufFile& f) {
   for (const auto& [k, v] : f.metadata()) w.kv.emplace_back(k, v);
   for (const auto& info : f.tensor_infos()) {
     auto t = f.tensor(info.name).value();
-    w.tensors.push_back({t.name, ggml_type_of(t.dtype), t.ne,
+    w.tensors.push_back({t.name, ggml_type_of(t.dtype).value_or(0), t.ne,
                          std::string(reinterpret_cast<const char*>(t.data), t.nbytes)});
   }
   return w;
