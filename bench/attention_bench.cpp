@@ -3,8 +3,10 @@
 // 128, page size 16. Reports KV bytes read per token (K + V data + dynamic scales) and time
 // per token (= per iteration). Each iteration reads a different layer of a cache of at least
 // 256 MiB, so KV comes from DRAM as in a real many-layer decode step, not from the caches.
+// DENSA_BENCH_SAME_LAYER=1 reads layer 0 every time instead (cache-resident: the compute
+// alone).
 //
-//   ./build-kv2/attention_bench --benchmark_counters_tabular=true
+//   ./build/attention_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -21,8 +23,15 @@
 namespace densa {
 namespace {
 
-constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kPageSize = 16;
+constexpr int kPageSize = 16;
 constexpr int64_t kMinCacheBytes = 256ll << 20;
+
+// Head shapes: 0 = 32 query / 8 kv heads of 128 (Llama-3-8B class), 1 = 16 / 4 of 64 (the
+// dense-336m and moe-959m-a336m presets of `densa gen-model`).
+struct Shape {
+  int heads, kv_heads, head_dim;
+};
+const Shape kShapes[] = {{32, 8, 128}, {16, 4, 64}};
 
 struct Setup {
   DType dtype;
@@ -37,6 +46,8 @@ void BM_DecodeAttention(benchmark::State& state) {
   const int ctx = static_cast<int>(state.range(0));
   const Setup setup = kSetups[state.range(1)];
   const int threads = static_cast<int>(state.range(2));
+  const Shape shape = kShapes[state.range(3)];
+  const int kHeads = shape.heads, kKvHeads = shape.kv_heads, kHeadDim = shape.head_dim;
   KvLayout one{1, kKvHeads, kHeadDim, kPageSize, setup.dtype, setup.mode};
   const int num_pages = (ctx + kPageSize - 1) / kPageSize;
   const int64_t layer_bytes = one.page_bytes() * num_pages;
@@ -73,13 +84,14 @@ void BM_DecodeAttention(benchmark::State& state) {
   ThreadPool tp(threads);
   const int32_t zero = 0, last = ctx - 1;
   int layer = 0;
+  const bool same_layer = std::getenv("DENSA_BENCH_SAME_LAYER") != nullptr;
   for (auto _ : state) {
     paged_attention(kv, layer, q.data(), kHeads, 1.0f / std::sqrt(float(kHeadDim)),
                     std::span<const int32_t>(&zero, 1), std::span<const int32_t>(&last, 1),
                     out.data(), &tp);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
-    layer = (layer + 1) % layers;
+    if (!same_layer) layer = (layer + 1) % layers;
   }
   const int64_t kv_bytes = static_cast<int64_t>(ctx) * kKvHeads * 2 *
                            (kHeadDim * one.elem_bytes() + (setup.mode == KvScaleMode::kDynamic ? 4 : 0));
@@ -91,10 +103,12 @@ void BM_DecodeAttention(benchmark::State& state) {
                                                         : ""));
 }
 
-// Args: context tokens, setup (0 bf16, 1 fp8 static, 2 fp8 dynamic), threads (0 = all).
+// Args: context tokens, setup (0 bf16, 1 fp8 static, 2 fp8 dynamic), threads (0 = all),
+// head shape (kShapes).
 BENCHMARK(BM_DecodeAttention)
-    ->ArgsProduct({{1024, 8192, 32768}, {0, 1, 2}, {1, 0}})
-    ->ArgNames({"ctx", "kv", "threads"})
+    ->ArgsProduct({{1024, 8192, 32768}, {0, 1, 2}, {1, 0}, {0}})
+    ->ArgsProduct({{4096}, {0, 1, 2}, {1, 0}, {1}})
+    ->ArgNames({"ctx", "kv", "threads", "shape"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -47,8 +47,26 @@ void scores_scalar(const float* q, int group, const float* k, int num_rows, int 
   }
 }
 
-void exp_shift_scalar(float* p, int n, float m) {
-  for (int i = 0; i < n; ++i) p[i] = std::exp(p[i] - m);
+void softmax_update_scalar(float* s, int group, int n, int head_dim, const float* vscale, float* m,
+                           float* l, float* acc) {
+  for (int g = 0; g < group; ++g) {
+    float* sg = s + g * kAttnTile;
+    float mx = m[g];
+    for (int t = 0; t < n; ++t) mx = std::max(mx, sg[t]);
+    if (mx > m[g]) {
+      const float c = std::exp(m[g] - mx);  // 0 on the first tile
+      l[g] *= c;
+      for (int d = 0; d < head_dim; ++d) acc[g * head_dim + d] *= c;
+      m[g] = mx;
+    }
+    float sum = 0.0f;
+    for (int t = 0; t < n; ++t) {
+      const float p = std::exp(sg[t] - mx);
+      sum += p;
+      sg[t] = p * vscale[t];
+    }
+    l[g] += sum;
+  }
 }
 
 void accumulate_scalar(const float* w, int group, const float* v, int num_rows, int head_dim,
@@ -61,6 +79,13 @@ void accumulate_scalar(const float* w, int group, const float* v, int num_rows, 
       for (int d = 0; d < head_dim; ++d) ag[d] += wt * vt[d];
     }
   }
+}
+
+void accumulate_rows_scalar(const float* w, int group, const uint8_t* const* rows, int num_rows,
+                            int head_dim, DType dtype, float* acc) {
+  alignas(64) float v[kAttnTile * kMaxHeadDim];
+  decode_rows_scalar(rows, num_rows, head_dim, dtype, v);
+  accumulate_scalar(w, group, v, num_rows, head_dim, acc);
 }
 
 // Fails loudly on a view whose dtype and scale mode disagree; in particular an FP8 view in
@@ -101,7 +126,6 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
   alignas(64) float qs[kMaxGroupChunk * kMaxHeadDim];
   alignas(64) float acc[kMaxGroupChunk * kMaxHeadDim];
   alignas(64) float kbuf[kAttnTile * kMaxHeadDim];
-  alignas(64) float vbuf[kAttnTile * kMaxHeadDim];
   alignas(64) float s[kMaxGroupChunk * kAttnTile];
   float m[kMaxGroupChunk], l[kMaxGroupChunk], ks[kAttnTile], vs[kAttnTile];
   const int32_t* pages = kv.block_table.data() + kv.block_offsets[seq];
@@ -111,6 +135,28 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
   const int64_t vs_off = dynamic ? L.scale_offset(layer, 1, kvh, 0) : 0;
   const uint8_t* krows[kAttnTile];
   const uint8_t* vrows[kAttnTile];
+  // Each tile's K and V rows are a short stream in a page far from the previous tile's, which
+  // the hardware prefetcher does not see coming: without this the loop waits on DRAM latency
+  // once per tile and row kind. Ask for tile `start` while the one before it is computed.
+  auto prefetch_tile = [&](int32_t start) {
+    if (start > pos) return;
+    const int32_t end = std::min<int32_t>(start + kAttnTile, pos + 1);
+    for (int32_t p0 = start; p0 < end;) {
+      const int slot0 = p0 % L.page_size;
+      const int32_t n = std::min<int32_t>(end - p0, L.page_size - slot0);
+      const uint8_t* page = kv.page_ptr(pages[p0 / L.page_size]);
+      const int64_t bytes = n * row_bytes;
+      for (int64_t b = 0; b < bytes; b += 64) {
+        __builtin_prefetch(page + k_off + slot0 * row_bytes + b, 0, 3);
+        __builtin_prefetch(page + v_off + slot0 * row_bytes + b, 0, 3);
+      }
+      if (dynamic) {
+        __builtin_prefetch(page + ks_off + slot0 * 4, 0, 3);
+        __builtin_prefetch(page + vs_off + slot0 * 4, 0, 3);
+      }
+      p0 += n;
+    }
+  };
 
   for (int g0 = 0; g0 < group; g0 += kMaxGroupChunk) {
     const int G = std::min(kMaxGroupChunk, group - g0);
@@ -122,8 +168,10 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
       m[g] = -std::numeric_limits<float>::infinity();
       l[g] = 0.0f;
     }
+    prefetch_tile(0);
     for (int32_t start = 0; start <= pos; start += kAttnTile) {
       const int T = std::min<int32_t>(kAttnTile, pos + 1 - start);
+      prefetch_tile(start + kAttnTile);
       // Row addresses: one division per tile, then walk slots and pages.
       int32_t page_idx = start / L.page_size;
       int slot = start % L.page_size;
@@ -144,25 +192,9 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
         }
       }
       ops.decode_rows(krows, T, hd, L.dtype, kbuf);
-      ops.decode_rows(vrows, T, hd, L.dtype, vbuf);
       ops.scores(qs, G, kbuf, T, hd, ks, s);
-      for (int g = 0; g < G; ++g) {
-        float* sg = s + g * kAttnTile;
-        float mx = m[g];
-        for (int t = 0; t < T; ++t) mx = std::max(mx, sg[t]);
-        if (mx > m[g]) {
-          const float c = std::exp(m[g] - mx);  // 0 on the first tile
-          l[g] *= c;
-          for (int d = 0; d < hd; ++d) acc[g * hd + d] *= c;
-          m[g] = mx;
-        }
-        ops.exp_shift(sg, T, m[g]);
-        float sum = 0.0f;
-        for (int t = 0; t < T; ++t) sum += sg[t];
-        l[g] += sum;
-        for (int t = 0; t < T; ++t) sg[t] *= vs[t];
-      }
-      ops.accumulate(s, G, vbuf, T, hd, acc);
+      ops.softmax_update(s, G, T, hd, vs, m, l, acc);
+      ops.accumulate_rows(s, G, vrows, T, hd, L.dtype, acc);
     }
     for (int g = 0; g < G; ++g) {
       const float inv = 1.0f / l[g];
@@ -173,8 +205,8 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
 
 }  // namespace
 
-const AttnTileOps kScalarOps{decode_rows_scalar, scores_scalar, exp_shift_scalar,
-                             accumulate_scalar, 1.0f};
+const AttnTileOps kScalarOps{decode_rows_scalar, scores_scalar,      softmax_update_scalar,
+                             accumulate_scalar,  accumulate_rows_scalar, 1.0f};
 
 void paged_attention_with_isa(CpuIsa isa, const KvView& kv, int layer, const float* q,
                               int num_heads, float scale, std::span<const int32_t> seq_idx,

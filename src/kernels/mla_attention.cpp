@@ -97,25 +97,9 @@ void attend_latent(const AttnTileOps& ops, const KvView& kv, int layer, int seq,
     ops.decode_rows(rrows, T, R, L.dtype, rbuf);
     ops.scores(qc, G, cbuf, T, C, rs, s);
     ops.scores(qr, G, rbuf, T, R, rs, s_rope);
-    for (int g = 0; g < G; ++g) {
-      float* sg = s + g * kAttnTile;
-      float mx = m[g];
-      for (int t = 0; t < T; ++t) {
-        sg[t] += s_rope[g * kAttnTile + t];
-        mx = std::max(mx, sg[t]);
-      }
-      if (mx > m[g]) {
-        const float c = std::exp(m[g] - mx);  // 0 on the first tile
-        l[g] *= c;
-        for (int d = 0; d < C; ++d) acc[g * C + d] *= c;
-        m[g] = mx;
-      }
-      ops.exp_shift(sg, T, m[g]);
-      float sum = 0.0f;
-      for (int t = 0; t < T; ++t) sum += sg[t];
-      l[g] += sum;
-      for (int t = 0; t < T; ++t) sg[t] *= rs[t];
-    }
+    for (int g = 0; g < G; ++g)
+      for (int t = 0; t < T; ++t) s[g * kAttnTile + t] += s_rope[g * kAttnTile + t];
+    ops.softmax_update(s, G, T, C, rs, m, l, acc);
     ops.accumulate(s, G, cbuf, T, C, acc);
   }
   for (int g = 0; g < G; ++g) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <vector>
@@ -20,6 +21,7 @@ namespace densa {
 namespace {
 
 using attention_internal::paged_attention_with_isa;
+constexpr int kAttnTileForTest = attention_internal::kAttnTile;
 
 struct Case {
   int page_size;
@@ -222,6 +224,125 @@ TEST(PagedAttentionPageSize, BitIdenticalAcrossPageSizes) {
         auto& want = first[static_cast<int>(isa)];
         if (want.empty()) want = out;
         ASSERT_EQ(out, want) << "page_size " << page_size;
+      }
+    }
+  }
+}
+
+// ---- Tile primitives, each ISA against the scalar twin. ----
+
+std::vector<const attention_internal::AttnTileOps*> tile_ops() {
+  std::vector<const attention_internal::AttnTileOps*> v = {&attention_internal::kScalarOps};
+  if (cpu_isa_hardware() == CpuIsa::kAvx512Bf16) v.push_back(&attention_internal::kAvx512Ops);
+  return v;
+}
+
+// Every fp8 code except the two NaNs decodes to table value / fp8_unit, on every ISA, at every
+// lane position of a row (the 32-code and 16-code paths both).
+TEST(AttentionTileOps, Fp8RowsDecodeEveryCode) {
+  const float* table = fp8_e4m3_decode_table();
+  for (const auto* ops : tile_ops()) {
+    for (int hd : {16, 48, 64, 256}) {
+      std::vector<uint8_t> codes(static_cast<size_t>(kAttnTileForTest) * hd);
+      for (size_t i = 0; i < codes.size(); ++i) {
+        uint8_t c = static_cast<uint8_t>((i * 37 + i / 256) & 0xff);
+        if ((c & 0x7f) == 0x7f) c = 0x00;
+        codes[i] = c;
+      }
+      const uint8_t* rows[kAttnTileForTest];
+      for (int t = 0; t < kAttnTileForTest; ++t) rows[t] = codes.data() + static_cast<size_t>(t) * hd;
+      std::vector<float> out(codes.size());
+      ops->decode_rows(rows, kAttnTileForTest, hd, DType::kFP8E4M3, out.data());
+      for (size_t i = 0; i < codes.size(); ++i)
+        ASSERT_EQ(out[i] * ops->fp8_unit, table[codes[i]]) << "code " << int(codes[i]) << " hd " << hd;
+    }
+  }
+}
+
+// accumulate_rows (V decoded in registers) gives bit-identically what decode_rows + accumulate
+// give, for every dtype, group size (including > 8, two register passes) and head_dim with a
+// 16-lane tail, with partial tiles.
+TEST(AttentionTileOps, AccumulateRowsEqualsDecodeThenAccumulate) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (const auto* ops : tile_ops()) {
+    for (DType dtype : {DType::kF32, DType::kBF16, DType::kFP8E4M3}) {
+      for (int hd : {16, 48, 64, 128, 80}) {
+        for (int group : {1, 3, 4, 8, 11}) {
+          for (int n : {16, 5}) {
+            const int64_t rb = hd * (dtype == DType::kF32 ? 4 : dtype == DType::kBF16 ? 2 : 1);
+            std::vector<uint8_t> bytes(static_cast<size_t>(n * rb));
+            for (int t = 0; t < n; ++t) {
+              for (int d = 0; d < hd; ++d) {
+                const float x = nd(rng);
+                uint8_t* p = bytes.data() + t * rb;
+                if (dtype == DType::kF32) {
+                  std::memcpy(p + 4 * d, &x, 4);
+                } else if (dtype == DType::kBF16) {
+                  const uint16_t b = f32_to_bf16(x);
+                  std::memcpy(p + 2 * d, &b, 2);
+                } else {
+                  uint8_t c = static_cast<uint8_t>(byte(rng));
+                  p[d] = (c & 0x7f) == 0x7f ? 0x3c : c;
+                }
+              }
+            }
+            const uint8_t* rows[kAttnTileForTest];
+            for (int t = 0; t < n; ++t) rows[t] = bytes.data() + t * rb;
+            std::vector<float> w(static_cast<size_t>(group) * kAttnTileForTest), init(static_cast<size_t>(group) * hd);
+            for (auto& x : w) x = std::fabs(nd(rng));
+            for (auto& x : init) x = nd(rng);
+            std::vector<float> decoded(static_cast<size_t>(n) * hd), want = init, got = init;
+            ops->decode_rows(rows, n, hd, dtype, decoded.data());
+            ops->accumulate(w.data(), group, decoded.data(), n, hd, want.data());
+            ops->accumulate_rows(w.data(), group, rows, n, hd, dtype, got.data());
+            ASSERT_EQ(got, want) << dtype_name(dtype) << " hd " << hd << " group " << group << " n " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The online-softmax step against a double-precision model of its contract: the running max,
+// the rescaled sum and accumulator, and the stored weights; partial tiles leave the rest alone.
+TEST(AttentionTileOps, SoftmaxUpdateFollowsTheContract) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  for (const auto* ops : tile_ops()) {
+    const int group = 3, hd = 32;
+    for (int n : {16, 7, 1}) {
+      std::vector<float> s(static_cast<size_t>(group) * kAttnTileForTest), vs(kAttnTileForTest);
+      for (auto& x : s) x = nd(rng);
+      for (auto& x : vs) x = 0.5f + std::fabs(nd(rng));
+      // Head 0 starts fresh, head 1 has a larger running max, head 2 a smaller one.
+      float m[3] = {-std::numeric_limits<float>::infinity(), 50.0f, -50.0f};
+      float l[3] = {0.0f, 2.0f, 3.0f};
+      std::vector<float> acc(static_cast<size_t>(group) * hd);
+      for (auto& x : acc) x = nd(rng);
+      const std::vector<float> s0 = s, acc0 = acc;
+      const float m0[3] = {m[0], m[1], m[2]}, l0[3] = {l[0], l[1], l[2]};
+      ops->softmax_update(s.data(), group, n, hd, vs.data(), m, l, acc.data());
+      for (int g = 0; g < group; ++g) {
+        double mx = m0[g];
+        for (int t = 0; t < n; ++t) mx = std::max(mx, double(s0[g * kAttnTileForTest + t]));
+        EXPECT_EQ(m[g], static_cast<float>(mx));
+        const double c = std::exp(double(m0[g]) - mx);
+        double sum = l0[g] * c;
+        for (int t = 0; t < kAttnTileForTest; ++t) {
+          const float got = s[g * kAttnTileForTest + t];
+          if (t >= n) {
+            EXPECT_EQ(got, s0[g * kAttnTileForTest + t]) << "entry past n touched";
+            continue;
+          }
+          const double p = std::exp(double(s0[g * kAttnTileForTest + t]) - mx);
+          sum += p;
+          EXPECT_NEAR(got, p * vs[t], 1e-6 * (1 + p * vs[t])) << "g " << g << " t " << t;
+        }
+        EXPECT_NEAR(l[g], sum, 1e-5 * sum);
+        for (int d = 0; d < hd; ++d)
+          EXPECT_NEAR(acc[g * hd + d], acc0[g * hd + d] * c, 1e-6 * (1 + std::fabs(acc0[g * hd + d])));
       }
     }
   }

@@ -4,8 +4,9 @@
 //
 // The loop (attention.cpp) walks a sequence's positions in tiles of kAttnTile positions
 // aligned on absolute position (tile k = positions 16k .. 16k+15), whatever the page size, so
-// paged and contiguous caches give bit-identical results. Per tile it decodes the K rows and
-// the V rows into fp32 tile buffers once, then serves every query head that shares the kv head.
+// paged and contiguous caches give bit-identical results. Per tile it decodes the K rows into
+// an fp32 tile buffer once and serves every query head that shares the kv head; the V rows are
+// decoded in registers as they are accumulated.
 #include <cstdint>
 #include <span>
 
@@ -28,11 +29,20 @@ struct AttnTileOps {
   // s[g * kAttnTile + t] = dot(q[g], k[t]) * kscale[t], for g < group, t < num_rows.
   void (*scores)(const float* q, int group, const float* k, int num_rows, int head_dim,
                  const float* kscale, float* s);
-  // p[i] = exp(p[i] - m) for i < n.
-  void (*exp_shift)(float* p, int n, float m);
-  // acc[g] += sum_t w[g * kAttnTile + t] * v[t]   (t in order 0 .. num_rows-1 per lane).
+  // The online-softmax step of one tile, for each g < group: m[g] = max(m[g], s[g][t < n]);
+  // when m[g] grows, l[g] and acc[g][0 .. head_dim) are multiplied by exp(old - new) (0 on
+  // the first tile, where m[g] = -inf); then s[g][t] = exp(s[g][t] - m[g]) is added into l[g]
+  // and stored times vscale[t] (the weight of value row t). Entries t >= n are left alone.
+  void (*softmax_update)(float* s, int group, int n, int head_dim, const float* vscale, float* m,
+                         float* l, float* acc);
+  // acc[g] += sum_t w[g * kAttnTile + t] * v[t]   (t in order 0 .. num_rows-1 per lane), v
+  // already decoded to fp32 [num_rows][head_dim].
   void (*accumulate)(const float* w, int group, const float* v, int num_rows, int head_dim,
                      float* acc);
+  // The same sum over raw cache rows (decoded on the fly as decode_rows would, without the
+  // round trip through a tile buffer). Same order per lane, so the same result.
+  void (*accumulate_rows)(const float* w, int group, const uint8_t* const* rows, int num_rows,
+                          int head_dim, DType dtype, float* acc);
   float fp8_unit;
 };
 
