@@ -50,7 +50,8 @@ ThreadPool::~ThreadPool() {
 }
 
 // Polls `done` for up to spin_us_; true if it became true.
-bool ThreadPool::spin_until(const std::function<bool()>& done) const {
+template <typename Done>
+bool ThreadPool::spin_until(const Done& done) const {
   if (spin_us_ == 0) return done();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
   for (int i = 0;; ++i) {
@@ -72,9 +73,39 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
+  dispatch(n, fn, grain, false);
+}
+
+void ThreadPool::parallel_for_dynamic(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (num_threads_ == 1 || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i, i + 1);
+    return;
+  }
+  dispatch(n, fn, 1, true);
+}
+
+// This thread's part of the current job: its static chunk, or items claimed until none is left.
+void ThreadPool::run_share(int worker_idx) {
+  const auto& job = *job_;
+  if (job_dynamic_) {
+    for (int64_t i = next_item_.fetch_add(1, std::memory_order_relaxed); i < job_n_;
+         i = next_item_.fetch_add(1, std::memory_order_relaxed)) {
+      job(i, i + 1);
+    }
+    return;
+  }
+  auto [b, e] = chunk_of(job_n_, job_grain_, num_threads_, worker_idx);
+  if (b < e) job(b, e);
+}
+
+void ThreadPool::dispatch(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain,
+                          bool dynamic) {
   job_ = &fn;
   job_n_ = n;
   job_grain_ = grain;
+  job_dynamic_ = dynamic;
+  next_item_.store(0, std::memory_order_relaxed);
   pending_.store(num_threads_ - 1, std::memory_order_relaxed);
   // seq_cst on both sides: either a worker going to sleep sees the new generation, or this
   // thread sees it among the sleepers and wakes it under the lock.
@@ -84,8 +115,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     { std::lock_guard<std::mutex> lock(mu_); }
     start_cv_.notify_all();
   }
-  auto [b, e] = chunk_of(n, grain, num_threads_, 0);
-  if (b < e) fn(b, e);
+  run_share(0);
   auto all_done = [this] { return pending_.load() == 0; };
   if (!spin_until(all_done)) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -110,10 +140,7 @@ void ThreadPool::worker_loop(int worker_idx) {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
-    const auto* job = job_;
-    const int64_t n = job_n_, grain = job_grain_;
-    auto [b, e] = chunk_of(n, grain, num_threads_, worker_idx);
-    if (b < e) (*job)(b, e);
+    run_share(worker_idx);
     if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_waiting_.load(std::memory_order_seq_cst)) {
       { std::lock_guard<std::mutex> lock(mu_); }
       done_cv_.notify_one();

@@ -36,6 +36,15 @@ class ThreadPool {
   // `grain` except the last. Blocks until all chunks finish. Not reentrant.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
+  // Calls fn(i, i + 1) once for every i in [0, n), each i claimed by whichever thread is free
+  // next (an atomic counter), so a thread slowed by an interrupt, a descheduling or a slower
+  // share of memory bandwidth takes fewer items. For items whose results do not depend on
+  // which thread runs them; the assignment differs from call to call. Not reentrant.
+  void parallel_for_dynamic(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+  // The spin budget in microseconds this pool was built with (after the environment).
+  int spin_us() const { return spin_us_; }
+
   // Jobs handed out so far and how many of them found a worker asleep (a futex wake was
   // needed): a cheap check that the hand-off stays on the spinning path.
   uint64_t jobs() const { return generation_.load(std::memory_order_relaxed); }
@@ -43,7 +52,10 @@ class ThreadPool {
 
  private:
   void worker_loop(int worker_idx);
-  bool spin_until(const std::function<bool()>& done) const;
+  void run_share(int worker_idx);
+  void dispatch(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain, bool dynamic);
+  template <typename Done>
+  bool spin_until(const Done& done) const;
 
   int num_threads_;
   int spin_us_;
@@ -56,6 +68,8 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_grain_ = 1;
+  bool job_dynamic_ = false;
+  std::atomic<int64_t> next_item_{0};  // dynamic jobs: the next unclaimed item
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> sleepers_{0};          // workers blocked (or about to block) on start_cv_

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/check.h"
 #include "core/dtype.h"
@@ -109,13 +110,30 @@ inline float load_f32(const uint8_t* p) {
   return x;
 }
 
-// One work item: the `group` query heads q [group][head_dim] that read kv head `kvh`, for one
-// token of sequence `seq` at position `pos`. Online softmax over tiles of kAttnTile positions
-// aligned on absolute position; the result depends on nothing but this item's inputs.
-void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_t pos, int kvh,
-            const float* q, int group, float scale, float* out) {
+// Per-thread scratch of a run: its queries' scaled q, accumulators and softmax state.
+struct RunScratch {
+  std::vector<float> qs, acc, s, m, l;
+  void fit(int nq, int G, int hd) {
+    const size_t gh = static_cast<size_t>(nq) * G * hd;
+    if (qs.size() < gh) { qs.resize(gh); acc.resize(gh); }
+    const size_t gs = static_cast<size_t>(nq) * G;
+    if (m.size() < gs) { m.resize(gs); l.resize(gs); s.resize(gs * kAttnTile); }
+  }
+};
+
+// One work item: the `group` query heads that read kv head `kvh`, for `nq` tokens of sequence
+// `seq` at the consecutive positions pos0 .. pos0 + nq - 1 (a run of a prefill chunk; one token
+// in decode). Query j's heads are q + j * q_stride [group][head_dim], its output goes to
+// out + j * q_stride. Online softmax over tiles of kAttnTile positions aligned on absolute
+// position. Each tile's K (and, for nq > 1, V) rows are decoded once and serve every query of
+// the run that reaches the tile; query j sees exactly the values and the operations it would
+// see alone (accumulate on decoded V == accumulate_rows, bit for bit), so its result depends on
+// nothing but its own inputs, whatever run it was batched in.
+void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_t pos0, int nq,
+                int kvh, const float* q, int64_t q_stride, int group, float scale, float* out) {
   const KvLayout& L = kv.layout;
   const int hd = L.head_dim;
+  const int32_t last = pos0 + nq - 1;
   const bool fp8 = L.dtype == DType::kFP8E4M3;
   const bool dynamic = L.scale_mode == KvScaleMode::kDynamic;
   float static_k = 1.0f, static_v = 1.0f;
@@ -123,11 +141,13 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
     static_k = kv.static_scales[(layer * 2 + 0) * L.num_kv_heads + kvh] * ops.fp8_unit;
     static_v = kv.static_scales[(layer * 2 + 1) * L.num_kv_heads + kvh] * ops.fp8_unit;
   }
-  alignas(64) float qs[kMaxGroupChunk * kMaxHeadDim];
-  alignas(64) float acc[kMaxGroupChunk * kMaxHeadDim];
+  thread_local RunScratch scratch;
+  scratch.fit(nq, std::min(group, kMaxGroupChunk), hd);
   alignas(64) float kbuf[kAttnTile * kMaxHeadDim];
-  alignas(64) float s[kMaxGroupChunk * kAttnTile];
-  float m[kMaxGroupChunk], l[kMaxGroupChunk], ks[kAttnTile], vs[kAttnTile];
+  thread_local std::vector<float> vbuf_store;
+  if (nq > 1 && vbuf_store.size() < static_cast<size_t>(kAttnTile) * hd) vbuf_store.resize(static_cast<size_t>(kAttnTile) * hd);
+  float* vbuf = vbuf_store.data();
+  float ks[kAttnTile], vs[kAttnTile];
   const int32_t* pages = kv.block_table.data() + kv.block_offsets[seq];
   const int64_t row_bytes = hd * L.elem_bytes();
   const int64_t k_off = L.data_offset(layer, 0, kvh, 0), v_off = L.data_offset(layer, 1, kvh, 0);
@@ -136,11 +156,11 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
   const uint8_t* krows[kAttnTile];
   const uint8_t* vrows[kAttnTile];
   // Each tile's K and V rows are a short stream in a page far from the previous tile's, which
-  // the hardware prefetcher does not see coming: without this the loop waits on DRAM latency
-  // once per tile and row kind. Ask for tile `start` while the one before it is computed.
+  // the hardware prefetcher does not see coming. Ask for tile `start` while the one before it
+  // is computed.
   auto prefetch_tile = [&](int32_t start) {
-    if (start > pos) return;
-    const int32_t end = std::min<int32_t>(start + kAttnTile, pos + 1);
+    if (start > last) return;
+    const int32_t end = std::min<int32_t>(start + kAttnTile, last + 1);
     for (int32_t p0 = start; p0 < end;) {
       const int slot0 = p0 % L.page_size;
       const int32_t n = std::min<int32_t>(end - p0, L.page_size - slot0);
@@ -160,17 +180,23 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
 
   for (int g0 = 0; g0 < group; g0 += kMaxGroupChunk) {
     const int G = std::min(kMaxGroupChunk, group - g0);
-    for (int g = 0; g < G; ++g) {
-      for (int d = 0; d < hd; ++d) {
-        qs[g * hd + d] = q[(g0 + g) * hd + d] * scale;
-        acc[g * hd + d] = 0.0f;
+    const int64_t gh = static_cast<int64_t>(G) * hd;
+    for (int j = 0; j < nq; ++j) {
+      float* qs = scratch.qs.data() + j * gh;
+      float* acc = scratch.acc.data() + j * gh;
+      const float* qj = q + j * q_stride;
+      for (int g = 0; g < G; ++g) {
+        for (int d = 0; d < hd; ++d) {
+          qs[g * hd + d] = qj[(g0 + g) * hd + d] * scale;
+          acc[g * hd + d] = 0.0f;
+        }
+        scratch.m[j * G + g] = -std::numeric_limits<float>::infinity();
+        scratch.l[j * G + g] = 0.0f;
       }
-      m[g] = -std::numeric_limits<float>::infinity();
-      l[g] = 0.0f;
     }
     prefetch_tile(0);
-    for (int32_t start = 0; start <= pos; start += kAttnTile) {
-      const int T = std::min<int32_t>(kAttnTile, pos + 1 - start);
+    for (int32_t start = 0; start <= last; start += kAttnTile) {
+      const int T = std::min<int32_t>(kAttnTile, last + 1 - start);
       prefetch_tile(start + kAttnTile);
       // Row addresses: one division per tile, then walk slots and pages.
       int32_t page_idx = start / L.page_size;
@@ -192,13 +218,28 @@ void attend(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_
         }
       }
       ops.decode_rows(krows, T, hd, L.dtype, kbuf);
-      ops.scores(qs, G, kbuf, T, hd, ks, s);
-      ops.softmax_update(s, G, T, hd, vs, m, l, acc);
-      ops.accumulate_rows(s, G, vrows, T, hd, L.dtype, acc);
+      if (nq > 1) ops.decode_rows(vrows, T, hd, L.dtype, vbuf);
+      // Queries before `start` are done with this tile; query j reads rows up to pos0 + j.
+      for (int j = std::max(0, start - pos0); j < nq; ++j) {
+        const int Tj = std::min<int32_t>(T, pos0 + j + 1 - start);
+        float* acc = scratch.acc.data() + j * gh;
+        float* sj = scratch.s.data() + static_cast<int64_t>(j) * G * kAttnTile;
+        ops.scores(scratch.qs.data() + j * gh, G, kbuf, Tj, hd, ks, sj);
+        ops.softmax_update(sj, G, Tj, hd, vs, scratch.m.data() + j * G, scratch.l.data() + j * G, acc);
+        if (nq > 1) {
+          ops.accumulate(sj, G, vbuf, Tj, hd, acc);
+        } else {
+          ops.accumulate_rows(sj, G, vrows, Tj, hd, L.dtype, acc);
+        }
+      }
     }
-    for (int g = 0; g < G; ++g) {
-      const float inv = 1.0f / l[g];
-      for (int d = 0; d < hd; ++d) out[(g0 + g) * hd + d] = acc[g * hd + d] * inv;
+    for (int j = 0; j < nq; ++j) {
+      const float* acc = scratch.acc.data() + j * gh;
+      float* oj = out + j * q_stride;
+      for (int g = 0; g < G; ++g) {
+        const float inv = 1.0f / scratch.l[j * G + g];
+        for (int d = 0; d < hd; ++d) oj[(g0 + g) * hd + d] = acc[g * hd + d] * inv;
+      }
     }
   }
 }
@@ -219,18 +260,35 @@ void paged_attention_with_isa(CpuIsa isa, const KvView& kv, int layer, const flo
       isa == CpuIsa::kAvx512Bf16 && L.head_dim % 16 == 0 ? kAvx512Ops : kScalarOps;
   const int group = num_heads / L.num_kv_heads;
   const int hd = L.head_dim;
-  const int64_t items = static_cast<int64_t>(positions.size()) * L.num_kv_heads;
-  // One work item per (token, kv head): batch invariant by construction.
+  // Runs: up to kMaxRun consecutive tokens of one sequence at consecutive positions (a prefill
+  // chunk), which share each decoded K/V tile. One work item per (run, kv head); a token's
+  // result does not depend on its run (see attend_run), so the batch stays invariant.
+  constexpr int kMaxRun = 16;
+  std::vector<int64_t> run_begin;
+  run_begin.reserve(positions.size() + 1);
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const bool extends = !run_begin.empty() && seq_idx[i] == seq_idx[i - 1] &&
+                         positions[i] == positions[i - 1] + 1 &&
+                         static_cast<int64_t>(i) - run_begin.back() < kMaxRun;
+    if (!extends) run_begin.push_back(static_cast<int64_t>(i));
+  }
+  run_begin.push_back(static_cast<int64_t>(positions.size()));
+  const int64_t num_runs = static_cast<int64_t>(run_begin.size()) - 1;
+  const int64_t items = num_runs * L.num_kv_heads;
+  const int64_t q_stride = static_cast<int64_t>(num_heads) * hd;
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t i = item / L.num_kv_heads;
+      const int64_t r = item / L.num_kv_heads;
       const int kvh = static_cast<int>(item % L.num_kv_heads);
-      const int64_t off = (i * num_heads + static_cast<int64_t>(kvh) * group) * hd;
-      attend(ops, kv, layer, seq_idx[i], positions[i], kvh, q + off, group, scale, out + off);
+      const int64_t i = run_begin[r];
+      const int nq = static_cast<int>(run_begin[r + 1] - i);
+      const int64_t off = i * q_stride + static_cast<int64_t>(kvh) * group * hd;
+      attend_run(ops, kv, layer, seq_idx[i], positions[i], nq, kvh, q + off, q_stride, group, scale,
+                 out + off);
     }
   };
   if (pool != nullptr && items > 1) {
-    pool->parallel_for(items, run, 1);
+    pool->parallel_for_dynamic(items, run);
   } else {
     run(0, items);
   }

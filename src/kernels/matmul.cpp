@@ -22,6 +22,7 @@ namespace {
 // A thread task should cost at least this many byte-equivalents (see row_cost below) so that
 // the hand-off cost of the pool stays small next to the work.
 constexpr int64_t kMinTaskBytes = 256 * 1024;
+constexpr int64_t kPartsPerThread = 4;
 // Row tiles of the SIMD kernels are at most 8 rows; keep chunks whole tiles.
 constexpr int64_t kRowTile = 8;
 
@@ -135,14 +136,16 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   int64_t total = 0;
   for (const RowsJob& j : jobs) total += j.row_cost * j.job->w.rows;
   const int threads = pool == nullptr ? 1 : pool->num_threads();
-  // Split over output rows only: each y[i, r] is computed whole by one thread. Equal shares of
-  // cost for as many threads as get kMinTaskBytes each.
-  const int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, threads);
+  // Split over output rows only: each y[i, r] is computed whole by one thread, so which thread
+  // takes which part changes no result. Equal shares of cost, kPartsPerThread per thread (as
+  // long as each gets kMinTaskBytes), claimed dynamically: a thread that falls behind (an
+  // interrupt, a slower share of bandwidth) takes fewer parts instead of holding up the step.
+  const int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, threads == 1 ? 1 : threads * kPartsPerThread);
   if (parts == 1) {
     for (const RowsJob& j : jobs) j.run(0, j.job->w.rows);
     return;
   }
-  pool->parallel_for(parts, [&](int64_t p_begin, int64_t p_end) {
+  pool->parallel_for_dynamic(parts, [&](int64_t p_begin, int64_t p_end) {
     for (int64_t p = p_begin; p < p_end; ++p) {
       auto [j, r] = part_start(jobs, total, parts, p);
       const auto [j_end, r_end] = part_start(jobs, total, parts, p + 1);

@@ -1,5 +1,6 @@
 // ThreadPool: every item is covered exactly once, chunks follow the grain, and the spinning
-// hand-off and the sleeping one give the same results, back to back and after idle gaps.
+// hand-off and the sleeping one give the same results, back to back and after idle gaps; the
+// dynamic mode covers every item once and lets a fast thread take a slow one's share.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -55,21 +56,65 @@ TEST(ThreadPool, WorkersFallAsleepWhenIdleAndStillWake) {
 }
 
 TEST(ThreadPool, EnvironmentSetsSpin) {
-  // DENSA_POOL_SPIN_US=0 makes a default pool sleep at once: after a short gap every hand-off
-  // finds the worker asleep. The default (2 ms of spinning) would find it awake after 1 ms
-  // gaps most of the time, but that depends on scheduling, so only the env case is asserted.
+  // The spin budget comes from DENSA_POOL_SPIN_US when the constructor is not given one, and
+  // an unusable value falls back to the default. With 0 every hand-off after a gap finds the
+  // worker asleep.
   ASSERT_EQ(setenv("DENSA_POOL_SPIN_US", "0", 1), 0);
   {
     ThreadPool pool(2);
+    EXPECT_EQ(pool.spin_us(), 0);
     for (int round = 0; round < 5; ++round) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       std::atomic<int64_t> sum{0};
       pool.parallel_for(100, [&](int64_t b, int64_t e) { sum.fetch_add(e - b); });
       ASSERT_EQ(sum.load(), 100);
     }
-    EXPECT_GE(pool.sleeping_wakes(), 3u);
+    EXPECT_GE(pool.sleeping_wakes(), 3u);  // 5 unless the worker was not even scheduled in a gap
   }
+  ASSERT_EQ(setenv("DENSA_POOL_SPIN_US", "750", 1), 0);
+  EXPECT_EQ(ThreadPool(2).spin_us(), 750);
+  EXPECT_EQ(ThreadPool(2, 40).spin_us(), 40);  // an explicit budget wins over the environment
+  ASSERT_EQ(setenv("DENSA_POOL_SPIN_US", "fast", 1), 0);
+  EXPECT_EQ(ThreadPool(2).spin_us(), ThreadPool::kDefaultSpinUs);
   ASSERT_EQ(unsetenv("DENSA_POOL_SPIN_US"), 0);
+  EXPECT_EQ(ThreadPool(2).spin_us(), ThreadPool::kDefaultSpinUs);
+}
+
+TEST(ThreadPool, DynamicCoversEveryItemOnce) {
+  for (int spin : {5000, 0}) {
+    ThreadPool pool(3, spin);
+    for (int j = 0; j < 300; ++j) {
+      const int64_t n = 1 + (j * 37) % 101;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> bad_range{0};
+      pool.parallel_for_dynamic(n, [&](int64_t b, int64_t e) {
+        if (e != b + 1) bad_range.fetch_add(1);
+        hits[static_cast<size_t>(b)].fetch_add(1);
+      });
+      ASSERT_EQ(bad_range.load(), 0);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "job " << j << " item " << i;
+    }
+  }
+}
+
+// A thread that is held up takes fewer items: the others drain the queue meanwhile. With a
+// static split each of the two threads would run 16 of the 32 items.
+TEST(ThreadPool, DynamicBalancesAroundASlowThread) {
+  ThreadPool pool(2, 5000);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> by_caller{0}, by_worker{0};
+  std::atomic<bool> caller_slowed{false};
+  pool.parallel_for_dynamic(32, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() == caller) {
+      by_caller.fetch_add(1);
+      if (!caller_slowed.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } else {
+      by_worker.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  EXPECT_EQ(by_caller.load() + by_worker.load(), 32);
+  EXPECT_GE(by_worker.load(), 24) << "the worker did not take over the slowed caller's share";
 }
 
 TEST(ThreadPool, SingleThreadRunsInline) {
