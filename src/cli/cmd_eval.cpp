@@ -60,7 +60,10 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("-m,--model", c.model_path, "GGUF file or Hugging Face directory (default: the MoE fixture)");
   cmd->add_option("--text", args->text, "text file (tokenized with the model's tokenizer, BOS first)");
   cmd->add_option("--ids", args->ids, "token ids as uint16 LE (e.g. golden/valid.ids.u16.bin)");
-  cmd->add_option("--weights", c.weights, "weight formats: native,f32,bf16,fp8,int4,int4-g32")
+  cmd->add_option("--weights", c.weights,
+                  "weight formats: native,f32,bf16,fp8,int4,int4-g32,int4-g128,q8_0,q4_0 for the body matrices "
+                  "(int4 = g128), each optionally with +head-FORMAT for lm_head (e.g. int4-g32+head-fp8; "
+                  "default: lm_head as stored)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--kv", c.kv, "KV cache formats: f32,bf16,fp8,fp8-dynamic")->delimiter(',')->capture_default_str();
   cmd->add_option("--baseline", args->baseline, "WEIGHTS/KV combination the others are compared to")

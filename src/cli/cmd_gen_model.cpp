@@ -1,4 +1,5 @@
-// `densa gen-model [--preset P] [--arch ...] [--hidden H] ... --dtype D [--format gguf|hf] OUT`:
+// `densa gen-model [--preset P] [--arch ...] [--hidden H] ... --dtype D [--lm-head-dtype D]
+// [--format gguf|hf] OUT`:
 // writes a random-weight checkpoint of any shape (tools/gen_model.h) and prints its parameter
 // counts. Flags given next to --preset override the preset's values.
 #include <cstdio>
@@ -48,8 +49,9 @@ int run_gen_model(GenModelArgs& a) {
   }
   const GenModelReport& g = r.value();
   const ModelConfig& c = g.config;
-  std::printf("wrote %s (%s, %s): %s, hidden %d, %d layers, %d heads / %d kv heads, ffn %d", o.output.string().c_str(),
-              o.format.c_str(), o.dtype.c_str(), c.architecture.c_str(), c.hidden_size, c.num_layers, c.num_heads,
+  const std::string head = o.lm_head_dtype.empty() ? "" : ", lm_head " + o.lm_head_dtype;
+  std::printf("wrote %s (%s, %s%s): %s, hidden %d, %d layers, %d heads / %d kv heads, ffn %d",
+              o.output.string().c_str(), o.format.c_str(), o.dtype.c_str(), head.c_str(), c.architecture.c_str(), c.hidden_size, c.num_layers, c.num_heads,
               c.num_kv_heads, c.intermediate_size);
   if (c.is_moe()) std::printf(" x %d experts (top-%d)", c.num_experts, c.num_experts_per_tok);
   std::printf(", vocab %d, context %d\n", c.vocab_size, c.max_position_embeddings);
@@ -79,6 +81,9 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   shape("--vocab", &GenModelOptions::vocab_size, "vocabulary size (default 32000)");
   shape("--max-context", &GenModelOptions::max_context, "max_position_embeddings (default 8192)");
   cmd->add_option("--dtype", o.dtype, "f32 | f16 | bf16 | q8_0 | q4_0 (gguf) | fp8 | int4 (hf)")->capture_default_str();
+  cmd->add_option("--lm-head-dtype", o.lm_head_dtype,
+                  "lm_head's dtype (default: hf the float type, gguf --dtype): hf: f32 | f16 | bf16 or the --dtype "
+                  "format (fp8, int4); gguf: f32 | f16 | bf16 | q8_0 | q4_0");
   cmd->add_option("--group-size", o.group_size, "INT4 group size: 32 or 128")->check(CLI::IsMember({32, 128}))
       ->capture_default_str();
   cmd->add_option("--format", o.format, "gguf | hf")->capture_default_str();

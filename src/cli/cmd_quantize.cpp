@@ -1,6 +1,6 @@
-// `densa quantize IN OUT --to fp8|int4|bf16|q8_0|q4_0|f16|f32 [--group-size 32|128]`: writes a
-// quantized checkpoint, or a Hugging Face directory as GGUF when OUT ends in .gguf
-// (tools/quantize.h), with a progress bar on stderr.
+// `densa quantize IN OUT --to fp8|int4|bf16|q8_0|q4_0|f16|f32 [--group-size 32|128]
+// [--lm-head-dtype D]`: writes a quantized checkpoint, or a Hugging Face directory as GGUF
+// when OUT ends in .gguf (tools/quantize.h), with a progress bar on stderr.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -27,8 +27,9 @@ int run_quantize(const QuantizeOptions& opts) {
     return 1;
   }
   const QuantizeReport& q = r.value();
-  std::printf("wrote %s: %d matrices quantized to %s, %d tensors kept; tensor bytes %lld -> %lld (%.3fx)\n",
-              opts.output.string().c_str(), q.num_quantized, opts.to.c_str(), q.num_kept,
+  const std::string head = opts.lm_head.empty() ? "" : " (lm_head " + opts.lm_head + ")";
+  std::printf("wrote %s: %d matrices quantized to %s%s, %d tensors kept; tensor bytes %lld -> %lld (%.3fx)\n",
+              opts.output.string().c_str(), q.num_quantized, opts.to.c_str(), head.c_str(), q.num_kept,
               static_cast<long long>(q.input_weight_bytes), static_cast<long long>(q.output_weight_bytes),
               q.input_weight_bytes > 0 ? static_cast<double>(q.output_weight_bytes) / q.input_weight_bytes : 0.0);
   return 0;
@@ -45,6 +46,9 @@ const CommandRegistrar kRegister([](CLI::App& app) {
       ->required();
   cmd->add_option("--group-size", opts->group_size, "INT4 group size along the input dimension: 32 or 128")
       ->check(CLI::IsMember({32, 128}));
+  cmd->add_option("--lm-head-dtype", opts->lm_head,
+                  "quantize lm_head too (default: kept as stored): Hugging Face out: the --to format (fp8, or int4 "
+                  "with --group-size) or bf16; GGUF out: q8_0 | q4_0 | bf16. A tied lm_head becomes its own tensor");
   cmd->callback([opts, in, out] {
     opts->input = *in;
     opts->output = *out;

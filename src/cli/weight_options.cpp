@@ -1,26 +1,54 @@
 #include "cli/weight_options.h"
 
+#include "quant/quantize_matrix.h"
+
 namespace densa::cli {
 
 void add_weight_options(CLI::App* cmd, WeightArgs& args) {
   cmd->add_option("--weight-dtype", args.weight_dtype,
-                  "quantize matrices on load: bf16 | fp8 | int4 | q8_0 | q4_0 (default: as stored)");
-  cmd->add_option("--weight-group-size", args.weight_group_size, "INT4 group size")
+                  "quantize attention / FFN / expert matrices on load: bf16 | fp8 | int4 | int4-g32 | int4-g128 | "
+                  "q8_0 | q4_0 (default: as stored)");
+  cmd->add_option("--weight-group-size", args.weight_group_size, "INT4 group size of plain \"int4\"")
       ->check(CLI::IsMember({32, 128}));
+  cmd->add_option("--lm-head-dtype", args.lm_head_dtype,
+                  "precision of the output projection (lm_head), apart from --weight-dtype: same names "
+                  "(default: as stored; checkpoints usually keep it BF16). A tied lm_head gets its own "
+                  "copy; the embeddings stay as stored");
 }
 
 Result<LoadOptions> load_options_from(const WeightArgs& args) {
   LoadOptions opts;
   opts.weight_group_size = args.weight_group_size;
-  if (args.weight_dtype.empty() || args.weight_dtype == "native") return opts;
-  const std::string& d = args.weight_dtype;
-  if (d == "bf16") opts.weight_dtype = DType::kBF16;
-  else if (d == "fp8") opts.weight_dtype = DType::kFP8E4M3;
-  else if (d == "int4") opts.weight_dtype = DType::kI4;
-  else if (d == "q8_0") opts.weight_dtype = DType::kQ8_0;
-  else if (d == "q4_0") opts.weight_dtype = DType::kQ4_0;
-  else return invalid_argument("--weight-dtype must be bf16, fp8, int4, q8_0 or q4_0, not \"" + d + "\"");
+  auto parse = [&](const std::string& flag, const std::string& name) -> Result<WeightQuantSpec> {
+    Result<WeightQuantSpec> spec = weight_quant_spec_from_name(name, args.weight_group_size);
+    if (!spec.is_ok()) return invalid_argument(flag + " " + spec.status().message());
+    return spec;
+  };
+  if (!args.weight_dtype.empty() && args.weight_dtype != "native") {
+    DENSA_ASSIGN_OR_RETURN(WeightQuantSpec body, parse("--weight-dtype", args.weight_dtype));
+    opts.weight_dtype = body.dtype;
+    opts.weight_group_size = body.group_size;
+  }
+  if (!args.lm_head_dtype.empty() && args.lm_head_dtype != "native") {
+    DENSA_ASSIGN_OR_RETURN(opts.lm_head, parse("--lm-head-dtype", args.lm_head_dtype));
+  }
   return opts;
+}
+
+std::string weight_precision_line(const ModelWeights& w) {
+  auto name = [](const WeightView& v) { return weight_quant_spec_name({v.dtype, static_cast<int>(v.scale_cols)}); };
+  std::string body = "none";
+  if (!w.layers.empty()) {
+    const LayerWeights& l = w.layers[0];
+    for (const WeightView* v : {&l.wq, &l.q_a, &l.kv_a}) {
+      if (!v->empty()) {
+        body = name(*v);
+        break;
+      }
+    }
+  }
+  return "weights " + body + ", lm_head " + name(w.lm_head) +
+         (w.lm_head.data == w.tok_embeddings.data ? " (tied to the embeddings)" : "");
 }
 
 }  // namespace densa::cli

@@ -10,7 +10,10 @@
 //    `<name>.weight_packed` I32 [rows, cols/8] (8 nibbles per word, element 8j+i in bits
 //    4i..4i+3, stored as q + 8), `<name>.weight_scale` BF16/F16/F32 [rows, cols/G] and
 //    `<name>.weight_shape` I32/I64 [2] = [rows, cols].
-// Tensors a checkpoint keeps unquantized (norms, router, embeddings, lm_head) are plain `.weight`.
+// Tensors a checkpoint keeps unquantized (norms, router, embeddings, usually lm_head) are plain
+// `.weight`. Any matrix read through load_matrix may be quantized, lm_head included (densa
+// quantize / gen-model --lm-head-dtype write one; compressed-tensors then drops "lm_head" from
+// "ignore"); what the file holds decides, not the "ignore" list.
 #include <cstdint>
 #include <filesystem>
 #include <optional>

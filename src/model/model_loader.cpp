@@ -421,20 +421,31 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
   return w;
 }
 
-}  // namespace
-
-Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options) {
+Result<ModelWeights> load_stored(const std::filesystem::path& path) {
   std::error_code ec;
-  if (options.weight_dtype.has_value()) {
-    const WeightQuantSpec spec{*options.weight_dtype, options.weight_group_size};
-    DENSA_RETURN_IF_ERROR(check_quant_target(spec, 0, 0));
-    DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(path, LoadOptions{}));
-    DENSA_RETURN_IF_ERROR(quantize_weights(w, spec));
-    return w;
-  }
   if (std::filesystem::is_directory(path, ec)) return load_hf(path);
   if (!std::filesystem::exists(path, ec)) return not_found(path.string() + ": no such file or directory");
   return load_gguf(path);
+}
+
+}  // namespace
+
+Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options) {
+  // Unsupported targets fail before the (possibly large) load.
+  std::optional<WeightQuantSpec> body;
+  if (options.weight_dtype.has_value()) {
+    body = WeightQuantSpec{*options.weight_dtype, options.weight_group_size};
+    DENSA_RETURN_IF_ERROR(check_quant_target(*body, 0, 0));
+  }
+  if (options.lm_head.has_value()) {
+    if (Status s = check_quant_target(*options.lm_head, 0, 0); !s.is_ok()) {
+      return invalid_argument("lm_head: " + s.message());
+    }
+  }
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path));
+  if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
+  if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));
+  return w;
 }
 
 }  // namespace densa

@@ -6,6 +6,7 @@
 
 #include "core/status.h"
 #include "model/model_weights.h"
+#include "quant/quantize_matrix.h"
 
 namespace densa {
 
@@ -17,6 +18,9 @@ struct LoadOptions {
   // as stored either way (model/hf_quantized.h); matrices already in the target are kept.
   std::optional<DType> weight_dtype;
   int weight_group_size = 128;  // INT4 group size: 32 or 128
+  // The output projection's target, chosen apart from the body (quantize_lm_head); nullopt
+  // keeps lm_head as stored. A tied lm_head gets its own copy; the embeddings stay as stored.
+  std::optional<WeightQuantSpec> lm_head;
 };
 
 Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options = {});

@@ -57,9 +57,7 @@ Status quantize_weights(ModelWeights& w, const WeightQuantSpec& spec, const std:
   DENSA_RETURN_IF_ERROR(status);
   int done = 0;
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
-    const bool same = v.dtype == spec.dtype && (spec.dtype != DType::kI4 || v.scale_cols == spec.group_size) &&
-                      (spec.dtype != DType::kFP8E4M3 || (v.scale_rows == 128 && v.scale_cols == 128));
-    if (same) {  // already in the target format (a pre-quantized checkpoint): keep it exact
+    if (weight_view_in_format(v, spec)) {  // already in the target format (a pre-quantized checkpoint): keep it exact
       if (on_matrix) on_matrix(++done, total);
       return;
     }
@@ -69,6 +67,21 @@ Status quantize_weights(ModelWeights& w, const WeightQuantSpec& spec, const std:
     v = q.view;
     if (on_matrix) on_matrix(++done, total);
   });
+  return Status::ok();
+}
+
+Status quantize_lm_head(ModelWeights& w, const WeightQuantSpec& spec) {
+  WeightView& head = w.lm_head;
+  if (Status s = check_quant_target(spec, head.rows, head.cols); !s.is_ok()) {
+    return invalid_argument(w.source + ": lm_head [" + std::to_string(head.rows) + ", " + std::to_string(head.cols) +
+                            "] cannot be stored as " + weight_quant_spec_name(spec) + ": " + s.message());
+  }
+  if (weight_view_in_format(head, spec)) return Status::ok();
+  // Reads the stored values, so a tied head starts from the embeddings and leaves them alone.
+  const std::vector<float> f = dequantize_matrix(head);
+  QuantizedMatrix q = quantize_matrix(f.data(), head.rows, head.cols, spec);
+  for (auto& b : q.buffers) w.owned.push_back(std::move(b));
+  head = q.view;
   return Status::ok();
 }
 

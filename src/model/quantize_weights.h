@@ -2,7 +2,8 @@
 // Quantize-on-load: converts the large matrices of a ModelWeights (attention q/k/v/o, dense
 // FFN, every expert's and the shared expert's gate/up/down) to a target weight format (quant/quantize_matrix.h), in
 // buffers owned by the ModelWeights. Norms, biases, the MoE router (and its correction bias
-// and the shared-expert gate), embeddings and lm_head stay as stored.
+// and the shared-expert gate) and embeddings stay as stored; lm_head has its own call, so its
+// precision is chosen separately from the body's.
 #include <functional>
 #include <string>
 
@@ -20,5 +21,11 @@ void for_each_quantizable_matrix(ModelWeights& w, const std::function<void(const
 // Fails (leaving w unchanged) if any matrix's shape does not fit the target.
 Status quantize_weights(ModelWeights& w, const WeightQuantSpec& spec,
                         const std::function<void(int, int)>& on_matrix = nullptr);
+
+// Converts lm_head to spec in a buffer owned by w; kept as is when already in that format.
+// A tied lm_head (a view of tok_embeddings) gets its own converted copy: the embedding
+// lookup keeps reading tok_embeddings as stored. Fails, leaving w unchanged, when lm_head's
+// shape does not fit the target (e.g. INT4 g128 with a hidden size not a multiple of 128).
+Status quantize_lm_head(ModelWeights& w, const WeightQuantSpec& spec);
 
 }  // namespace densa

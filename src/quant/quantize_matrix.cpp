@@ -38,6 +38,41 @@ Status check_quant_target(const WeightQuantSpec& spec, int64_t rows, int64_t col
                           "' (supported: bf16, fp8, int4, q8_0, q4_0)");
 }
 
+Result<WeightQuantSpec> weight_quant_spec_from_name(std::string_view name, int int4_group_size) {
+  if (name == "bf16") return WeightQuantSpec{DType::kBF16};
+  if (name == "fp8") return WeightQuantSpec{DType::kFP8E4M3};
+  if (name == "int4") return WeightQuantSpec{DType::kI4, int4_group_size};
+  if (name == "int4-g32") return WeightQuantSpec{DType::kI4, 32};
+  if (name == "int4-g128") return WeightQuantSpec{DType::kI4, 128};
+  if (name == "q8_0") return WeightQuantSpec{DType::kQ8_0};
+  if (name == "q4_0") return WeightQuantSpec{DType::kQ4_0};
+  return invalid_argument("must be bf16, fp8, int4, int4-g32, int4-g128, q8_0 or q4_0, not \"" + std::string(name) +
+                          "\"");
+}
+
+std::string weight_quant_spec_name(const WeightQuantSpec& spec) {
+  switch (spec.dtype) {
+    case DType::kFP8E4M3: return "fp8";
+    case DType::kI4: return "int4-g" + std::to_string(spec.group_size);
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kI8:
+    case DType::kI32:
+    case DType::kU8: break;
+  }
+  return std::string(dtype_name(spec.dtype));
+}
+
+bool weight_view_in_format(const WeightView& v, const WeightQuantSpec& spec) {
+  if (v.dtype != spec.dtype) return false;
+  if (spec.dtype == DType::kI4) return v.scale_rows == 1 && v.scale_cols == spec.group_size;
+  if (spec.dtype == DType::kFP8E4M3) return v.scale_rows == kFp8BlockRows && v.scale_cols == kFp8BlockCols;
+  return true;
+}
+
 namespace {
 
 uint8_t* alloc(QuantizedMatrix& m, int64_t bytes) {

@@ -4,6 +4,8 @@
 // quantizing an F32 or a BF16 checkpoint differs only by what the checkpoint held.
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -15,6 +17,17 @@ struct WeightQuantSpec {
   DType dtype = DType::kBF16;  // kBF16, kFP8E4M3 (128x128 blocks), kI4, kQ8_0, kQ4_0
   int group_size = 128;        // kI4 only: 32 or 128
 };
+
+// The weight formats by name, one vocabulary for --weight-dtype, --lm-head-dtype, `densa eval`
+// and the checkpoint writers: bf16, fp8 (128x128 blocks), int4 (group int4_group_size),
+// int4-g32, int4-g128, q8_0, q4_0. Anything else is invalid_argument "must be ..., not "x"".
+Result<WeightQuantSpec> weight_quant_spec_from_name(std::string_view name, int int4_group_size);
+// The name weight_quant_spec_from_name reads back as `spec` ("fp8", "int4-g32", ...).
+std::string weight_quant_spec_name(const WeightQuantSpec& spec);
+
+// True when v is already stored as spec (same dtype; INT4 with the same group, FP8 with
+// 128x128 blocks): converting it would only lose precision, so quantize-on-load keeps it.
+bool weight_view_in_format(const WeightView& v, const WeightQuantSpec& spec);
 
 // A quantized matrix and the buffers its view points into (data, then scales if any).
 struct QuantizedMatrix {

@@ -178,6 +178,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   rep.config = cfg;
   rep.model = w.source;
   rep.weight_dtype = std::string(dtype_name(w.layers.empty() ? w.lm_head.dtype : w.layers[0].wq.dtype));
+  rep.lm_head_dtype = std::string(dtype_name(w.lm_head.dtype));
   rep.total_params = w.num_params();
   rep.prompt_tokens = all_prompt;
   rep.weight_bytes_all = all_weight_bytes(w);
@@ -306,6 +307,7 @@ std::string bench_offline_json(const BenchOfflineReport& r) {
   const BenchOfflineConfig& c = r.config;
   j["model"] = r.model;
   j["weight_dtype"] = r.weight_dtype;
+  j["lm_head_dtype"] = r.lm_head_dtype;
   j["kv_dtype"] = std::string(dtype_name(c.kv_dtype));
   j["total_params"] = r.total_params;
   j["batch"] = c.batch;
@@ -340,13 +342,14 @@ std::string bench_offline_summary(const BenchOfflineReport& r) {
   const BenchOfflineConfig& c = r.config;
   char buf[1024];
   std::snprintf(buf, sizeof buf,
-                "model %s (%.1fM params, weights %s, KV %s), batch %d, prompt %d, gen %d, %d repeats (median)\n"
+                "model %s (%.1fM params, weights %s, lm_head %s, KV %s), batch %d, prompt %d, gen %d, %d repeats "
+                "(median)\n"
                 "prefill: %.1f tok/s\n"
                 "decode:  %.2f tok/s aggregate, %.2f ms/step\n"
                 "bytes per decode step: weights %.1f MB (all weights %.1f MB%s), KV %.1f MB\n"
                 "achieved: weights %.2f GB/s, weights + KV %.2f GB/s\n"
                 "CPU share: %.2f of %d threads' cores (process CPU time / (wall x threads))\n",
-                r.model.c_str(), r.total_params / 1e6, r.weight_dtype.c_str(),
+                r.model.c_str(), r.total_params / 1e6, r.weight_dtype.c_str(), r.lm_head_dtype.c_str(),
                 std::string(dtype_name(c.kv_dtype)).c_str(), c.batch, c.prompt_len, c.gen_len, c.repeats,
                 r.prefill_tok_s, r.decode_tok_s, r.decode_step_ms, r.weight_bytes_per_step / 1e6,
                 r.weight_bytes_all / 1e6,

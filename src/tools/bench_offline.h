@@ -55,7 +55,8 @@ struct BenchOfflineRun {
 struct BenchOfflineReport {
   BenchOfflineConfig config;
   std::string model;
-  std::string weight_dtype;       // dtype of the attention matrices ("q4_0", "i4", ...)
+  std::string weight_dtype;       // dtype of the attention matrices ("q4_0", "int4", ...)
+  std::string lm_head_dtype;      // dtype of lm_head (--lm-head-dtype), same names
   int64_t total_params = 0;
   int64_t prompt_tokens = 0;      // per repeat
   std::vector<BenchOfflineRun> runs;

@@ -9,8 +9,10 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string_view>
 
 #include "model/model_loader.h"
+#include "quant/quantize_matrix.h"
 #include "tools/kv_calibration.h"
 #include "tools/perplexity.h"
 
@@ -99,14 +101,27 @@ std::pair<double, double> delta_ppl_ci(std::span<const double> base_nll, std::sp
 
 namespace {
 
+// "BODY" or "BODY+head-HEAD" (eval.h); plain int4 means group 128 in both places.
 Result<LoadOptions> weight_option(const std::string& name) {
+  constexpr std::string_view kHead = "+head-";
+  const size_t at = name.find(kHead);
+  const std::string body = name.substr(0, at);
   LoadOptions o;
-  if (name == "f32" || name == "native") return o;
-  if (name == "bf16") o.weight_dtype = DType::kBF16;
-  else if (name == "fp8") o.weight_dtype = DType::kFP8E4M3;
-  else if (name == "int4" || name == "int4-g128") o.weight_dtype = DType::kI4;
-  else if (name == "int4-g32") o.weight_dtype = DType::kI4, o.weight_group_size = 32;
-  else return invalid_argument("unknown weights '" + name + "' (native|f32|bf16|fp8|int4|int4-g32)");
+  if (body != "f32" && body != "native") {
+    Result<WeightQuantSpec> spec = weight_quant_spec_from_name(body, 128);
+    if (!spec.is_ok()) {
+      return invalid_argument("weights '" + name + "': the body format " + spec.status().message() +
+                              " (or native, f32)");
+    }
+    o.weight_dtype = spec->dtype;
+    o.weight_group_size = spec->group_size;
+  }
+  if (at != std::string::npos) {
+    const std::string head = name.substr(at + kHead.size());
+    Result<WeightQuantSpec> spec = weight_quant_spec_from_name(head, 128);
+    if (!spec.is_ok()) return invalid_argument("weights '" + name + "': the lm_head format " + spec.status().message());
+    o.lm_head = *spec;
+  }
   return o;
 }
 
@@ -473,24 +488,27 @@ std::string eval_markdown(const EvalReport& r) {
 std::string eval_table(const EvalReport& r) {
   std::string o;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-16s %10s %10s %30s %10s %10s %10s %10s %8s\n", "weights/kv", "PPL",
+  int width = 16;  // the name column fits the longest combination ("int4-g32+head-fp8/bf16*")
+  for (const EvalComboResult& c : r.results) width = std::max(width, static_cast<int>(c.combo.name().size()) + 1);
+  width = std::min(width, 64);
+  std::snprintf(line, sizeof(line), "%-*s %10s %10s %30s %10s %10s %10s %10s %8s\n", width, "weights/kv", "PPL",
                 "PPL(half)", "dPPL [95% CI]", "KL mean", "KL p99", "KL p99.9", "KL max", "top-1");
   o += line;
   for (const EvalComboResult& c : r.results) {
     const std::string name = c.combo.name() + (c.is_baseline ? "*" : "");
     if (!c.error.empty()) {
-      std::snprintf(line, sizeof(line), "%-16s n/a: %s\n", name.c_str(), c.error.c_str());
+      std::snprintf(line, sizeof(line), "%-*s n/a: %s\n", width, name.c_str(), c.error.c_str());
       o += line;
       continue;
     }
-    std::snprintf(line, sizeof(line), "%-16s %10.4f %10.4f %30s %10.3g %10.3g %10.3g %10.3g %7.2f%%\n",
+    std::snprintf(line, sizeof(line), "%-*s %10.4f %10.4f %30s %10.3g %10.3g %10.3g %10.3g %7.2f%%\n", width,
                   name.c_str(), c.ppl, c.ppl_second_half,
                   delta_text(c.delta_ppl, c.delta_ppl_lo, c.delta_ppl_hi).c_str(), c.kl.mean, c.kl.p99, c.kl.p999,
                   c.kl.max, 100 * c.kl.same_top1);
     o += line;
     for (const EvalBucket& b : c.buckets) {
       const std::string pos = "  pos " + std::to_string(b.pos_lo) + "-" + std::to_string(b.pos_hi);
-      std::snprintf(line, sizeof(line), "%-16s %10.4f %10s %30s %10.3g %10.3g %10.3g %10.3g %7.2f%%\n",
+      std::snprintf(line, sizeof(line), "%-*s %10.4f %10s %30s %10.3g %10.3g %10.3g %10.3g %7.2f%%\n", width,
                     pos.c_str(), b.ppl, "", delta_text(b.delta_ppl, b.delta_ppl_lo, b.delta_ppl_hi).c_str(),
                     b.kl.mean, b.kl.p99, b.kl.p999, b.kl.max, 100 * b.kl.same_top1);
       o += line;

@@ -24,8 +24,11 @@
 namespace densa {
 
 // One precision choice by name: weights "f32"/"native" (as stored), "bf16", "fp8", "int4"
-// (group 128) or "int4-g32"; KV "f32", "bf16", "fp8" (static per-(layer, k|v, head) scales from
-// the checkpoint or a calibration pass on the built-in passage), "fp8-dynamic" (per token).
+// (group 128), "int4-g32", "int4-g128", "q8_0" or "q4_0" for the body matrices, optionally
+// followed by "+head-" and one of the same quantized names for lm_head ("int4-g32+head-fp8";
+// without it lm_head stays as stored); KV "f32", "bf16", "fp8" (static per-(layer, k|v, head)
+// scales from the checkpoint or a calibration pass on the built-in passage), "fp8-dynamic"
+// (per token).
 struct EvalCombo {
   std::string weights;
   std::string kv;

@@ -122,6 +122,7 @@ struct Target {
   bool gguf = true;
   BaseType base = BaseType::kBF16;
   DType matrix = DType::kBF16;  // attention, FFN, experts (GGUF: also embeddings and lm_head)
+  std::optional<DType> head;    // lm_head, when chosen apart (GenModelOptions::lm_head_dtype)
   int group_size = 32;
 };
 
@@ -150,7 +151,10 @@ DType base_dtype(BaseType b) {
 DType stored_dtype(const Target& tg, const LogicalTensor& t) {
   switch (t.role) {
     case Role::kMatrix: return tg.matrix;
-    case Role::kEmbedding: case Role::kHead:
+    case Role::kHead:
+      if (tg.head) return *tg.head;
+      return tg.gguf ? tg.matrix : base_dtype(tg.base);
+    case Role::kEmbedding:
       return tg.gguf ? tg.matrix : base_dtype(tg.base);
     case Role::kRouter: case Role::kNorm:
       return tg.gguf ? DType::kF32 : base_dtype(tg.base);
@@ -291,10 +295,12 @@ Json config_json(const ModelConfig& c, const Target& tg, const std::string& dtyp
   } else if (dtype == "int4") {
     Json w = {{"num_bits", 4}, {"type", "int"}, {"symmetric", true}, {"strategy", "group"},
               {"group_size", tg.group_size}, {"dynamic", false}, {"actorder", nullptr}, {"observer", "minmax"}};
+    const bool head_int4 = tg.head == DType::kI4;  // then "Linear" covers lm_head too
     j["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"format", "pack-quantized"},
                                 {"quantization_status", "compressed"},
                                 {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", w}}}}},
-                                {"ignore", {"lm_head", "re:.*block_sparse_moe.gate$"}}};
+                                {"ignore", head_int4 ? Json{"re:.*block_sparse_moe.gate$"}
+                                                     : Json{"lm_head", "re:.*block_sparse_moe.gate$"}}};
   }
   j["densa_generated"] = "random weights from densa gen-model (no tokenizer)";
   return j;
@@ -532,6 +538,19 @@ Result<GenModelReport> generate_model(const GenModelOptions& opts, const std::fu
   }
   if (!tg.gguf && (d == "q8_0" || d == "q4_0")) {
     return invalid_argument("--dtype " + d + " is a GGUF format: use --format gguf");
+  }
+  if (const std::string& h = opts.lm_head_dtype; !h.empty()) {
+    const std::optional<DType> head = dtype_from_name(h);
+    const bool float_head = head == DType::kF32 || head == DType::kF16 || head == DType::kBF16;
+    const bool ok = tg.gguf ? (float_head || head == DType::kQ8_0 || head == DType::kQ4_0)
+                            : (float_head || head == tg.matrix);
+    if (!head || !ok) {
+      return invalid_argument("--lm-head-dtype '" + h + "': " +
+                              (tg.gguf ? std::string("a GGUF lm_head is f32, f16, bf16, q8_0 or q4_0")
+                                       : "a Hugging Face lm_head is f32, f16, bf16 or the --dtype format (" + d +
+                                             "; one quantization_config covers the file)"));
+    }
+    tg.head = head;
   }
   const std::vector<LogicalTensor> tensors = model_tensors(c);
   for (const LogicalTensor& t : tensors) {

@@ -32,6 +32,10 @@ struct GenModelOptions {
   int max_context = 8192;
   // f32 | f16 | bf16 | q8_0 | q4_0 (GGUF) | f32 | f16 | bf16 | fp8 | int4 (Hugging Face).
   std::string dtype = "bf16";
+  // lm_head's dtype; "" = the default (HF: the float type; GGUF: dtype). HF takes a float
+  // type or dtype itself (fp8; int4 with group_size: "lm_head" then leaves the
+  // compressed-tensors "ignore" list); GGUF takes f32 | f16 | bf16 | q8_0 | q4_0.
+  std::string lm_head_dtype;
   int group_size = 32;         // int4 only: 32 or 128
   std::string format = "gguf"; // gguf | hf
   uint64_t seed = 0;

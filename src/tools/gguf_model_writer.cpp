@@ -76,6 +76,14 @@ class TensorList {
     ++report.num_converted;
     return Status::ok();
   }
+  // A matrix in a dtype of its own choosing (lm_head with --lm-head-dtype).
+  Status as(const std::string& name, const WeightView& v, DType t) {
+    Status s = check_target(v.rows, v.cols, t);
+    if (!s.is_ok()) return invalid_argument("tensor '" + name + "': " + s.message());
+    add(name, {v}, t);
+    ++report.num_converted;
+    return Status::ok();
+  }
   // Embeddings, lm_head, router: the float target, or as stored beside Q8_0 / Q4_0.
   void kept(const std::string& name, const WeightView& v) {
     add(name, {v}, is_float(matrix_dtype_) ? matrix_dtype_ : (is_float(v.dtype) ? v.dtype : DType::kF32));
@@ -186,10 +194,12 @@ Status add_layer(TensorList& t, const ModelWeights& w, int i) {
 }  // namespace
 
 Result<GgufWriteReport> write_model_gguf(const ModelWeights& w, const std::filesystem::path& path, DType matrix_dtype,
-                                         const std::function<void(int, int)>& progress) {
-  if (!is_float(matrix_dtype) && matrix_dtype != DType::kQ8_0 && matrix_dtype != DType::kQ4_0) {
-    return invalid_argument("GGUF matrices can be f32, f16, bf16, q8_0 or q4_0, not " +
-                            std::string(dtype_name(matrix_dtype)));
+                                         const std::function<void(int, int)>& progress,
+                                         std::optional<DType> lm_head_dtype) {
+  for (const DType t : {matrix_dtype, lm_head_dtype.value_or(matrix_dtype)}) {
+    if (!is_float(t) && t != DType::kQ8_0 && t != DType::kQ4_0) {
+      return invalid_argument("GGUF matrices can be f32, f16, bf16, q8_0 or q4_0, not " + std::string(dtype_name(t)));
+    }
   }
   const ModelConfig& c = w.config;
   DENSA_ASSIGN_OR_RETURN(auto metadata, gguf_model_metadata(c, file_type(matrix_dtype)));
@@ -204,7 +214,13 @@ Result<GgufWriteReport> write_model_gguf(const ModelWeights& w, const std::files
   int done = 0;
   t.kept("token_embd.weight", w.tok_embeddings);
   t.vec("output_norm.weight", w.final_norm);
-  if (!c.tie_word_embeddings) t.kept("output.weight", w.lm_head);
+  if (lm_head_dtype) {
+    if (Status s = t.as("output.weight", w.lm_head, *lm_head_dtype); !s.is_ok()) {
+      return invalid_argument(w.source + ": " + s.message());
+    }
+  } else if (!c.tie_word_embeddings) {
+    t.kept("output.weight", w.lm_head);
+  }
   if (progress) progress(done += 3, total);
   for (int i = 0; i < c.num_layers; ++i) {
     Status s = add_layer(t, w, i);

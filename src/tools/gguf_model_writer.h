@@ -11,9 +11,12 @@
 // lm_head and routers take the same dtype when it is a float type and stay as stored
 // (F32 if stored in a non-GGUF format) for Q8_0 / Q4_0; norms, biases, correction biases
 // and the shared-expert gate are F32. So a BF16 checkpoint written as BF16 loads back bit
-// for bit, and one written as Q8_0 loads like load_model(hf, {kQ8_0}).
+// for bit, and one written as Q8_0 loads like load_model(hf, {kQ8_0}). `lm_head_dtype` (F32 /
+// F16 / BF16 / Q8_0 / Q4_0) overrides output.weight's dtype; a tied model then gets an
+// output.weight of its own (token_embd stays as above), which llama.cpp reads as untied.
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "core/status.h"
 #include "model/model_weights.h"
@@ -27,6 +30,7 @@ struct GgufWriteReport {
 
 // progress(done, total) after each tensor is prepared.
 Result<GgufWriteReport> write_model_gguf(const ModelWeights& w, const std::filesystem::path& path, DType matrix_dtype,
-                                         const std::function<void(int, int)>& progress = nullptr);
+                                         const std::function<void(int, int)>& progress = nullptr,
+                                         std::optional<DType> lm_head_dtype = std::nullopt);
 
 }  // namespace densa

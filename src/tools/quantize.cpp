@@ -31,7 +31,8 @@ std::vector<uint8_t> bytes_of(const void* p, size_t n) {
 
 // ---- Hugging Face -> Hugging Face ----
 
-Json quantization_config(const WeightQuantSpec& spec) {
+// head_quantized: lm_head is stored in spec too, so compressed-tensors must not ignore it.
+Json quantization_config(const WeightQuantSpec& spec, bool head_quantized) {
   if (spec.dtype == DType::kFP8E4M3) {
     return Json{{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
                 {"weight_block_size", {kFp8BlockRows, kFp8BlockCols}}};
@@ -43,7 +44,8 @@ Json quantization_config(const WeightQuantSpec& spec) {
               {"quantization_status", "compressed"},
               {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", weights},
                                               {"input_activations", nullptr}, {"output_activations", nullptr}}}}},
-              {"ignore", {"lm_head", "re:.*block_sparse_moe.gate$"}},
+              {"ignore", head_quantized ? Json{"re:.*block_sparse_moe.gate$"}
+                                        : Json{"lm_head", "re:.*block_sparse_moe.gate$"}},
               {"kv_cache_scheme", nullptr}};
 }
 
@@ -94,15 +96,16 @@ int64_t dir_tensor_bytes(const fs::path& dir) {
 }
 
 Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuantSpec& spec,
+                                   const std::optional<WeightQuantSpec>& head,
                                    const std::function<void(int, int)>& progress) {
   const fs::path& in = opts.input;
-  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(in, LoadOptions{spec.dtype, spec.group_size}));
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(in, LoadOptions{spec.dtype, spec.group_size, head}));
   DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(in));
   const ModelConfig& c = w.config;
   QuantizeReport report;
   std::vector<SafetensorsOut> out;
   std::vector<std::string> kept = {"model.embed_tokens.weight", "model.norm.weight"};
-  if (!c.tie_word_embeddings) kept.push_back("lm_head.weight");
+  if (!c.tie_word_embeddings && !head) kept.push_back("lm_head.weight");
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     kept.push_back(p + "input_layernorm.weight");
@@ -121,7 +124,7 @@ Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuan
     if (!moe.router_bias.empty()) kept.push_back(p + moe.router_bias);
     if (c.shared_expert_gate) kept.push_back(p + moe.shared_gate + ".weight");
   }
-  int total = static_cast<int>(kept.size()), done = 0;
+  int total = static_cast<int>(kept.size()) + (head ? 1 : 0), done = 0;
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView&) { ++total; });
   for (const std::string& name : kept) {
     DENSA_RETURN_IF_ERROR(copy_tensor(out, st, name));
@@ -133,6 +136,11 @@ Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuan
     ++report.num_quantized;
     if (progress) progress(++done, total);
   });
+  if (head) {  // converted on load (or kept, if already in the target)
+    append_matrix(out, "lm_head", w.lm_head);
+    ++report.num_quantized;
+    if (progress) progress(++done, total);
+  }
 
   std::error_code ec;
   fs::create_directories(opts.output, ec);
@@ -145,7 +153,10 @@ Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuan
   Json config = Json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   if (!config.is_object()) return data_loss((in / "config.json").string() + ": not a JSON object");
   config.erase("quantization_config");
-  if (spec.dtype != DType::kBF16) config["quantization_config"] = quantization_config(spec);
+  if (spec.dtype != DType::kBF16) {
+    config["quantization_config"] = quantization_config(spec, head && head->dtype == spec.dtype);
+  }
+  if (head && c.tie_word_embeddings) config["tie_word_embeddings"] = false;  // lm_head is its own tensor now
   if (spec.dtype == DType::kBF16) config["torch_dtype"] = "bfloat16";
   std::ofstream cout(opts.output / "config.json", std::ios::binary | std::ios::trunc);
   cout << config.dump(2) << "\n";
@@ -173,31 +184,46 @@ bool gguf_quantizable(const std::string& name) {
   return std::regex_match(name, re);
 }
 
+// `name`'s data as `spec` ([rows, cols] = all but ne0, ne0), or the error naming it.
+Result<GgufOutTensor> gguf_quantized(const fs::path& input, const std::string& name, const GgufTensor& t,
+                                     const WeightQuantSpec& spec) {
+  const WeightView v{.dtype = t.dtype, .rows = t.numel() / t.ne[0], .cols = t.ne[0], .data = t.data};
+  Status s = check_quant_target(spec, v.rows, v.cols);
+  if (!s.is_ok()) return invalid_argument(input.string() + ": tensor '" + t.name + "': " + s.message());
+  const std::vector<float> values = dequantize_matrix(v);
+  QuantizedMatrix q = quantize_matrix(values.data(), v.rows, v.cols, spec);
+  return GgufOutTensor{name, *ggml_type_of(spec.dtype), t.ne, bytes_of(q.view.data, static_cast<size_t>(q.view.bytes()))};
+}
+
 Result<QuantizeReport> quantize_gguf(const QuantizeOptions& opts, const WeightQuantSpec& spec,
+                                     const std::optional<WeightQuantSpec>& head,
                                      const std::function<void(int, int)>& progress) {
   DENSA_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(opts.input));
   QuantizeReport report;
-  const uint32_t ggml_type = spec.dtype == DType::kQ8_0 ? 8 : 2;
   std::vector<GgufOutTensor> tensors;
   const auto& infos = f.tensor_infos();
+  // A tied model (no output.weight) gets one, quantized from token_embd, right after it.
+  const bool add_output = head && !f.has_tensor("output.weight");
+  const int total = static_cast<int>(infos.size()) + (add_output ? 1 : 0);
+  int done = 0;
   for (size_t i = 0; i < infos.size(); ++i) {
     DENSA_ASSIGN_OR_RETURN(GgufTensor t, f.tensor(infos[i].name));
-    GgufOutTensor o{t.name, infos[i].ggml_type, t.ne, {}};
-    if (gguf_quantizable(t.name) && t.ne.size() >= 2) {
-      WeightView v{.dtype = t.dtype, .rows = t.numel() / t.ne[0], .cols = t.ne[0], .data = t.data};
-      Status s = check_quant_target(spec, v.rows, v.cols);
-      if (!s.is_ok()) return invalid_argument(opts.input.string() + ": tensor '" + t.name + "': " + s.message());
-      const std::vector<float> values = dequantize_matrix(v);
-      QuantizedMatrix q = quantize_matrix(values.data(), v.rows, v.cols, spec);
-      o.ggml_type = ggml_type;
-      o.bytes = bytes_of(q.view.data, static_cast<size_t>(q.view.bytes()));
+    const bool is_head = head && t.name == "output.weight";
+    if ((gguf_quantizable(t.name) || is_head) && t.ne.size() >= 2) {
+      DENSA_ASSIGN_OR_RETURN(GgufOutTensor o, gguf_quantized(opts.input, t.name, t, is_head ? *head : spec));
+      tensors.push_back(std::move(o));
       ++report.num_quantized;
     } else {
-      o.bytes = bytes_of(t.data, t.nbytes);
+      tensors.push_back(GgufOutTensor{t.name, infos[i].ggml_type, t.ne, bytes_of(t.data, t.nbytes)});
       ++report.num_kept;
     }
-    tensors.push_back(std::move(o));
-    if (progress) progress(static_cast<int>(i + 1), static_cast<int>(infos.size()));
+    if (progress) progress(++done, total);
+    if (add_output && t.name == "token_embd.weight") {
+      DENSA_ASSIGN_OR_RETURN(GgufOutTensor o, gguf_quantized(opts.input, "output.weight", t, *head));
+      tensors.push_back(std::move(o));
+      ++report.num_quantized;
+      if (progress) progress(++done, total);
+    }
   }
   std::vector<std::pair<std::string, GgufValue>> metadata(f.metadata().begin(), f.metadata().end());
   for (auto& [key, value] : metadata) {
@@ -222,7 +248,8 @@ Result<QuantizeReport> quantize_gguf(const QuantizeOptions& opts, const WeightQu
 
 // ---- Hugging Face -> GGUF ----
 
-Result<QuantizeReport> hf_to_gguf(const QuantizeOptions& opts, const std::function<void(int, int)>& progress) {
+Result<QuantizeReport> hf_to_gguf(const QuantizeOptions& opts, const std::optional<WeightQuantSpec>& head,
+                                  const std::function<void(int, int)>& progress) {
   DType dtype;
   if (opts.to == "f32") {
     dtype = DType::kF32;
@@ -243,7 +270,8 @@ Result<QuantizeReport> hf_to_gguf(const QuantizeOptions& opts, const std::functi
     std::error_code ec;
     fs::create_directories(opts.output.parent_path(), ec);
   }
-  DENSA_ASSIGN_OR_RETURN(GgufWriteReport r, write_model_gguf(w, opts.output, dtype, progress));
+  const std::optional<DType> head_dtype = head ? std::optional<DType>(head->dtype) : std::nullopt;
+  DENSA_ASSIGN_OR_RETURN(GgufWriteReport r, write_model_gguf(w, opts.output, dtype, progress, head_dtype));
   QuantizeReport report;
   report.num_quantized = r.num_converted;
   report.num_kept = r.num_kept;
@@ -253,13 +281,42 @@ Result<QuantizeReport> hf_to_gguf(const QuantizeOptions& opts, const std::functi
   return report;
 }
 
+// opts.lm_head as a spec (nullopt: keep lm_head as stored), checked against what the output
+// can hold: `hf_body` is the body's format of an HF output, null for a GGUF output.
+Result<std::optional<WeightQuantSpec>> lm_head_target(const QuantizeOptions& opts, const WeightQuantSpec* hf_body) {
+  if (opts.lm_head.empty()) return std::optional<WeightQuantSpec>();
+  Result<WeightQuantSpec> head = weight_quant_spec_from_name(opts.lm_head, opts.group_size);
+  if (!head.is_ok()) return invalid_argument("--lm-head-dtype " + head.status().message());
+  const std::string name = weight_quant_spec_name(*head);
+  if (hf_body == nullptr) {
+    if (head->dtype != DType::kBF16 && head->dtype != DType::kQ8_0 && head->dtype != DType::kQ4_0) {
+      return invalid_argument("--lm-head-dtype " + name + ": a GGUF output holds lm_head as bf16, q8_0 or q4_0");
+    }
+    return std::optional<WeightQuantSpec>(*head);
+  }
+  const bool same = head->dtype == hf_body->dtype && (head->dtype != DType::kI4 || head->group_size == hf_body->group_size);
+  if (head->dtype != DType::kBF16 && hf_body->dtype == DType::kBF16) {
+    return invalid_argument("--lm-head-dtype " + name + ": a Hugging Face checkpoint written --to bf16 has no "
+                            "quantization_config, so lm_head is bf16");
+  }
+  if (head->dtype != DType::kBF16 && !same) {
+    return invalid_argument("--lm-head-dtype " + name + ": a Hugging Face checkpoint written --to " + opts.to +
+                            " holds lm_head as bf16 or as " + weight_quant_spec_name(*hf_body) +
+                            " (one quantization_config covers the whole file)");
+  }
+  return std::optional<WeightQuantSpec>(*head);
+}
+
 }  // namespace
 
 Result<QuantizeReport> quantize_checkpoint(const QuantizeOptions& opts, const std::function<void(int, int)>& progress) {
   std::error_code ec;
   const bool hf = fs::is_directory(opts.input, ec);
   if (!hf && !fs::exists(opts.input, ec)) return not_found(opts.input.string() + ": no such file or directory");
-  if (hf && opts.output.extension() == ".gguf") return hf_to_gguf(opts, progress);
+  if (hf && opts.output.extension() == ".gguf") {
+    DENSA_ASSIGN_OR_RETURN(std::optional<WeightQuantSpec> head, lm_head_target(opts, nullptr));
+    return hf_to_gguf(opts, head, progress);
+  }
   WeightQuantSpec spec;
   spec.group_size = opts.group_size;
   if (opts.to == "fp8") {
@@ -285,7 +342,8 @@ Result<QuantizeReport> quantize_checkpoint(const QuantizeOptions& opts, const st
     return unimplemented("--to " + opts.to + " writes a Hugging Face directory and needs one as input; " +
                          opts.input.string() + " is a GGUF file (use --to q8_0|q4_0)");
   }
-  return hf ? quantize_hf(opts, spec, progress) : quantize_gguf(opts, spec, progress);
+  DENSA_ASSIGN_OR_RETURN(std::optional<WeightQuantSpec> head, lm_head_target(opts, hf ? &spec : nullptr));
+  return hf ? quantize_hf(opts, spec, head, progress) : quantize_gguf(opts, spec, head, progress);
 }
 
 }  // namespace densa

@@ -14,8 +14,14 @@
 //    q8_0 | q4_0: qwen3moe / qwen2moe / glm4moe / deepseek2 in llama.cpp's layout
 //    (tools/gguf_model_writer.h); no tokenizer is written.
 // Quantized: attention q/k/v/o, dense FFN and expert matrices. Kept as stored: norms, router,
-// token embeddings, lm_head (GGUF: token_embd, output). GGUF -> HF is not supported.
-// Loading the output gives bit-identical weights to load_model(IN, {same target}).
+// token embeddings, and lm_head (GGUF: token_embd, output) unless `lm_head` names a format:
+//  * HF out: bf16, or the body's own format (fp8; int4 with the same group size, so that
+//    compressed-tensors' one config group covers it: "lm_head" leaves "ignore");
+//  * GGUF out: bf16, q8_0 or q4_0 (output.weight).
+// A tied lm_head written this way gets its own tensor (HF: tie_word_embeddings false; GGUF:
+// an output.weight beside token_embd), so the embeddings stay as stored.
+// GGUF -> HF is not supported. Loading the output gives bit-identical weights to
+// load_model(IN, {same target, same lm_head}).
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -30,6 +36,7 @@ struct QuantizeOptions {
   std::filesystem::path output;  // directory (HF) or file (GGUF); created or overwritten
   std::string to;                // fp8 | int4 | bf16 (HF); q8_0 | q4_0 (GGUF); f32 | f16 too (HF -> GGUF)
   int group_size = 128;          // int4: 32 or 128
+  std::string lm_head;           // "" keeps lm_head as stored; else a format name (above)
 };
 
 struct QuantizeReport {

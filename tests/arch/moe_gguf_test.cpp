@@ -109,9 +109,9 @@ fs::path temp_path(const std::string& stem) {
 }
 
 // `densa quantize` of the reference checkpoint into a GGUF under the test temp dir.
-fs::path write_gguf_of(const std::string& arch, const std::string& to) {
-  const fs::path out = temp_path("densa_gguf_" + arch + "_" + to);
-  auto r = quantize_checkpoint(QuantizeOptions{ref_dir(arch), out, to, 128});
+fs::path write_gguf_of(const std::string& arch, const std::string& to, const std::string& lm_head = "") {
+  const fs::path out = temp_path("densa_gguf_" + arch + "_" + to + (lm_head.empty() ? "" : "_head_" + lm_head));
+  auto r = quantize_checkpoint(QuantizeOptions{ref_dir(arch), out, to, 128, lm_head});
   CHECK(r.is_ok()) << arch << " --to " << to << ": " << r.status().to_string();
   return out;
 }
@@ -245,6 +245,27 @@ TEST_P(MoeGguf, Q8_0FileLoadsLikeQuantizeOnLoad) {
   EXPECT_EQ(l.wo.dtype, DType::kQ8_0);
   EXPECT_EQ(l.router.dtype, DType::kBF16);  // routers stay as stored
   EXPECT_LT(loaded->weight_bytes(), hf_model(ac.dir).weight_bytes());
+  const Golden g = read_golden(ac.dir)[0];
+  EXPECT_TRUE(all_logits(*loaded, g.tokens) == all_logits(*direct, g.tokens));
+  fs::remove(path);
+}
+
+// --lm-head-dtype on HF -> GGUF: output.weight in its own type, loading like quantize-on-load
+// with the same lm_head target.
+TEST_P(MoeGguf, QuantizedOutputWeightLoadsLikeQuantizeOnLoad) {
+  const ArchCase& ac = GetParam();
+  const fs::path path = write_gguf_of(ac.dir, "bf16", "q8_0");
+  auto f = GgufFile::open(path);
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  auto out = f->tensor("output.weight");
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(out->dtype, DType::kQ8_0);
+  auto loaded = load_model(path);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->lm_head.dtype, DType::kQ8_0);
+  EXPECT_EQ(loaded->layers.back().wo.dtype, DType::kBF16);
+  auto direct = load_model(ref_dir(ac.dir), LoadOptions{DType::kBF16, 128, WeightQuantSpec{DType::kQ8_0}});
+  ASSERT_TRUE(direct.is_ok()) << direct.status().to_string();
   const Golden g = read_golden(ac.dir)[0];
   EXPECT_TRUE(all_logits(*loaded, g.tokens) == all_logits(*direct, g.tokens));
   fs::remove(path);

@@ -54,5 +54,40 @@ TEST(GenModelCli, PresetOverriddenWritesLoadableTokenizerlessModel) {
   std::filesystem::remove_all(dir);
 }
 
+// --lm-head-dtype through the binaries: gen-model and quantize write a quantized head, info
+// counts it, bench offline converts one on load and reports it.
+TEST(GenModelCli, LmHeadDtypeFlags) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("densa_gen_model_cli_head_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string shape = "--arch llama --hidden 128 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 "
+                            "--max-context 256 --format hf ";
+  const std::string int4 = (dir / "int4").string(), bf16 = (dir / "bf16").string(), q = (dir / "q").string();
+  RunResult r = run("gen-model " + shape + "--dtype int4 --lm-head-dtype int4 " + int4);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "(hf, int4, lm_head int4)")) << r.output;
+  r = run("info -m " + int4);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Embeddings 512 x 128 stay BF16; every other matrix, lm_head included, is INT4.
+  EXPECT_TRUE(contains(r.output, "matrix dtypes:  bf16=65536 int4=")) << r.output;
+
+  ASSERT_EQ(run("gen-model " + shape + "--dtype bf16 " + bf16).exit_code, 0);
+  r = run("quantize " + bf16 + " " + q + " --to fp8 --lm-head-dtype fp8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "quantized to fp8 (lm_head fp8)")) << r.output;
+  r = run("quantize " + bf16 + " " + q + " --to fp8 --lm-head-dtype int4");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.output, "densa quantize: --lm-head-dtype int4-g128: a Hugging Face checkpoint written --to "
+                                 "fp8 holds lm_head as bf16 or as fp8")) << r.output;
+
+  const std::string json = (dir / "offline.json").string();
+  r = run("bench offline -m " + bf16 + " --lm-head-dtype q8_0 --batch 1 --prompt-len 4 --gen-len 2 --repeats 1 "
+          "--threads 1 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "weights bf16, lm_head q8_0")) << r.output;
+  EXPECT_EQ(testing::read_json(json)["lm_head_dtype"], "q8_0");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace densa

@@ -37,7 +37,21 @@ TEST(GenerateCli, QuantizedWeightsRunAndStayOnTopic) {
 TEST(GenerateCli, BadWeightDtypeIsOneLineError) {
   const RunResult r = run("generate --weight-dtype int3 -n 2");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, "densa generate: --weight-dtype must be bf16, fp8, int4, q8_0 or q4_0, not \"int3\"\n");
+  EXPECT_EQ(r.output,
+            "densa generate: --weight-dtype must be bf16, fp8, int4, int4-g32, int4-g128, q8_0 or q4_0, not \"int3\"\n");
+}
+
+TEST(GenerateCli, LmHeadDtypeRunsAndBadOnesAreOneLineErrors) {
+  const std::string model = (testing::model_dir("tinystories-llama-1m") / "hf").string();
+  const RunResult ok = run("generate -m " + model + " --weight-dtype int4 --weight-group-size 32 --lm-head-dtype int4 "
+                           "-n 8 -p \"" + kPrompt + "\"");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_EQ(ok.output.rfind(kPrompt, 0), 0u) << ok.output;
+  EXPECT_GT(ok.output.size(), kPrompt.size() + 8) << ok.output;
+  const RunResult bad = run("generate -m " + model + " --lm-head-dtype f16 -n 2");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.output,
+            "densa generate: --lm-head-dtype must be bf16, fp8, int4, int4-g32, int4-g128, q8_0 or q4_0, not \"f16\"\n");
 }
 
 TEST(GenerateCli, MissingModelIsOneLineError) {

@@ -277,6 +277,29 @@ TEST_F(E2eCurl, ModelsHealthMetrics) {
   EXPECT_EQ(m.body.find("densa_generation_tokens_total 0\n"), std::string::npos);
 }
 
+// --lm-head-dtype reaches the served model: the start-up log names the head's format, and the
+// greedy text equals `densa generate` with the same weight flags (both F32 KV).
+TEST(E2eLmHead, QuantizedHeadServesWhatGenerateGenerates) {
+  const std::vector<std::string> flags = {"--weight-dtype", "int4", "--weight-group-size", "32",
+                                          "--lm-head-dtype", "int4", "--kv-dtype", "f32"};
+  ServerProcess server(flags);
+  ASSERT_TRUE(server.wait_ready());
+  EXPECT_NE(server.log().find("densa serve: weights int4-g32, lm_head int4-g32\n"), std::string::npos)
+      << server.log();
+  const std::string prompt = golden_prompt(1)["prompt"];
+  const json req = {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}};
+  const CurlResponse r = server.post("/v1/completions", req.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string text = json::parse(r.body)["choices"][0]["text"];
+  EXPECT_FALSE(text.empty());
+  const std::string generated =
+      run_command(std::string(DENSA_BINARY) + " generate -m " + shell_quote(fixture_model_path()) + " -p " +
+                  shell_quote(prompt) + " -n 24 -t 2 --weight-dtype int4 --weight-group-size 32 --lm-head-dtype int4 "
+                  "2>/dev/null");
+  EXPECT_EQ(generated, prompt + text + "\n");
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
 // A second server: API key, one running request, a queue of one, and a KV pool of 128 tokens.
 TEST(E2eLimits, AuthQueueFullAndPoolLimit) {
   ServerProcess server({"--api-key", "k3y", "--max-running-requests", "1", "--max-queue", "1",

@@ -100,6 +100,31 @@ TEST(BenchOffline, DenseReadsEveryMatrixOncePerStep) {
   EXPECT_DOUBLE_EQ(r->kv_bytes_per_step, (12 + 1 + 1) * 2.0 * (4 * 2 * 4 * 16 + 4 * 2 * 4 * 4));
 }
 
+// --lm-head-dtype shows in the report and in the bytes a decode step streams: an INT4 g32
+// head reads 0.5 bytes per weight plus a 4-byte scale per 32 instead of F32's 4.
+TEST(BenchOffline, QuantizedLmHeadShrinksTheBytesPerStep) {
+  const auto path = testing::model_dir("tinystories-llama-1m") / "gguf" / "tinystories-llama-1m-f32.gguf";
+  BenchOfflineConfig c;
+  c.batch = 1;
+  c.prompt_len = 8;
+  c.gen_len = 3;
+  c.repeats = 1;
+  c.num_threads = 1;
+  Result<ModelWeights> stored_head = load_model(path, LoadOptions{DType::kI4, 32});
+  Result<ModelWeights> int4_head = load_model(path, LoadOptions{DType::kI4, 32, WeightQuantSpec{DType::kI4, 32}});
+  ASSERT_TRUE(stored_head.is_ok() && int4_head.is_ok());
+  Result<BenchOfflineReport> a = run_bench_offline(*stored_head, c);
+  Result<BenchOfflineReport> b = run_bench_offline(*int4_head, c);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_EQ(a->weight_dtype, "int4");
+  EXPECT_EQ(a->lm_head_dtype, "f32");
+  EXPECT_EQ(b->lm_head_dtype, "int4");
+  const double f32_head = 1024.0 * 128 * 4, int4_head_bytes = 1024.0 * 128 / 2 + 1024.0 * (128 / 32) * 4;
+  EXPECT_DOUBLE_EQ(a->weight_bytes_per_step - b->weight_bytes_per_step, f32_head - int4_head_bytes);
+  EXPECT_EQ(nlohmann::json::parse(bench_offline_json(*b))["lm_head_dtype"], "int4");
+  EXPECT_NE(bench_offline_summary(*b).find("weights int4, lm_head int4"), std::string::npos) << bench_offline_summary(*b);
+}
+
 TEST(BenchOffline, RejectsPromptsBeyondTheContext) {
   const ModelWeights w = load("tinystories-llama-1m", "tinystories-llama-1m-f32.gguf");
   BenchOfflineConfig c;

@@ -17,6 +17,7 @@ namespace densa {
 namespace {
 
 const char* kMoe = "tinystories-mixtral-3.6m";
+const char* kDense = "tinystories-llama-1m";
 
 TEST(Eval, BucketsFollowThePowersOfTwo) {
   EXPECT_EQ(eval_buckets(256), (std::vector<std::pair<int, int>>{{0, 31}, {32, 63}, {64, 127}, {128, 254}}));
@@ -111,6 +112,48 @@ TEST(Eval, Bf16BaselineReproducesReferenceAndSelfKlIsZero) {
   int64_t bucket_tokens = 0;
   for (const EvalBucket& b : kv16.buckets) bucket_tokens += b.num_tokens;
   EXPECT_EQ(bucket_tokens, 16320);
+}
+
+// "BODY+head-HEAD" names quantize lm_head apart from the body; against a baseline with the same
+// body they measure the head's own cost, which grows as the head's format narrows.
+TEST(Eval, HeadSuffixQuantizesLmHeadAlone) {
+  const auto ids = testing::validation_ids(kDense);
+  EvalConfig cfg;
+  cfg.model_path = (testing::model_dir(kDense) / "hf").string();
+  cfg.weights = {"bf16+head-bf16", "bf16+head-fp8", "bf16+head-int4-g32", "bf16+head-int4"};
+  cfg.kv = {"f32"};
+  cfg.baseline = {"bf16", "f32"};  // lm_head as stored (F32)
+  cfg.max_windows = 4;
+  cfg.bootstrap_resamples = 50;
+  ThreadPool pool(2);
+  auto report = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  const EvalReport& r = report.value();
+  ASSERT_EQ(r.results.size(), 5u);
+  std::vector<double> kl;
+  for (size_t i = 1; i < r.results.size(); ++i) {
+    const EvalComboResult& c = r.results[i];
+    ASSERT_TRUE(c.error.empty()) << c.combo.name() << ": " << c.error;
+    EXPECT_EQ(c.combo.weights, cfg.weights[i - 1]);
+    kl.push_back(c.kl.mean);
+  }
+  EXPECT_GT(kl[0], 0.0);   // F32 -> BF16 head: not free, but tiny
+  EXPECT_LT(kl[0], 1e-4);
+  EXPECT_GT(kl[1], kl[0]);  // FP8
+  EXPECT_GT(kl[2], kl[1]);  // INT4 g32
+  EXPECT_GT(kl[3], kl[2]);  // INT4 g128 (plain "int4")
+  EXPECT_LT(kl[3], 0.05);
+
+  cfg.weights = {"bf16+head-int3"};
+  auto bad = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("weights 'bf16+head-int3': the lm_head format must be"), std::string::npos)
+      << bad.status().message();
+  cfg.weights = {"int5+head-fp8"};
+  bad = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("the body format must be"), std::string::npos) << bad.status().message();
 }
 
 TEST(Eval, CliWritesJsonAndMarkdown) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -226,6 +227,51 @@ TEST_F(GenModelTest, QuantizedCheckpointsEqualQuantizeOnLoad) {
     EXPECT_EQ(q.layers[1].expert_down[3].dtype, k.load);
     each_matrix_pair(q, ref.value(), false, expect_same);
   }
+}
+
+// --lm-head-dtype: the head is written in its own format, loads back as it, and holds what
+// quantize-on-load of the BF16 checkpoint's head makes (HF INT4 / FP8 through the checkpoint's
+// one quantization_config; GGUF any type).
+TEST_F(GenModelTest, LmHeadDtypeWritesAQuantizedHeadTheLoaderReads) {
+  const GenModelOptions bf16 = tiny(true, "bf16", "hf", "base-hf");
+  ASSERT_TRUE(generate_model(bf16).is_ok());
+  struct Case { const char* dtype; const char* format; const char* head; DType body; DType head_dtype; };
+  for (const Case& k : {Case{"int4", "hf", "int4", DType::kI4, DType::kI4},
+                        Case{"fp8", "hf", "fp8", DType::kFP8E4M3, DType::kFP8E4M3},
+                        Case{"int4", "hf", "bf16", DType::kI4, DType::kBF16},
+                        Case{"q4_0", "gguf", "q8_0", DType::kQ4_0, DType::kQ8_0}}) {
+    SCOPED_TRACE(std::string(k.dtype) + " head " + k.head);
+    GenModelOptions o = tiny(true, k.dtype, k.format, std::string(k.dtype) + "-" + k.head + "." + k.format);
+    o.lm_head_dtype = k.head;
+    const ModelWeights q = make(o);
+    EXPECT_EQ(q.layers[0].wq.dtype, k.body);
+    ASSERT_EQ(q.lm_head.dtype, k.head_dtype);
+    if (k.head_dtype == DType::kI4) EXPECT_EQ(q.lm_head.scale_cols, 32);
+    EXPECT_EQ(q.tok_embeddings.dtype, std::string(k.format) == "hf" ? DType::kBF16 : DType::kQ4_0);
+    Result<ModelWeights> ref = load_model(bf16.output, LoadOptions{k.body, 32, WeightQuantSpec{k.head_dtype, 32}});
+    ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+    expect_same("lm_head", q.lm_head, ref->lm_head);
+    each_matrix_pair(q, ref.value(), false, expect_same);
+    if (std::string(k.format) == "hf") {
+      const auto ignore = testing::read_json(o.output / "config.json")["quantization_config"]["ignore"];
+      const bool ignored = std::find(ignore.begin(), ignore.end(), "lm_head") != ignore.end();
+      EXPECT_EQ(ignored, k.head_dtype == DType::kBF16) << ignore.dump();
+    }
+  }
+  GenModelOptions bad = tiny(false, "fp8", "hf", "bad");
+  bad.lm_head_dtype = "int4";
+  Result<GenModelReport> r = generate_model(bad);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("--lm-head-dtype 'int4': a Hugging Face lm_head is f32, f16, bf16 or the --dtype "
+                                      "format (fp8"),
+            std::string::npos)
+      << r.status().message();
+  bad = tiny(false, "q4_0", "gguf", "bad.gguf");
+  bad.lm_head_dtype = "fp8";
+  r = generate_model(bad);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("a GGUF lm_head is f32, f16, bf16, q8_0 or q4_0"), std::string::npos)
+      << r.status().message();
 }
 
 TEST_F(GenModelTest, RoutingSpreadsOverExperts) {

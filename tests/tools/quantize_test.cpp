@@ -8,12 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
 
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
+#include "io/test_file_writers.h"
 #include "model/model_loader.h"
 #include "test_util.h"
 #include "tools/generator.h"
@@ -172,6 +174,151 @@ void gguf_round_trip(const std::string& to, DType dtype, uint32_t ggml_type, int
 
 TEST(QuantLoad, GgufQ8_0RoundTrip) { gguf_round_trip("q8_0", DType::kQ8_0, 8, 34); }
 TEST(QuantLoad, GgufQ4_0RoundTrip) { gguf_round_trip("q4_0", DType::kQ4_0, 2, 18); }
+
+// --lm-head-dtype: lm_head written in the checkpoint's own quantized format (or BF16) loads
+// back as it, with logits bit-identical to quantize-on-load with the same lm_head target.
+void hf_head_round_trip(const fs::path& in, const std::string& to, int group, const std::string& head,
+                        const WeightQuantSpec& head_spec, DType body) {
+  const fs::path out = temp_dir(in.parent_path().filename().string() + in.filename().string() + "_" + to + "_head_" + head);
+  auto r = quantize_checkpoint({in, out, to, group, head});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  auto loaded = load_model(out);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_FALSE(loaded->config.tie_word_embeddings);
+  EXPECT_EQ(loaded->layers[0].wq.dtype, body);
+  EXPECT_EQ(loaded->lm_head.dtype, head_spec.dtype);
+  EXPECT_TRUE(weight_view_in_format(loaded->lm_head, head_spec));
+  EXPECT_EQ(loaded->tok_embeddings.dtype, load_model(in)->tok_embeddings.dtype);  // kept as stored
+  expect_bit_identical(logits_of(out, {}), logits_of(in, LoadOptions{body, group, head_spec}));
+  auto st = SafetensorsDir::open(out);
+  ASSERT_TRUE(st.is_ok());
+  const auto q = testing::read_json(out / "config.json")["quantization_config"];
+  const bool ignored = std::find(q["ignore"].begin(), q["ignore"].end(), "lm_head") != q["ignore"].end();
+  switch (head_spec.dtype) {
+    case DType::kI4:
+      EXPECT_TRUE(st->has_tensor("lm_head.weight_packed"));
+      EXPECT_FALSE(st->has_tensor("lm_head.weight"));
+      EXPECT_FALSE(ignored) << q.dump();
+      break;
+    case DType::kFP8E4M3:
+      EXPECT_EQ(st->tensor("lm_head.weight")->dtype_name, "F8_E4M3");
+      EXPECT_TRUE(st->has_tensor("lm_head.weight_scale_inv"));
+      break;
+    default:
+      EXPECT_EQ(st->tensor("lm_head.weight")->dtype_name, "BF16");
+      if (q.contains("ignore")) EXPECT_TRUE(ignored) << q.dump();
+      break;
+  }
+  fs::remove_all(out);
+}
+
+TEST(QuantLoad, HfInt4WithInt4HeadRoundTripDense) {
+  hf_head_round_trip(testing::model_dir(kDense) / "hf", "int4", 32, "int4", {DType::kI4, 32}, DType::kI4);
+}
+TEST(QuantLoad, HfInt4WithInt4HeadRoundTripMoe) {
+  hf_head_round_trip(testing::model_dir(kMoe) / "hf", "int4", 128, "int4", {DType::kI4, 128}, DType::kI4);
+}
+TEST(QuantLoad, HfFp8WithFp8HeadRoundTrip) {
+  hf_head_round_trip(testing::model_dir(kMoe) / "hf", "fp8", 128, "fp8", {DType::kFP8E4M3}, DType::kFP8E4M3);
+}
+TEST(QuantLoad, HfInt4WithBf16HeadRoundTrip) {
+  hf_head_round_trip(testing::model_dir(kDense) / "hf", "int4", 32, "bf16", {DType::kBF16}, DType::kI4);
+}
+
+// A tied HF model (tie_word_embeddings, no lm_head tensor): the quantized head becomes its own
+// tensor, the config unties, and the embeddings are copied as stored.
+TEST(QuantLoad, HfTiedHeadIsWrittenUntiedAndEmbeddingsKept) {
+  const fs::path tied = temp_dir("tied_in");
+  fs::create_directories(tied);
+  auto src = SafetensorsFile::open(testing::model_dir(kDense) / "hf" / "model.safetensors");
+  ASSERT_TRUE(src.is_ok());
+  std::vector<testing::StWriterTensor> ts;
+  for (auto& t : testing::safetensors_tensors_from(*src)) {
+    if (t.name != "lm_head.weight") ts.push_back(t);
+  }
+  testing::write_file(tied / "model.safetensors", testing::serialize_safetensors(ts));
+  auto cfg = testing::read_json(testing::model_dir(kDense) / "hf" / "config.json");
+  cfg["tie_word_embeddings"] = true;
+  testing::write_file(tied / "config.json", cfg.dump());
+  {
+    auto w = load_model(tied);
+    ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+    ASSERT_TRUE(w->config.tie_word_embeddings);
+    ASSERT_EQ(w->lm_head.data, w->tok_embeddings.data);
+  }
+
+  const WeightQuantSpec head{DType::kI4, 32};
+  hf_head_round_trip(tied, "int4", 32, "int4-g32", head, DType::kI4);
+  const fs::path out = temp_dir("tied_out");
+  ASSERT_TRUE(quantize_checkpoint({tied, out, "int4", 32, "int4"}).is_ok());
+  EXPECT_EQ(testing::read_json(out / "config.json")["tie_word_embeddings"], false);
+  auto a = SafetensorsDir::open(out);
+  auto b = SafetensorsDir::open(tied);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  auto ea = a->tensor("model.embed_tokens.weight");
+  auto eb = b->tensor("model.embed_tokens.weight");
+  ASSERT_TRUE(ea.is_ok() && eb.is_ok());
+  ASSERT_EQ(ea->nbytes, eb->nbytes);
+  EXPECT_EQ(std::memcmp(ea->data, eb->data, ea->nbytes), 0);
+  fs::remove_all(out);
+  fs::remove_all(tied);
+}
+
+// GGUF -> GGUF: output.weight in its own GGUF type; a tied file gains an output.weight.
+TEST(QuantLoad, GgufQ4_0WithQ8_0OutputRoundTrip) {
+  const fs::path in = testing::model_dir(kDense) / "gguf" / "tinystories-llama-1m-f32.gguf";
+  const fs::path out = temp_dir("gguf_head") / "out.gguf";
+  auto r = quantize_checkpoint({in, out, "q4_0", 128, "q8_0"});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  auto f = GgufFile::open(out);
+  ASSERT_TRUE(f.is_ok());
+  EXPECT_EQ(f->tensor("output.weight")->dtype, DType::kQ8_0);
+  EXPECT_EQ(f->tensor("token_embd.weight")->dtype, DType::kF32);
+  EXPECT_EQ(f->tensor("blk.0.attn_q.weight")->dtype, DType::kQ4_0);
+  const WeightQuantSpec head{DType::kQ8_0};
+  expect_bit_identical(logits_of(out, {}), logits_of(in, LoadOptions{DType::kQ4_0, 128, head}));
+
+  // Tied: no output.weight in the input.
+  auto src = GgufFile::open(in);
+  ASSERT_TRUE(src.is_ok());
+  testing::GgufWriter g = testing::gguf_writer_from(*src);
+  g.erase_tensor("output.weight");
+  const fs::path tied = out.parent_path() / "tied.gguf", tied_out = out.parent_path() / "tied-out.gguf";
+  testing::write_file(tied, g.serialize());
+  ASSERT_TRUE(quantize_checkpoint({tied, tied_out, "q4_0", 128, "q8_0"}).is_ok());
+  auto t = GgufFile::open(tied_out);
+  ASSERT_TRUE(t.is_ok());
+  auto added = t->tensor("output.weight");
+  ASSERT_TRUE(added.is_ok());
+  EXPECT_EQ(added->dtype, DType::kQ8_0);
+  EXPECT_EQ(added->ne, (std::vector<int64_t>{128, 1024}));
+  auto loaded = load_model(tied_out);
+  ASSERT_TRUE(loaded.is_ok());
+  EXPECT_FALSE(loaded->config.tie_word_embeddings);
+  EXPECT_EQ(loaded->tok_embeddings.dtype, DType::kF32);
+  expect_bit_identical(logits_of(tied_out, {}), logits_of(tied, LoadOptions{DType::kQ4_0, 128, head}));
+  fs::remove_all(out.parent_path());
+}
+
+TEST(QuantLoad, LmHeadDtypeTheOutputCannotHoldIsAnError) {
+  const fs::path out = temp_dir("bad_head");
+  struct Case { fs::path in; const char* to; const char* head; const char* message; };
+  const fs::path hf = testing::model_dir(kDense) / "hf";
+  const fs::path gguf = testing::model_dir(kDense) / "gguf" / "tinystories-llama-1m-f16.gguf";
+  for (const Case& c : {Case{hf, "fp8", "int4", "--lm-head-dtype int4-g32: a Hugging Face checkpoint written --to fp8 "
+                                                "holds lm_head as bf16 or as fp8"},
+                        Case{hf, "int4", "int4-g128", "holds lm_head as bf16 or as int4-g32"},
+                        Case{hf, "bf16", "fp8", "--lm-head-dtype fp8: a Hugging Face checkpoint written --to bf16 "
+                                                "has no quantization_config, so lm_head is bf16"},
+                        Case{gguf, "q4_0", "int4", "a GGUF output holds lm_head as bf16, q8_0 or q4_0"},
+                        Case{hf, "int4", "int3", "--lm-head-dtype must be bf16, fp8, int4"}}) {
+    auto r = quantize_checkpoint({c.in, out, c.to, 32, c.head});
+    ASSERT_FALSE(r.is_ok()) << c.to << " " << c.head;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message();
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
 
 TEST(QuantLoad, RejectsMismatchedFormats) {
   const fs::path out = temp_dir("bad");

@@ -1,0 +1,299 @@
+// Quantize-on-load of the output projection (quantize_lm_head, LoadOptions::lm_head) on the
+// real fixtures:
+//  * the option changes lm_head's stored format and nothing else;
+//  * logits through the model's own matmul (batched prefill rows and batch-1 decode steps)
+//    equal a reference built from the final hidden states and the dequantized lm_head in
+//    double, within the kernel's documented error bound for that format;
+//  * a tied lm_head gets its own copy and the embedding lookup keeps the stored values;
+//  * unsupported targets and shapes are clear errors that leave the weights unchanged.
+#include "model/quantize_weights.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "exec/runner.h"
+#include "io/gguf_file.h"
+#include "io/test_file_writers.h"
+#include "kv/contiguous_kv_cache.h"
+#include "model/forward.h"
+#include "model/model_loader.h"
+#include "quant/activation_q8.h"
+#include "test_util.h"
+#include "tools/generator.h"
+
+namespace densa {
+namespace {
+
+using testing::model_dir;
+
+const char kDense[] = "tinystories-llama-1m";
+const char kMoe[] = "tinystories-mixtral-3.6m";
+
+ThreadPool& pool() {
+  static ThreadPool p(2);
+  return p;
+}
+
+ModelWeights load_ok(const std::filesystem::path& path, const LoadOptions& opts = {}) {
+  Result<ModelWeights> w = load_model(path, opts);
+  EXPECT_TRUE(w.is_ok()) << w.status().to_string();
+  return std::move(w).value();
+}
+
+WeightQuantSpec spec_of(const std::string& name) {
+  Result<WeightQuantSpec> s = weight_quant_spec_from_name(name, 128);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  return *s;
+}
+
+std::vector<TokenId> tokens(int n) {
+  const auto ids = testing::validation_ids(kDense);
+  std::vector<TokenId> t(ids.begin() + 300, ids.begin() + 300 + n);
+  t[0] = 1;  // <s>
+  return t;
+}
+
+// Logits of `toks` in two ways: rows 0..prefill-1 from one batched pass that asks for every
+// row, then each later token as its own batch-1 step (the decode GEMV), teacher-forced.
+// Returns [toks.size(), vocab].
+std::vector<float> batched_then_decode_logits(const ModelWeights& w, const std::vector<TokenId>& toks, int prefill) {
+  const ModelConfig& c = w.config;
+  const int n = static_cast<int>(toks.size()), V = c.vocab_size;
+  const ContiguousKvCache cache(kv_layout_for(c, n, DType::kF32), 1);
+  ForwardScratch scratch;
+  std::vector<float> logits(static_cast<size_t>(n) * V);
+  std::vector<int32_t> pos(prefill), seq(prefill, 0), rows(prefill);
+  std::iota(pos.begin(), pos.end(), 0);
+  std::iota(rows.begin(), rows.end(), 0);
+  forward(w, ForwardBatch{std::span(toks).first(prefill), pos, seq, rows}, cache.view(), scratch, &pool(),
+          logits.data());
+  for (int t = prefill; t < n; ++t) {
+    const int32_t p = t, s = 0, r = 0;
+    forward(w, ForwardBatch{std::span(toks).subspan(t, 1), {&p, 1}, {&s, 1}, {&r, 1}}, cache.view(), scratch, &pool(),
+            logits.data() + static_cast<size_t>(t) * V);
+  }
+  return logits;
+}
+
+// A copy of `w`'s views whose lm_head is F32 [vocab, hidden] with rows 0..hidden-1 the
+// identity and the rest zero: its logits' first `hidden` columns are the final (normed)
+// hidden states, exactly (each is one product with 1 plus exact zeros).
+struct IdentityHead {
+  std::vector<float> values;
+  WeightView view;
+};
+IdentityHead identity_head(const ModelConfig& c) {
+  IdentityHead h;
+  h.values.assign(static_cast<size_t>(c.vocab_size) * c.hidden_size, 0.0f);
+  for (int i = 0; i < c.hidden_size; ++i) h.values[static_cast<size_t>(i) * c.hidden_size + i] = 1.0f;
+  h.view = WeightView{.dtype = DType::kF32, .rows = c.vocab_size, .cols = c.hidden_size, .data = h.values.data()};
+  return h;
+}
+
+// Checks logits [n, V] of a model whose lm_head is `head` against hidden [n, V] (first H
+// columns used) times the dequantized head, in double. Bound per element, S = sum |w x|:
+// fp32 accumulation 2e-5 S + 1e-6, plus the activation rounding of the FP8 / INT4 kernels
+// (kernels/matmul_quant_avx512.cpp): bf16 x for FP8 (2^-8 S), int8 x per block of 32 for INT4
+// (sum |w| amax(x block) / 254). Returns the largest |error| / bound.
+double check_against_reference(const std::vector<float>& logits, const std::vector<float>& hidden,
+                               const WeightView& head, int64_t n) {
+  const int64_t V = head.rows, H = head.cols;
+  const std::vector<float> wd = dequantize_matrix(head);
+  double worst = 0;
+  int64_t checked = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* x = hidden.data() + i * V;
+    std::vector<float> block_amax(static_cast<size_t>((H + kActQ8Block - 1) / kActQ8Block), 0.0f);
+    for (int64_t k = 0; k < H; ++k) {
+      float& a = block_amax[static_cast<size_t>(k / kActQ8Block)];
+      a = std::max(a, std::fabs(x[k]));
+    }
+    for (int64_t v = 0; v < V; ++v) {
+      const float* wr = wd.data() + v * H;
+      double ref = 0, s = 0, int4_term = 0;
+      for (int64_t k = 0; k < H; ++k) {
+        ref += static_cast<double>(wr[k]) * x[k];
+        s += std::fabs(static_cast<double>(wr[k]) * x[k]);
+        int4_term += std::fabs(wr[k]) * block_amax[static_cast<size_t>(k / kActQ8Block)] / 254.0;
+      }
+      double bound = 2e-5 * s + 1e-6;
+      if (head.dtype == DType::kFP8E4M3) bound += s / 256.0;
+      if (head.dtype == DType::kI4) bound += int4_term;
+      const double err = std::fabs(logits[static_cast<size_t>(i * V + v)] - ref);
+      EXPECT_LE(err, bound) << "row " << i << " logit " << v << ": " << logits[static_cast<size_t>(i * V + v)]
+                            << " vs reference " << ref;
+      if (err > bound) return err / bound;
+      worst = std::max(worst, err / bound);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, n * V);
+  return worst;
+}
+
+struct HeadCase {
+  const char* model;
+  const char* body;  // --weight-dtype name, "" = as stored
+  const char* head;  // --lm-head-dtype name
+};
+
+void PrintTo(const HeadCase& c, std::ostream* os) { *os << c.model << " body=" << c.body << " head=" << c.head; }
+
+class LmHeadOnLoad : public ::testing::TestWithParam<HeadCase> {};
+
+TEST_P(LmHeadOnLoad, LogitsEqualDequantizedHeadReference) {
+  const HeadCase& hc = GetParam();
+  const std::filesystem::path path = model_dir(hc.model) / "hf";
+  LoadOptions body;
+  if (*hc.body) {
+    const WeightQuantSpec b = spec_of(hc.body);
+    body.weight_dtype = b.dtype;
+    body.weight_group_size = b.group_size;
+  }
+  LoadOptions with_head = body;
+  const WeightQuantSpec head_spec = spec_of(hc.head);
+  with_head.lm_head = head_spec;
+  const ModelWeights q = load_ok(path, with_head);
+  ModelWeights ident = load_ok(path, body);  // same body, lm_head swapped for the identity below
+  const ModelWeights stored = load_ok(path, body);
+
+  // The option took effect on lm_head alone (the fixture stores lm_head F32).
+  ASSERT_EQ(stored.lm_head.dtype, DType::kF32);
+  EXPECT_EQ(q.lm_head.dtype, head_spec.dtype);
+  EXPECT_TRUE(weight_view_in_format(q.lm_head, head_spec));
+  EXPECT_EQ(q.lm_head.rows, stored.lm_head.rows);
+  EXPECT_EQ(q.lm_head.cols, stored.lm_head.cols);
+  EXPECT_EQ(q.tok_embeddings.dtype, stored.tok_embeddings.dtype);
+  EXPECT_EQ(q.layers[1].wo.dtype, stored.layers[1].wo.dtype);
+  // The stored head quantized by the reference quantizer is what the model holds.
+  const std::vector<float> f = dequantize_matrix(stored.lm_head);
+  const QuantizedMatrix expect = quantize_matrix(f.data(), f.size() / stored.lm_head.cols, stored.lm_head.cols,
+                                                 head_spec);
+  EXPECT_EQ(dequantize_matrix(q.lm_head), dequantize_matrix(expect.view));
+
+  const IdentityHead id = identity_head(ident.config);
+  ident.lm_head = id.view;
+  const std::vector<TokenId> toks = tokens(40);
+  const int prefill = 24, n = static_cast<int>(toks.size());
+  const std::vector<float> got = batched_then_decode_logits(q, toks, prefill);
+  const std::vector<float> hidden = batched_then_decode_logits(ident, toks, prefill);
+  const double worst = check_against_reference(got, hidden, q.lm_head, n);
+  std::printf("%s body=%s head=%s: max |logit - reference| / bound = %.3g\n", hc.model, hc.body, hc.head, worst);
+
+  // And the head's precision shows in the logits (the as-stored F32 head gives others).
+  const std::vector<float> base = batched_then_decode_logits(stored, toks, prefill);
+  double max_diff = 0;
+  for (size_t i = 0; i < got.size(); ++i) max_diff = std::max(max_diff, std::fabs(static_cast<double>(got[i]) - base[i]));
+  EXPECT_GT(max_diff, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Heads, LmHeadOnLoad,
+    ::testing::Values(HeadCase{kDense, "", "bf16"}, HeadCase{kDense, "", "fp8"}, HeadCase{kDense, "", "int4-g32"},
+                      HeadCase{kDense, "", "int4-g128"}, HeadCase{kDense, "", "q8_0"}, HeadCase{kDense, "", "q4_0"},
+                      HeadCase{kDense, "int4-g32", "int4-g32"}, HeadCase{kMoe, "int4-g32", "fp8"},
+                      HeadCase{kMoe, "fp8", "int4-g32"}),
+    [](const ::testing::TestParamInfo<HeadCase>& info) {
+      std::string s = std::string(info.param.model == kDense ? "dense" : "moe") + "_body_" +
+                      (*info.param.body ? info.param.body : "stored") + "_head_" + info.param.head;
+      for (char& ch : s) if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return s;
+    });
+
+TEST(LmHeadOnLoad, DefaultKeepsLmHeadAsStoredWithQuantizedBody) {
+  const ModelWeights w = load_ok(model_dir(kDense) / "hf", LoadOptions{DType::kI4, 32});
+  EXPECT_EQ(w.layers[0].wq.dtype, DType::kI4);
+  EXPECT_EQ(w.lm_head.dtype, DType::kF32);
+}
+
+TEST(LmHeadOnLoad, HeadAlreadyInTheTargetIsKeptExact) {
+  ModelWeights w = load_ok(model_dir(kDense) / "hf", LoadOptions{.lm_head = spec_of("int4-g32")});
+  const WeightView before = w.lm_head;
+  const size_t owned = w.owned.size();
+  ASSERT_TRUE(quantize_lm_head(w, spec_of("int4-g32")).is_ok());
+  EXPECT_EQ(w.lm_head.data, before.data);
+  EXPECT_EQ(w.owned.size(), owned);
+  // Another group size is a conversion.
+  ASSERT_TRUE(quantize_lm_head(w, spec_of("int4-g128")).is_ok());
+  EXPECT_NE(w.lm_head.data, before.data);
+  EXPECT_EQ(w.lm_head.scale_cols, 128);
+}
+
+// Tied embeddings (a GGUF without output.weight): lm_head is a view of tok_embeddings.
+// Quantizing it makes a copy; the embedding rows the forward reads stay the stored F32 ones.
+TEST(LmHeadOnLoad, TiedHeadGetsItsOwnCopyAndEmbeddingsStayExact) {
+  auto f = GgufFile::open(model_dir(kDense) / "gguf" / (std::string(kDense) + "-f32.gguf"));
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  testing::GgufWriter g = testing::gguf_writer_from(*f);
+  g.erase_tensor("output.weight");
+  const auto dir = testing::fresh_temp_dir("lm_head_tied");
+  testing::write_file(dir / "tied.gguf", g.serialize());
+
+  const ModelWeights stored = load_ok(dir / "tied.gguf");
+  ASSERT_TRUE(stored.config.tie_word_embeddings);
+  ASSERT_EQ(stored.lm_head.data, stored.tok_embeddings.data);
+  const WeightQuantSpec spec = spec_of("int4-g32");
+  const ModelWeights q = load_ok(dir / "tied.gguf", LoadOptions{.lm_head = spec});
+  EXPECT_TRUE(q.config.tie_word_embeddings);
+  EXPECT_NE(q.lm_head.data, q.tok_embeddings.data);
+  EXPECT_EQ(q.lm_head.dtype, DType::kI4);
+  EXPECT_EQ(q.lm_head.scale_cols, 32);
+  // Embeddings: same F32 values, still read from the file mapping.
+  EXPECT_EQ(q.tok_embeddings.dtype, DType::kF32);
+  const std::vector<float> emb = dequantize_matrix(q.tok_embeddings);
+  EXPECT_EQ(emb, dequantize_matrix(stored.tok_embeddings));
+  // The head is the embeddings quantized.
+  const QuantizedMatrix expect = quantize_matrix(emb.data(), q.tok_embeddings.rows, q.tok_embeddings.cols, spec);
+  EXPECT_EQ(dequantize_matrix(q.lm_head), dequantize_matrix(expect.view));
+  // Bytes of both count now (the head is no longer shared).
+  EXPECT_EQ(q.weight_bytes(), stored.weight_bytes() + q.lm_head.bytes() + q.lm_head.rows * (q.lm_head.cols / 32) * 4);
+
+  // Hidden states are those of the stored model bit for bit (the embedding path is
+  // untouched), and the logits follow the quantized head.
+  ModelWeights ident_q = load_ok(dir / "tied.gguf", LoadOptions{.lm_head = spec});
+  ModelWeights ident_s = load_ok(dir / "tied.gguf");
+  const IdentityHead id = identity_head(stored.config);
+  ident_q.lm_head = id.view;
+  ident_s.lm_head = id.view;
+  const std::vector<TokenId> toks = tokens(20);
+  const std::vector<float> hidden = batched_then_decode_logits(ident_q, toks, 12);
+  EXPECT_EQ(hidden, batched_then_decode_logits(ident_s, toks, 12));
+  check_against_reference(batched_then_decode_logits(q, toks, 12), hidden, q.lm_head, 20);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LmHeadOnLoad, BadTargetsAreClearErrorsAndLeaveWeightsUnchanged) {
+  // A dtype no weight format has.
+  Result<ModelWeights> f16 = load_model(model_dir(kDense) / "hf", LoadOptions{.lm_head = WeightQuantSpec{DType::kF16}});
+  ASSERT_FALSE(f16.is_ok());
+  EXPECT_EQ(f16.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(f16.status().message().find("lm_head: unsupported weight dtype 'f16'"), std::string::npos)
+      << f16.status().message();
+
+  // Shapes the target cannot hold: hidden 48 is not a multiple of the INT4 group or of 32.
+  std::vector<float> values(10 * 48, 0.5f);
+  ModelWeights w;
+  w.source = "hand-built";
+  w.lm_head = WeightView{.dtype = DType::kF32, .rows = 10, .cols = 48, .data = values.data()};
+  for (const char* name : {"int4-g32", "int4-g128", "q8_0", "q4_0"}) {
+    const Status s = quantize_lm_head(w, spec_of(name));
+    ASSERT_FALSE(s.is_ok()) << name;
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("hand-built: lm_head [10, 48] cannot be stored as " + std::string(name)),
+              std::string::npos)
+        << s.message();
+    EXPECT_EQ(w.lm_head.data, values.data());
+    EXPECT_EQ(w.lm_head.dtype, DType::kF32);
+    EXPECT_TRUE(w.owned.empty());
+  }
+  // FP8 blocks may be partial: any shape works.
+  ASSERT_TRUE(quantize_lm_head(w, spec_of("fp8")).is_ok());
+  EXPECT_EQ(w.lm_head.dtype, DType::kFP8E4M3);
+}
+
+}  // namespace
+}  // namespace densa
