@@ -93,6 +93,8 @@ for shape in ${SHAPES//,/ }; do
   f8=$(gen "$shape" fp8 hf)
   b16=$(gen "$shape" bf16 hf)
   row "$shape" decode1-int4 "$i4" "${D1[@]}"
+  row "$shape" decode1-int4-headfp8 "$i4" "${D1[@]}" --lm-head-dtype fp8
+  row "$shape" decode1-int4-headint4 "$i4" "${D1[@]}" --lm-head-dtype int4-g32
   row "$shape" decode1-q4_0 "$q4" "${D1[@]}"
   row "$shape" decode1-q8_0 "$q8" "${D1[@]}"
   row "$shape" prefill-fp8 "$f8" "${PF[@]}"
@@ -104,6 +106,8 @@ for shape in ${SHAPES//,/ }; do
     row "$shape" agg-q8_0-fp8kv "$q8" "${AGG[@]}" --kv-dtype fp8
     row "$shape" ctx-q8_0-bf16kv "$q8" "${CTX[@]}" --kv-dtype bf16
     row "$shape" ctx-q8_0-fp8kv "$q8" "${CTX[@]}" --kv-dtype fp8
+    row "$shape" ctx-int4-bf16kv "$i4" "${CTX[@]}" --kv-dtype bf16 --lm-head-dtype fp8
+    row "$shape" ctx-int4-fp8kv "$i4" "${CTX[@]}" --kv-dtype fp8 --lm-head-dtype fp8
   fi
 done
 membw "after"
@@ -121,7 +125,7 @@ with open(os.path.join(out, "perf.md"), "w") as md:
     md.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for name, j in rows:
         md.write("| %s | %s | %s | %d | %d | %d | %.1f | %.2f | %.2f | %.1f | %.1f | %.2f | %.2f | %.2f |\n" % (
-            name, j["weight_dtype"], j["kv_dtype"], j["batch"], j["prompt_len"], j["gen_len"],
+            name, j["weight_dtype"] + (" (head %s)" % j["lm_head_dtype"] if j.get("lm_head_dtype") else ""), j["kv_dtype"], j["batch"], j["prompt_len"], j["gen_len"],
             j["prefill_tok_s"], j["decode_tok_s"], j["decode_step_ms"], j["weight_bytes_per_step"] / 1e6,
             j["kv_bytes_per_step"] / 1e6, j["weight_gbs"], j["total_gbs"], j.get("cpu_share", 0)))
 print(open(os.path.join(out, "perf.md")).read())
