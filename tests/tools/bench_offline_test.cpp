@@ -100,6 +100,30 @@ TEST(BenchOffline, DenseReadsEveryMatrixOncePerStep) {
   EXPECT_DOUBLE_EQ(r->kv_bytes_per_step, (12 + 1 + 1) * 2.0 * (4 * 2 * 4 * 16 + 4 * 2 * 4 * 4));
 }
 
+// INT4 g32 (quantize-on-load of the F32 dense fixture): each quantized matrix counts 4.5 bits
+// per weight (4-bit codes + one bf16 scale per 32 weights), everything else as stored; a dense
+// step reads all of it but the embedding table.
+TEST(BenchOffline, Int4CountsBf16GroupScales) {
+  const std::filesystem::path hf = testing::model_dir("tinystories-llama-1m") / "hf";
+  Result<ModelWeights> f32 = load_model(hf);
+  Result<ModelWeights> int4 = load_model(hf, LoadOptions{DType::kI4, 32});
+  ASSERT_TRUE(f32.is_ok() && int4.is_ok());
+  BenchOfflineConfig c;
+  c.batch = 1;
+  c.prompt_len = 4;
+  c.gen_len = 2;
+  c.repeats = 1;
+  c.num_threads = 1;
+  Result<BenchOfflineReport> a = run_bench_offline(*f32, c);
+  Result<BenchOfflineReport> b = run_bench_offline(*int4, c);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  // Per layer q, o [128, 128], k, v [64, 128], gate, up [384, 128], down [128, 384].
+  const int64_t quantized = 4 * (2 * 128 * 128 + 2 * 64 * 128 + 3 * 384 * 128);
+  EXPECT_EQ(b->weight_bytes_all, a->weight_bytes_all - quantized * 4 + quantized * 9 / 16);
+  EXPECT_EQ(b->weight_bytes_all, int4->weight_bytes());
+  EXPECT_DOUBLE_EQ(b->weight_bytes_per_step, static_cast<double>(b->weight_bytes_all) - (1024 - 1) * 128 * 4);
+}
+
 TEST(BenchOffline, RejectsPromptsBeyondTheContext) {
   const ModelWeights w = load("tinystories-llama-1m", "tinystories-llama-1m-f32.gguf");
   BenchOfflineConfig c;
