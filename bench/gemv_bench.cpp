@@ -117,11 +117,13 @@ void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, i
       iters * 2.0 * static_cast<double>(n * shape.rows * shape.cols) * 1e-9, benchmark::Counter::kIsRate);
 }
 
-// FP8 e4m3 with 128x128 block scales, or INT4 with group scales (group = 32 or 128): codes and
-// fp32 scales, replicated like WeightSet. bytes counts codes plus scales.
+// FP8 e4m3 with 128x128 block scales (fp32), or INT4 with group scales (bf16; group = 32 or
+// 128): codes and scales, replicated like WeightSet. bytes counts codes plus scales as held in
+// memory (INT4 g32: 4.5 bits per weight).
 struct QuantWeightSet {
   std::vector<std::unique_ptr<uint8_t[]>> codes;
-  std::vector<std::vector<float>> scales;
+  std::vector<std::vector<float>> scales_f32;      // FP8
+  std::vector<std::vector<uint16_t>> scales_bf16;  // INT4
   std::vector<WeightView> views;
   int64_t bytes = 0;
 
@@ -129,7 +131,7 @@ struct QuantWeightSet {
     const bool fp8 = dtype == DType::kFP8E4M3;
     const int64_t code_bytes = s.rows * dtype_row_bytes(dtype, s.cols);
     const int64_t num_scales = fp8 ? ((s.rows + 127) / 128) * ((s.cols + 127) / 128) : s.rows * (s.cols / group);
-    bytes = code_bytes + num_scales * 4;
+    bytes = code_bytes + num_scales * (fp8 ? 4 : 2);
     const int64_t num = std::max<int64_t>(1, (kMinStreamBytes + bytes - 1) / bytes);
     for (int64_t c = 0; c < num; ++c) {
       codes.emplace_back(new uint8_t[code_bytes]);
@@ -139,9 +141,14 @@ struct QuantWeightSet {
         if (fp8 && (b & 0x7f) == 0x7f) b = static_cast<uint8_t>(b - 1);  // no NaN codes
         codes.back()[k] = b;
       }
-      scales.emplace_back(static_cast<size_t>(num_scales), 0.01f);
       WeightView v{.dtype = dtype, .rows = s.rows, .cols = s.cols, .data = codes.back().get()};
-      v.scales = scales.back().data();
+      if (fp8) {
+        scales_f32.emplace_back(static_cast<size_t>(num_scales), 0.01f);
+        v.scales_f32 = scales_f32.back().data();
+      } else {
+        scales_bf16.emplace_back(static_cast<size_t>(num_scales), f32_to_bf16(0.01f));
+        v.scales_bf16 = scales_bf16.back().data();
+      }
       v.scale_rows = fp8 ? 128 : 1;
       v.scale_cols = fp8 ? 128 : group;
       views.push_back(v);

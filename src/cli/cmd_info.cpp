@@ -10,8 +10,11 @@
 namespace densa::cli {
 namespace {
 
-void count(std::map<std::string, int64_t>& by_dtype, const WeightView& w) {
-  if (!w.empty()) by_dtype[std::string(dtype_name(w.dtype))] += w.rows * w.cols;
+// Elements per matrix dtype, and the bytes of the FP8 / INT4 scales held beside them.
+void count(std::map<std::string, int64_t>& by_dtype, int64_t& scale_bytes, const WeightView& w) {
+  if (w.empty()) return;
+  by_dtype[std::string(dtype_name(w.dtype))] += w.rows * w.cols;
+  scale_bytes += w.scale_bytes();
 }
 
 int run_info(const std::string& model) {
@@ -24,15 +27,16 @@ int run_info(const std::string& model) {
   const ModelWeights& w = loaded.value();
   const ModelConfig& c = w.config;
   std::map<std::string, int64_t> by_dtype;
-  count(by_dtype, w.tok_embeddings);
-  count(by_dtype, w.lm_head);
+  int64_t scale_bytes = 0;
+  count(by_dtype, scale_bytes, w.tok_embeddings);
+  count(by_dtype, scale_bytes, w.lm_head);
   for (const LayerWeights& l : w.layers) {
     for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_gate,
                                 &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b}) {
-      count(by_dtype, *m);
+      count(by_dtype, scale_bytes, *m);
     }
     for (const auto* v : {&l.expert_gate, &l.expert_up, &l.expert_down})
-      for (const WeightView& m : *v) count(by_dtype, m);
+      for (const WeightView& m : *v) count(by_dtype, scale_bytes, m);
   }
   std::printf("model:          %s (%s)\n", w.source.c_str(), w.format.c_str());
   std::printf("architecture:   %s\n", c.architecture.c_str());
@@ -72,7 +76,8 @@ int run_info(const std::string& model) {
                 c.yarn.mscale, c.yarn.mscale_all_dim);
   }
   std::printf("parameters:     %lld\n", static_cast<long long>(w.num_params()));
-  std::printf("weight bytes:   %lld\n", static_cast<long long>(w.weight_bytes()));
+  std::printf("weight bytes:   %lld (of which scales %lld)\n", static_cast<long long>(w.weight_bytes()),
+              static_cast<long long>(scale_bytes));
   std::printf("matrix dtypes: ");
   for (const auto& [name, n] : by_dtype) std::printf(" %s=%lld", name.c_str(), static_cast<long long>(n));
   std::printf("\ntokenizer:      %s\n", w.tokenizer ? "yes" : "none");

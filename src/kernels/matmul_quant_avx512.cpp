@@ -13,7 +13,9 @@
 //    multiplies 64 unsigned nibbles (q + 8) by 64 int8 activations per instruction; the +8
 //    offset is removed by starting each chunk's int32 sums at -8 * sum(x_q) (exact). Each
 //    int32 lane holds 8 elements of one x block and one weight group and is added as
-//    fma(float(sum), w_scale * x_scale, acc).
+//    fma(float(sum), w_scale * x_scale, acc). The weight scales are bf16 in memory; one masked
+//    word permute places each lane's scale in the high half of the lane, which is its exact
+//    fp32 value.
 // Error: |y - y_exact| <= 2^-8 * sum|w x| (FP8, the bf16 unit roundoff) and sum_k |w_k| * amax(x block of k) / 254
 // (INT4), plus fp32 accumulation rounding; the twins in kernels/reference/matmul_quant_ref.h
 // compute the same products from the same rounded activations in double.
@@ -217,7 +219,7 @@ DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
   const float* sp[R];
   for (int r = 0; r < R; ++r) {
     rp[r] = w.row_ptr(r0 + r);
-    sp[r] = w.scales + ((r0 + r) / w.scale_rows) * scols;
+    sp[r] = w.scales_f32 + ((r0 + r) / w.scale_rows) * scols;
   }
   const int64_t next_tile = R * w.row_bytes();  // the same spot in the next row tile
   __m512 acc[R][NX];
@@ -282,21 +284,26 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
   const int64_t cols = w.cols, g = w.scale_cols;
   const int64_t groups = cols / g;
   const uint8_t* rp[R];
-  const float* sp[R];
+  const uint16_t* sp[R];  // bf16 scales
   for (int r = 0; r < R; ++r) {
     rp[r] = w.row_ptr(r0 + r);
-    sp[r] = w.scales + (r0 + r) * groups;
+    sp[r] = w.scales_bf16 + (r0 + r) * groups;
   }
   const int64_t next_tile = R * w.row_bytes();  // the same spot in the next row tile
   const int64_t next_tile_scales = R * groups;
-  // Lane l of a chunk covers elements 8l .. 8l+7: weight group (128 c + 8 l) / g.
+  // Lane l of a chunk covers elements 8l .. 8l+7: weight group (128 c + 8 l) / g. Word 2l + 1
+  // of lane_group picks that group's bf16 scale (the lane's high half), word 2l is zeroed.
   const bool small_groups = g < kInt4Chunk;
   __m512i lane_group = _mm512_setzero_si512();
   if (small_groups) {
-    alignas(64) int32_t idx[16];
-    for (int l = 0; l < 16; ++l) idx[l] = static_cast<int32_t>(8 * l / g);
+    alignas(64) int16_t idx[32];
+    for (int l = 0; l < 16; ++l) {
+      idx[2 * l] = 0;
+      idx[2 * l + 1] = static_cast<int16_t>(8 * l / g);
+    }
     lane_group = _mm512_load_si512(idx);
   }
+  constexpr __mmask32 kHighWords = 0xaaaaaaaau;
   const __m512i nib = _mm512_set1_epi8(0x0f);
   __m512 acc[R][NX];
 #pragma GCC unroll 16
@@ -312,7 +319,9 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
   for (int64_t k = 0; k < cols; k += kInt4Chunk) {
     const bool tail = cols - k < kInt4Chunk;
     const __mmask64 m = tail ? byte_mask((cols - k) / 2) : ~__mmask64{0};
-    const __mmask16 gm = tail ? static_cast<__mmask16>((1u << ((cols - k) / g)) - 1u) : __mmask16{0xffff};
+    // Scales this chunk covers (g < 128 only): exactly those are loaded, so the load never
+    // reaches past the row's scales (they may end a mapped checkpoint file).
+    const __mmask32 gm = static_cast<__mmask32>((1u << (tail ? (cols - k) / g : groups_per_chunk)) - 1u);
     const uint8_t* xs[NX];
 #pragma GCC unroll 16
     for (int i = 0; i < NX; ++i) xs[i] = a.xp + (i0 + i) * a.x_stride + k / kInt4Chunk * kInt4ChunkBytes;
@@ -324,17 +333,19 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
       if constexpr (NX == 1) {
         _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + kPrefetchBytes), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k / 2 + next_tile), _MM_HINT_T1);
-        if (small_groups) {  // g32 / g64: the scales are another 8 short streams (1/8 - 1/4 of the bytes)
-          _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + kPrefetchBytes / 4), _MM_HINT_T0);
+        if (small_groups) {  // g32 / g64: the scales are another 8 short streams (1/16 - 1/8 of the bytes)
+          _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + kPrefetchBytes / 2), _MM_HINT_T0);
           _mm_prefetch(reinterpret_cast<const char*>(sp[r] + sidx + next_tile_scales), _MM_HINT_T1);
         }
       }
       const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k / 2);
       const __m512i lo = _mm512_and_si512(v, nib);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
-      const __m512 ws = small_groups
-                            ? _mm512_permutexvar_ps(lane_group, _mm512_maskz_loadu_ps(gm, sp[r] + sidx))
-                            : _mm512_set1_ps(sp[r][sidx]);
+      const __m512 ws =
+          small_groups
+              ? _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kHighWords, lane_group,
+                                                                   _mm512_maskz_loadu_epi16(gm, sp[r] + sidx)))
+              : _mm512_set1_ps(bf16_to_f32(sp[r][sidx]));
 #pragma GCC unroll 16
       for (int i = 0; i < NX; ++i) {
         __m512i s = _mm512_loadu_si512(xs[i] + 192);
@@ -449,10 +460,11 @@ bool have_vbmi() {
 }  // namespace
 
 bool matmul_quant_avx512_supports(const WeightView& w) {
-  if (w.scales == nullptr || w.scale_rows <= 0 || w.scale_cols <= 0) return false;
+  if (w.scale_rows <= 0 || w.scale_cols <= 0) return false;
   if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) return false;
-  if (w.dtype == DType::kFP8E4M3) return have_vbmi() && w.scale_cols % kFp8Step == 0;
+  if (w.dtype == DType::kFP8E4M3) return w.scales_f32 != nullptr && have_vbmi() && w.scale_cols % kFp8Step == 0;
   if (w.dtype == DType::kI4) {
+    if (w.scales_bf16 == nullptr) return false;
     const int64_t g = w.scale_cols;
     return w.scale_rows == 1 && g % 32 == 0 && w.cols % g == 0 && (kInt4Chunk % g == 0 || g % kInt4Chunk == 0);
   }

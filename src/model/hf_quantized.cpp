@@ -1,5 +1,6 @@
 #include "model/hf_quantized.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -20,7 +21,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
-// Copies a F32/BF16/F16 tensor of `n` elements into an owned fp32 buffer.
+// FP8 block scales: copies a F32/BF16/F16 tensor of `n` elements into an owned fp32 buffer
+// (1 scale per 16384 weights, so the copy costs nothing worth saving).
 Result<const float*> scales_to_f32(const SafetensorsTensor& t, int64_t n, ModelWeights& owner, const std::string& what) {
   if (t.numel() != n) return data_loss(what + ": has " + std::to_string(t.numel()) + " elements, expected " + std::to_string(n));
   auto* out = reinterpret_cast<float*>(owner.alloc_owned(static_cast<size_t>(n) * 4));
@@ -36,6 +38,39 @@ Result<const float*> scales_to_f32(const SafetensorsTensor& t, int64_t n, ModelW
     return unimplemented(what + ": scale dtype " + t.dtype_name + " (supported: F32, BF16, F16)");
   }
   return static_cast<const float*>(out);
+}
+
+// INT4 group scales as bf16 bits (WeightView::scales_bf16). BF16 tensors are used where they lie
+// in the mapping, no copy (a copy only if the file puts them at an odd address, which neither
+// the safetensors library nor densa's writer does). F32 / F16 are rounded to bf16 (to nearest
+// even) into a buffer owned by `owner`: every weight then differs from the checkpoint's value by
+// at most 2^-9 of itself (INT4 rounding itself is up to half a step, s / 2), so such checkpoints
+// load close to, not bit for bit as, what they store.
+Result<const uint16_t*> int4_scales_bf16(const SafetensorsTensor& t, int64_t n, ModelWeights& owner,
+                                         const std::string& what) {
+  if (t.numel() != n) return data_loss(what + ": has " + std::to_string(t.numel()) + " elements, expected " + std::to_string(n));
+  if (t.dtype_name == "BF16" && reinterpret_cast<uintptr_t>(t.data) % alignof(uint16_t) == 0) {
+    return reinterpret_cast<const uint16_t*>(t.data);
+  }
+  auto* out = reinterpret_cast<uint16_t*>(owner.alloc_owned(static_cast<size_t>(n) * 2));
+  if (t.dtype_name == "BF16") {
+    std::memcpy(out, t.data, static_cast<size_t>(n) * 2);
+  } else if (t.dtype_name == "F32") {
+    for (int64_t i = 0; i < n; ++i) {
+      float f;
+      std::memcpy(&f, t.data + 4 * i, 4);
+      out[i] = f32_to_bf16(f);
+    }
+  } else if (t.dtype_name == "F16") {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, t.data + 2 * i, 2);
+      out[i] = f32_to_bf16(f16_to_f32(h));
+    }
+  } else {
+    return unimplemented(what + ": scale dtype " + t.dtype_name + " (supported: BF16, F32, F16)");
+  }
+  return static_cast<const uint16_t*>(out);
 }
 
 Result<HfQuantConfig> parse_compressed_tensors(const Json& q, const std::string& origin) {
@@ -150,7 +185,8 @@ Result<std::optional<WeightView>> load_hf_quantized_matrix(const SafetensorsDir&
     return invalid_argument(origin + ": tensor '" + sname + "' has shape " + shape_str(s.shape) + ", expected " +
                             shape_str({rows, cols / group}) + " for group size " + std::to_string(group));
   }
-  DENSA_ASSIGN_OR_RETURN(const float* scales, scales_to_f32(s, rows * (cols / group), owner, origin + ": tensor '" + sname + "'"));
+  DENSA_ASSIGN_OR_RETURN(const uint16_t* scales,
+                         int4_scales_bf16(s, rows * (cols / group), owner, origin + ": tensor '" + sname + "'"));
   return std::optional<WeightView>(int4_group_view(p.data, scales, rows, cols, group));
 }
 

@@ -9,7 +9,9 @@
 //    weights {num_bits 4, type int, symmetric, strategy group, group_size G}}; per matrix
 //    `<name>.weight_packed` I32 [rows, cols/8] (8 nibbles per word, element 8j+i in bits
 //    4i..4i+3, stored as q + 8), `<name>.weight_scale` BF16/F16/F32 [rows, cols/G] and
-//    `<name>.weight_shape` I32/I64 [2] = [rows, cols].
+//    `<name>.weight_shape` I32/I64 [2] = [rows, cols]. INT4 scales are bf16 in memory: BF16
+//    scales are used in place in the mapping (bit for bit what the checkpoint holds); F32 / F16
+//    scales are rounded to bf16, to nearest even (a relative change <= 2^-9 per group scale).
 // Tensors a checkpoint keeps unquantized (norms, router, embeddings, usually lm_head) are plain
 // `.weight`. Any matrix read through load_matrix may be quantized, lm_head included (densa
 // quantize / gen-model --lm-head-dtype write one; compressed-tensors then drops "lm_head" from
@@ -39,8 +41,8 @@ struct HfQuantConfig {
 Result<HfQuantConfig> parse_hf_quant_config(const std::filesystem::path& config_json);
 
 // The matrix `weight_name` ("....weight") when the checkpoint stores it quantized, in views
-// over the mapping (scales converted to fp32 in buffers owned by `owner`); nullopt when it is
-// stored as a plain tensor.
+// over the mapping (FP8 scales converted to fp32, INT4 scales that are not BF16 converted to
+// bf16, in buffers owned by `owner`); nullopt when it is stored as a plain tensor.
 Result<std::optional<WeightView>> load_hf_quantized_matrix(const SafetensorsDir& st, const HfQuantConfig& qc,
                                                            const std::string& weight_name, int64_t rows,
                                                            int64_t cols, ModelWeights& owner);

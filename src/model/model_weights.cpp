@@ -4,16 +4,8 @@ namespace densa {
 namespace {
 
 int64_t matrix_params(const WeightView& v) { return v.empty() ? 0 : v.rows * v.cols; }
-// Codes plus the fp32 scales of FP8 block-scaled / INT4 group-wise matrices.
-int64_t matrix_bytes(const WeightView& v) {
-  if (v.empty()) return 0;
-  int64_t n = v.bytes();
-  if (v.scales != nullptr && v.scale_rows > 0 && v.scale_cols > 0) {
-    n += ((v.rows + v.scale_rows - 1) / v.scale_rows) * ((v.cols + v.scale_cols - 1) / v.scale_cols) *
-         static_cast<int64_t>(sizeof(float));
-  }
-  return n;
-}
+// Codes plus the scales (FP8 block-scaled: fp32, INT4 group-wise: bf16) as held in memory.
+int64_t matrix_bytes(const WeightView& v) { return v.empty() ? 0 : v.bytes() + v.scale_bytes(); }
 
 // Calls fn on every distinct matrix (a tied lm_head counts once).
 template <typename Fn>

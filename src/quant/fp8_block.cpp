@@ -34,16 +34,16 @@ WeightView fp8_block_view(const uint8_t* codes, const float* scales, int64_t row
   v.rows = rows;
   v.cols = cols;
   v.data = codes;
-  v.scales = scales;
+  v.scales_f32 = scales;
   v.scale_rows = kFp8BlockRows;
   v.scale_cols = kFp8BlockCols;
   return v;
 }
 
 void fp8_block_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out) {
-  DCHECK(w.dtype == DType::kFP8E4M3 && w.scales != nullptr && w.scale_rows > 0 && w.scale_cols > 0);
+  DCHECK(w.dtype == DType::kFP8E4M3 && w.scales_f32 != nullptr && w.scale_rows > 0 && w.scale_cols > 0);
   const int64_t scols = (w.cols + w.scale_cols - 1) / w.scale_cols;
-  const float* srow = w.scales + (row / w.scale_rows) * scols;
+  const float* srow = w.scales_f32 + (row / w.scale_rows) * scols;
   const uint8_t* codes = w.row_ptr(row);
   const float* table = fp8_e4m3_decode_table();
   for (int64_t j = begin; j < begin + count; ++j) out[j - begin] = table[codes[j]] * srow[j / w.scale_cols];

@@ -8,7 +8,7 @@
 namespace densa {
 
 void int4_group_quantize(const float* w, int64_t rows, int64_t cols, int64_t group,
-                         std::span<uint8_t> packed, std::span<float> scales) {
+                         std::span<uint8_t> packed, std::span<uint16_t> scales) {
   CHECK(group > 0 && group % 2 == 0 && cols % group == 0) << "int4: group " << group << ", cols " << cols;
   CHECK(static_cast<int64_t>(packed.size()) == rows * cols / 2);
   CHECK(static_cast<int64_t>(scales.size()) == rows * (cols / group));
@@ -19,8 +19,11 @@ void int4_group_quantize(const float* w, int64_t rows, int64_t cols, int64_t gro
     for (int64_t g = 0; g < groups; ++g) {
       float amax = 0.0f;
       for (int64_t j = g * group; j < (g + 1) * group; ++j) amax = std::max(amax, std::fabs(wr[j]));
-      const float scale = bf16_to_f32(f32_to_bf16(amax / static_cast<float>(kInt4Max)));
-      scales[static_cast<size_t>(r * groups + g)] = scale;
+      // Round the scale first, then quantize against the rounded value: the stored bf16 scale
+      // is exactly what the values were quantized with.
+      const uint16_t scale_bf16 = f32_to_bf16(amax / static_cast<float>(kInt4Max));
+      const float scale = bf16_to_f32(scale_bf16);
+      scales[static_cast<size_t>(r * groups + g)] = scale_bf16;
       for (int64_t j = g * group; j < (g + 1) * group; j += 2) {
         uint8_t nib[2];
         for (int t = 0; t < 2; ++t) {
@@ -34,26 +37,26 @@ void int4_group_quantize(const float* w, int64_t rows, int64_t cols, int64_t gro
   }
 }
 
-WeightView int4_group_view(const uint8_t* packed, const float* scales, int64_t rows, int64_t cols,
+WeightView int4_group_view(const uint8_t* packed, const uint16_t* scales, int64_t rows, int64_t cols,
                            int64_t group) {
   WeightView v;
   v.dtype = DType::kI4;
   v.rows = rows;
   v.cols = cols;
   v.data = packed;
-  v.scales = scales;
+  v.scales_bf16 = scales;
   v.scale_rows = 1;
   v.scale_cols = group;
   return v;
 }
 
 void int4_group_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out) {
-  DCHECK(w.dtype == DType::kI4 && w.scales != nullptr && w.scale_cols > 0 && begin % 2 == 0);
-  const float* srow = w.scales + row * (w.cols / w.scale_cols);
+  DCHECK(w.dtype == DType::kI4 && w.scales_bf16 != nullptr && w.scale_cols > 0 && begin % 2 == 0);
+  const uint16_t* srow = w.scales_bf16 + row * (w.cols / w.scale_cols);
   const uint8_t* p = w.row_ptr(row);
   for (int64_t j = begin; j < begin + count; ++j) {
     const int nib = (p[j / 2] >> ((j & 1) * 4)) & 0x0f;
-    out[j - begin] = static_cast<float>(nib - kInt4Offset) * srow[j / w.scale_cols];
+    out[j - begin] = static_cast<float>(nib - kInt4Offset) * bf16_to_f32(srow[j / w.scale_cols]);
   }
 }
 

@@ -5,13 +5,16 @@
 // value = q * s. Dividing by 7 (not 7.5 or 8) means no element is clipped: |q| <= 7 for every
 // element this quantizer writes (bf16 rounding of s moves amax / s by < 2^-8, far from 7.5);
 // -8 stays decodable so checkpoints from other tools that use it load unchanged. The scale is
-// rounded to bf16 because the checkpoints store it as BF16 (2 bytes per group: 4.5 bits per
-// weight at g32), so a written checkpoint reloads with exactly the scales used here.
+// rounded to bf16 first and the values are quantized against the rounded scale, so the stored
+// scale is exactly the one they were quantized with. BF16 is what the checkpoints store (2 bytes
+// per group: 4.5 bits per weight at g32) and what densa keeps in memory, so a written checkpoint
+// reloads with exactly these bits and no conversion.
 //
 // Packing (kI4 rows, cols / 2 bytes): byte k holds element 2k in its low nibble and element
 // 2k+1 in its high nibble, each as q + 8 (offset binary). Read as little-endian int32 words this
 // is exactly compressed-tensors' `weight_packed` [rows, cols / 8]: nibble i of word j is
-// element 8j + i. Scales are fp32 in memory, [rows, cols / group] row-major.
+// element 8j + i. Scales are bf16 bits in memory (WeightView::scales_bf16), [rows, cols / group]
+// row-major, as compressed-tensors' `weight_scale` BF16 [rows, cols / group].
 #include <cstdint>
 #include <span>
 
@@ -23,12 +26,12 @@ inline constexpr int kInt4Max = 7;
 inline constexpr int kInt4Offset = 8;
 
 // Quantizes w [rows, cols] (row-major fp32) into packed [rows * cols / 2] bytes and
-// scales [rows * cols / group]. Precondition: cols % group == 0, group even.
+// scales [rows * cols / group] (bf16 bits). Precondition: cols % group == 0, group even.
 void int4_group_quantize(const float* w, int64_t rows, int64_t cols, int64_t group,
-                         std::span<uint8_t> packed, std::span<float> scales);
+                         std::span<uint8_t> packed, std::span<uint16_t> scales);
 
-// A WeightView over INT4 group-wise storage (packed and scales as written above).
-WeightView int4_group_view(const uint8_t* packed, const float* scales, int64_t rows, int64_t cols,
+// A WeightView over INT4 group-wise storage (packed and bf16 scales as written above).
+WeightView int4_group_view(const uint8_t* packed, const uint16_t* scales, int64_t rows, int64_t cols,
                            int64_t group);
 
 // Reference dequantization of elements [begin, begin + count) of row `row` (begin even):

@@ -107,7 +107,7 @@ QuantizedMatrix quantize_matrix(const float* src, int64_t rows, int64_t cols, co
     case DType::kI4: {
       const int64_t nscales = rows * (cols / spec.group_size);
       uint8_t* packed = alloc(m, static_cast<int64_t>(rows * cols / 2));
-      auto* scales = reinterpret_cast<float*>(alloc(m, static_cast<int64_t>(nscales) * 4));
+      auto* scales = reinterpret_cast<uint16_t*>(alloc(m, static_cast<int64_t>(nscales) * 2));
       int4_group_quantize(src, rows, cols, spec.group_size, {packed, static_cast<size_t>(rows * cols / 2)},
                           {scales, static_cast<size_t>(nscales)});
       v = int4_group_view(packed, scales, rows, cols, spec.group_size);

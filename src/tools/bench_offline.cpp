@@ -51,14 +51,7 @@ std::vector<TokenId> random_prompt(const ModelConfig& c, int len, uint64_t& stat
 }
 
 // Bytes a matrix occupies in memory as stored, scales included.
-int64_t matrix_bytes(const WeightView& v) {
-  if (v.empty()) return 0;
-  int64_t n = v.bytes();
-  if (v.scales != nullptr && v.scale_rows > 0 && v.scale_cols > 0) {
-    n += ((v.rows + v.scale_rows - 1) / v.scale_rows) * ((v.cols + v.scale_cols - 1) / v.scale_cols) * 4;
-  }
-  return n;
-}
+int64_t matrix_bytes(const WeightView& v) { return v.empty() ? 0 : v.bytes() + v.scale_bytes(); }
 
 int64_t expert_bytes(const LayerWeights& l, size_t e) {
   return matrix_bytes(l.expert_gate[e]) + matrix_bytes(l.expert_up[e]) + matrix_bytes(l.expert_down[e]);

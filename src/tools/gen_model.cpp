@@ -214,14 +214,10 @@ std::vector<std::vector<uint8_t>> encode(const Target& tg, const LogicalTensor& 
       append(main, q.view.data, static_cast<size_t>(q.view.bytes()));
       if (d == DType::kFP8E4M3) {
         out.emplace_back();
-        append(out[1], q.view.scales, static_cast<size_t>(fp8_block_scale_rows(t.rows) * fp8_block_scale_cols(t.cols)) * 4);
+        append(out[1], q.view.scales_f32, static_cast<size_t>(q.view.scale_bytes()));
       } else if (d == DType::kI4) {
-        const int64_t n = t.rows * (t.cols / tg.group_size);
-        out.emplace_back(static_cast<size_t>(n) * 2);
-        for (int64_t i = 0; i < n; ++i) {
-          const uint16_t h = f32_to_bf16(q.view.scales[i]);  // exact: int4 scales are bf16 values
-          std::memcpy(out[1].data() + 2 * i, &h, 2);
-        }
+        out.emplace_back();
+        append(out[1], q.view.scales_bf16, static_cast<size_t>(q.view.scale_bytes()));  // BF16 as held
         const int32_t dims[2] = {static_cast<int32_t>(t.rows), static_cast<int32_t>(t.cols)};
         out.emplace_back();
         append(out[2], dims, 8);

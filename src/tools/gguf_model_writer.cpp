@@ -54,7 +54,7 @@ std::vector<uint8_t> encode(const float* f, int64_t rows, int64_t cols, DType t)
 
 // One matrix's bytes in `t`: copied when already stored so, else through fp32.
 std::vector<uint8_t> matrix_bytes(const WeightView& v, DType t) {
-  if (v.dtype == t && v.scales == nullptr) {
+  if (v.dtype == t && !v.has_scales()) {
     const auto* p = static_cast<const uint8_t*>(v.data);
     return {p, p + v.bytes()};
   }

@@ -59,19 +59,14 @@ void append_matrix(std::vector<SafetensorsOut>& out, const std::string& name, co
     case DType::kFP8E4M3: {
       const int64_t srows = fp8_block_scale_rows(v.rows), scols = fp8_block_scale_cols(v.cols);
       out.push_back({name + ".weight", "F8_E4M3", shape, bytes_of(v.data, static_cast<size_t>(v.bytes()))});
-      out.push_back({name + ".weight_scale_inv", "F32", {srows, scols}, bytes_of(v.scales, static_cast<size_t>(srows * scols) * 4)});
+      out.push_back({name + ".weight_scale_inv", "F32", {srows, scols}, bytes_of(v.scales_f32, static_cast<size_t>(srows * scols) * 4)});
       return;
     }
     case DType::kI4: {
       const int64_t groups = v.cols / v.scale_cols;
-      std::vector<uint8_t> scales(static_cast<size_t>(v.rows * groups) * 2);
-      for (int64_t i = 0; i < v.rows * groups; ++i) {
-        const uint16_t h = f32_to_bf16(v.scales[i]);  // exact: int4 scales are bf16 values
-        std::memcpy(scales.data() + 2 * i, &h, 2);
-      }
       const int32_t dims[2] = {static_cast<int32_t>(v.rows), static_cast<int32_t>(v.cols)};
       out.push_back({name + ".weight_packed", "I32", {v.rows, v.cols / 8}, bytes_of(v.data, static_cast<size_t>(v.bytes()))});
-      out.push_back({name + ".weight_scale", "BF16", {v.rows, groups}, std::move(scales)});
+      out.push_back({name + ".weight_scale", "BF16", {v.rows, groups}, bytes_of(v.scales_bf16, static_cast<size_t>(v.rows * groups) * 2)});
       out.push_back({name + ".weight_shape", "I32", {2}, bytes_of(dims, 8)});
       return;
     }

@@ -4,8 +4,11 @@
 // rounding (|y - twin| <= 1e-5 * sum_k |w x|), and against the exact ref::matmul within the
 // stated activation-rounding bound (FP8: 2^-8 * sum|w x|; INT4: sum_k |w_k| * amax(x block) /
 // 254); bit-identical results across n (1 vs 37) and thread counts (1 vs 2); odd row counts,
-// partial FP8 blocks, partial INT4 chunks and NaN codes.
+// partial FP8 blocks, partial INT4 chunks and NaN codes; INT4 bf16 scales of every sign and
+// outside fp16's range; INT4 codes and scales ending at an unmapped page (no read past them).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -37,7 +40,8 @@ bool have_fp8_kernel() {
 
 struct QuantMatrix {
   std::vector<uint8_t> codes;
-  std::vector<float> scales;
+  std::vector<float> scales;           // FP8
+  std::vector<uint16_t> scales_bf16;  // INT4
   WeightView view;
 };
 
@@ -60,10 +64,10 @@ QuantMatrix random_int4(int64_t rows, int64_t cols, int64_t group, uint32_t seed
   std::mt19937 rng(seed);
   m.codes.resize(static_cast<size_t>(rows * cols / 2));
   for (auto& b : m.codes) b = static_cast<uint8_t>(rng());  // every nibble, -8 included
-  m.scales.resize(static_cast<size_t>(rows * (cols / group)));
+  m.scales_bf16.resize(static_cast<size_t>(rows * (cols / group)));
   std::uniform_real_distribution<float> u(-10.0f, 0.0f);
-  for (auto& s : m.scales) s = bf16_to_f32(f32_to_bf16(std::exp2(u(rng))));
-  m.view = int4_group_view(m.codes.data(), m.scales.data(), rows, cols, group);
+  for (auto& s : m.scales_bf16) s = f32_to_bf16(std::exp2(u(rng)));
+  m.view = int4_group_view(m.codes.data(), m.scales_bf16.data(), rows, cols, group);
   return m;
 }
 
@@ -161,6 +165,78 @@ TEST(MatmulQuantAvx512, Int4MatchesReferenceAndIsInvariant) {
       check_matrix(m.view);
     }
   }
+}
+
+// bf16 scales the kernel must widen exactly: negative, +-0, all 7 mantissa bits, and
+// magnitudes outside fp16's range (2^-40, 3e5, 2^100). One magnitude per row (so an error in
+// any group shows against the row's sum), a sign and mantissa per group that cycles over the
+// rows (every lane of the in-register scale permute sees every value); against the twin, the
+// exact reference and the fallback.
+TEST(MatmulQuantAvx512, Int4Bf16ScalesOfEverySignAndRange) {
+  const float magnitude[] = {1.0f, 0x1p-40f, 3.0e5f, 0x1p100f};
+  const float mantissa[] = {1.0f, -1.5f, 0.75f, -1.25f, 0.0f, -0.0f, 1.9921875f, -1.0078125f, 1.0f / 3.0f};
+  for (int64_t group : {32, 64, 128}) {
+    for (int64_t cols : {int64_t{512}, int64_t{224}}) {
+      if (cols % group != 0) continue;
+      SCOPED_TRACE("cols " + std::to_string(cols) + " g" + std::to_string(group));
+      const int64_t rows = 23, groups = cols / group;
+      QuantMatrix m = random_int4(rows, cols, group, static_cast<uint32_t>(cols + group));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t g = 0; g < groups; ++g) {
+          m.scales_bf16[static_cast<size_t>(r * groups + g)] = f32_to_bf16(magnitude[r % 4] * mantissa[(r + g) % 9]);
+        }
+      }
+      if (have_avx512()) check_matrix(m.view);
+      const int64_t n = 3;
+      const std::vector<float> x = random_x(n, cols, 8);
+      std::vector<float> a(static_cast<size_t>(n * rows)), b(a.size()), wrow(static_cast<size_t>(cols));
+      matmul_internal::matmul_with_isa(CpuIsa::kScalar, m.view, x.data(), n, a.data(), nullptr);
+      ref::matmul(m.view, x.data(), n, b.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(m.view, r, wrow.data());
+        for (int64_t i = 0; i < n; ++i) {
+          double mag = 0;
+          for (int64_t k = 0; k < cols; ++k) mag += std::fabs(static_cast<double>(wrow[k]) * x[i * cols + k]);
+          const size_t at = static_cast<size_t>(i * rows + r);
+          ASSERT_LE(std::fabs(a[at] - b[at]), 1e-5 * mag) << "fallback " << i << "," << r;
+        }
+      }
+    }
+  }
+}
+
+// Weight codes and scales ending right before an unmapped page, as the last tensors of a
+// mapped checkpoint can: the kernel loads exactly the bytes and scales each chunk covers (a
+// full-width scale load would fault here), for GEMV and GEMM, full and partial last chunks.
+TEST(MatmulQuantAvx512, Int4ReadsNothingPastCodesOrScales) {
+  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* base = static_cast<uint8_t*>(mem);
+  ASSERT_EQ(mprotect(base + page, page, PROT_NONE), 0);      // after the codes
+  ASSERT_EQ(mprotect(base + 3 * page, page, PROT_NONE), 0);  // after the scales
+  for (int64_t group : {32, 64, 128}) {
+    for (int64_t cols : {int64_t{256}, int64_t{224}}) {
+      if (cols % group != 0) continue;
+      SCOPED_TRACE("cols " + std::to_string(cols) + " g" + std::to_string(group));
+      const int64_t rows = 9;
+      const QuantMatrix m = random_int4(rows, cols, group, static_cast<uint32_t>(7 * cols + group));
+      uint8_t* codes = base + page - m.codes.size();
+      auto* scales = reinterpret_cast<uint16_t*>(base + 3 * page) - m.scales_bf16.size();
+      std::memcpy(codes, m.codes.data(), m.codes.size());
+      std::memcpy(scales, m.scales_bf16.data(), m.scales_bf16.size() * 2);
+      const WeightView edge = int4_group_view(codes, scales, rows, cols, group);
+      for (int64_t n : {1, 3}) {
+        const std::vector<float> x = random_x(n, cols, 9);
+        std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, edge, x.data(), n, y.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, want.data(), nullptr);
+        EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4)) << "n " << n;
+      }
+    }
+  }
+  munmap(mem, 4 * page);
 }
 
 // The fallback (every ISA below AVX-512) keeps x exact: it agrees with ref::matmul within

@@ -1,7 +1,8 @@
 // INT4 group-wise weights: dequantization bit-exact against an independent decoder written
-// here (compressed-tensors' int32 words: nibble i of word j is element 8j+i, value q+8),
-// packing equal to compressed-tensors pack_to_int32, quantize -> dequantize error bounds,
-// and the matmul fallback against ref::matmul.
+// here (compressed-tensors' int32 words: nibble i of word j is element 8j+i, value q+8; bf16
+// scale bits widened by hand), packing equal to compressed-tensors pack_to_int32, quantize ->
+// dequantize error bounds, quantize_matrix keeping bf16 scales that are exactly what the values
+// were quantized with, and the matmul fallback against ref::matmul.
 #include "quant/int4_group.h"
 
 #include <gtest/gtest.h>
@@ -16,16 +17,26 @@
 #include "kernels/matmul.h"
 #include "kernels/reference/matmul_ref.h"
 #include "quant/dequantize.h"
+#include "quant/quantize_matrix.h"
 
 namespace densa {
 namespace {
 
+// bf16 bits -> fp32: the 16 bits are the high half of the fp32 pattern.
+float widen_bf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // Independent decoder: reads the row as little-endian int32 words.
-float independent_value(const uint8_t* packed, const float* scales, int64_t cols, int64_t group, int64_t r, int64_t c) {
+float independent_value(const uint8_t* packed, const uint16_t* scales, int64_t cols, int64_t group, int64_t r,
+                        int64_t c) {
   uint32_t word;
   std::memcpy(&word, packed + r * cols / 2 + (c / 8) * 4, 4);
   const int32_t q = static_cast<int32_t>((word >> (4 * (c % 8))) & 0xf) - 8;
-  return static_cast<float>(q) * scales[r * (cols / group) + c / group];
+  return static_cast<float>(q) * widen_bf16(scales[r * (cols / group) + c / group]);
 }
 
 // compressed-tensors pack_to_int32 for one row of signed int4 values.
@@ -41,9 +52,11 @@ TEST(Int4Group, DequantizeBitExactAgainstIndependentDecoder) {
     std::mt19937 rng(static_cast<uint32_t>(group));
     std::vector<uint8_t> packed(static_cast<size_t>(rows * cols / 2));
     for (auto& b : packed) b = static_cast<uint8_t>(rng());
-    std::vector<float> scales(static_cast<size_t>(rows * cols / group));
+    std::vector<uint16_t> scales(static_cast<size_t>(rows * cols / group));
     std::uniform_real_distribution<float> u(-14.0f, 0.0f);
-    for (auto& s : scales) s = std::exp2(u(rng));
+    for (auto& s : scales) s = f32_to_bf16((rng() % 2 ? -1.0f : 1.0f) * std::exp2(u(rng)));
+    scales[3] = 0;       // +0
+    scales[4] = 0x8000;  // -0
     const WeightView v = int4_group_view(packed.data(), scales.data(), rows, cols, group);
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
@@ -66,9 +79,9 @@ TEST(Int4Group, PackingMatchesCompressedTensorsWords) {
     w[k] = static_cast<float>(q[k]);
   }
   std::vector<uint8_t> packed(static_cast<size_t>(cols / 2));
-  std::vector<float> scales(2);
+  std::vector<uint16_t> scales(2);
   int4_group_quantize(w.data(), 1, cols, 32, packed, scales);
-  EXPECT_EQ(scales[0], 1.0f);
+  EXPECT_EQ(scales[0], 0x3f80);  // bf16 1.0
   const std::vector<uint32_t> words = pack_to_int32(q);
   EXPECT_EQ(0, std::memcmp(words.data(), packed.data(), packed.size()));
 }
@@ -81,7 +94,7 @@ TEST(Int4Group, QuantizeRoundTripErrorBound) {
   for (auto& v : w) v = normal(rng);
   for (int64_t group : {32, 128}) {
     std::vector<uint8_t> packed(w.size() / 2);
-    std::vector<float> scales(static_cast<size_t>(rows * cols / group));
+    std::vector<uint16_t> scales(static_cast<size_t>(rows * cols / group));
     int4_group_quantize(w.data(), rows, cols, group, packed, scales);
     const WeightView v = int4_group_view(packed.data(), scales.data(), rows, cols, group);
     std::vector<float> row(static_cast<size_t>(cols));
@@ -91,8 +104,9 @@ TEST(Int4Group, QuantizeRoundTripErrorBound) {
       for (int64_t g = 0; g < cols / group; ++g) {
         float amax = 0;
         for (int64_t c = g * group; c < (g + 1) * group; ++c) amax = std::max(amax, std::fabs(w[r * cols + c]));
-        const float s = scales[r * (cols / group) + g];
-        EXPECT_EQ(s, bf16_to_f32(f32_to_bf16(amax / 7.0f)));  // the documented scale
+        const uint16_t stored = scales[r * (cols / group) + g];
+        EXPECT_EQ(stored, f32_to_bf16(amax / 7.0f));  // the documented scale
+        const float s = widen_bf16(stored);
         for (int64_t c = g * group; c < (g + 1) * group; ++c) {
           const float x = w[r * cols + c];
           // No clipping: every element within half a step; |q| <= 7.
@@ -108,10 +122,66 @@ TEST(Int4Group, QuantizeRoundTripErrorBound) {
   }
 }
 
+// quantize_matrix (quantize-on-load, `densa quantize`, gen-model) keeps the scales as bf16
+// (2 bytes per group) and quantizes every value against the rounded scale: the stored scale is
+// bf16(amax / 7), each code is clamp(round_half_even(w / s), -8, 7) for exactly that s, and
+// dequantization gives code * s bit for bit. Groups: Gaussian, all negative, all zero, and
+// scales outside fp16's range (~3e6 and ~2e-10), which an fp16 scale could not hold.
+TEST(Int4Group, QuantizeMatrixStoresTheBf16ScaleTheValuesWereQuantizedWith) {
+  const int64_t rows = 64, cols = 256;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> w(static_cast<size_t>(rows * cols));
+  for (auto& v : w) v = normal(rng);
+  for (int64_t c = 0; c < 128; ++c) {
+    w[static_cast<size_t>(1 * cols + c)] = -std::fabs(w[static_cast<size_t>(1 * cols + c)]);  // negative groups
+    w[static_cast<size_t>(2 * cols + c)] = 0.0f;                                             // zero groups
+    w[static_cast<size_t>(3 * cols + c)] *= 1.4e8f;  // scales ~ 3e6 > 65504, fp16's largest
+    w[static_cast<size_t>(4 * cols + c)] *= 1e-8f;   // scales ~ 2e-10 < 2^-24, fp16's smallest
+  }
+  for (int64_t group : {32, 128}) {
+    SCOPED_TRACE("g" + std::to_string(group));
+    const QuantizedMatrix q = quantize_matrix(w.data(), rows, cols, WeightQuantSpec{DType::kI4, static_cast<int>(group)});
+    const WeightView& v = q.view;
+    ASSERT_NE(v.scales_bf16, nullptr);
+    EXPECT_EQ(v.scales_f32, nullptr);
+    const int64_t groups = cols / group;
+    EXPECT_EQ(v.num_scales(), rows * groups);
+    EXPECT_EQ(v.scale_bytes(), rows * groups * 2);
+    const std::vector<float> deq = dequantize_matrix(v);
+    int64_t differs_from_unrounded = 0;
+    bool saw_huge = false, saw_tiny = false;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t g = 0; g < groups; ++g) {
+        float amax = 0;
+        for (int64_t c = g * group; c < (g + 1) * group; ++c) amax = std::max(amax, std::fabs(w[r * cols + c]));
+        const uint16_t stored = v.scales_bf16[r * groups + g];
+        ASSERT_EQ(stored, f32_to_bf16(amax / 7.0f)) << r << "," << g;
+        const float s = widen_bf16(stored);
+        saw_huge |= s > 65504.0f;
+        saw_tiny |= s > 0.0f && s < 0x1p-24f;
+        for (int64_t c = g * group; c < (g + 1) * group; ++c) {
+          const float x = w[r * cols + c];
+          const int code = ((v.row_ptr(r)[c / 2] >> (4 * (c % 2))) & 0xf) - 8;
+          const int expect = s > 0.0f ? static_cast<int>(std::clamp(std::nearbyint(x / s), -8.0f, 7.0f)) : 0;
+          ASSERT_EQ(code, expect) << r << "," << c;
+          const float value = static_cast<float>(code) * s;
+          ASSERT_EQ(std::memcmp(&deq[r * cols + c], &value, 4), 0) << r << "," << c;
+          if (amax > 0.0f && std::nearbyint(x / (amax / 7.0f)) != static_cast<float>(code)) ++differs_from_unrounded;
+        }
+      }
+    }
+    EXPECT_TRUE(saw_huge && saw_tiny);
+    // The data is sensitive to the order: quantizing against the unrounded amax / 7 would pick
+    // other codes for some elements.
+    EXPECT_GT(differs_from_unrounded, 0);
+  }
+}
+
 TEST(Int4Group, MinusEightDecodes) {
   // Checkpoints from other tools may use q = -8 (nibble 0); it must decode to -8 * scale.
   std::vector<uint8_t> packed(16, 0x00);
-  std::vector<float> scales(1, 0.25f);
+  std::vector<uint16_t> scales(1, f32_to_bf16(0.25f));
   const WeightView v = int4_group_view(packed.data(), scales.data(), 1, 32, 32);
   std::vector<float> row(32);
   dequantize_row(v, 0, row.data());
@@ -131,7 +201,7 @@ TEST(Int4Matmul, MatchesReferenceAndIsBatchInvariant) {
     for (auto& v : w) v = normal(rng);
     for (auto& v : x) v = normal(rng);
     std::vector<uint8_t> packed(w.size() / 2);
-    std::vector<float> scales(static_cast<size_t>(rows * cols / group));
+    std::vector<uint16_t> scales(static_cast<size_t>(rows * cols / group));
     int4_group_quantize(w.data(), rows, cols, group, packed, scales);
     const WeightView v = int4_group_view(packed.data(), scales.data(), rows, cols, group);
     std::vector<float> y(static_cast<size_t>(n * rows)), yref(y.size()), y1(static_cast<size_t>(rows));

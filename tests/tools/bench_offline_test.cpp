@@ -101,7 +101,7 @@ TEST(BenchOffline, DenseReadsEveryMatrixOncePerStep) {
 }
 
 // --lm-head-dtype shows in the report and in the bytes a decode step streams: an INT4 g32
-// head reads 0.5 bytes per weight plus a 4-byte scale per 32 instead of F32's 4.
+// head reads 0.5 bytes per weight plus a 2-byte (bf16) scale per 32 instead of F32's 4.
 TEST(BenchOffline, QuantizedLmHeadShrinksTheBytesPerStep) {
   const auto path = testing::model_dir("tinystories-llama-1m") / "gguf" / "tinystories-llama-1m-f32.gguf";
   BenchOfflineConfig c;
@@ -119,10 +119,34 @@ TEST(BenchOffline, QuantizedLmHeadShrinksTheBytesPerStep) {
   EXPECT_EQ(a->weight_dtype, "int4");
   EXPECT_EQ(a->lm_head_dtype, "f32");
   EXPECT_EQ(b->lm_head_dtype, "int4");
-  const double f32_head = 1024.0 * 128 * 4, int4_head_bytes = 1024.0 * 128 / 2 + 1024.0 * (128 / 32) * 4;
+  const double f32_head = 1024.0 * 128 * 4, int4_head_bytes = 1024.0 * 128 / 2 + 1024.0 * (128 / 32) * 2;
   EXPECT_DOUBLE_EQ(a->weight_bytes_per_step - b->weight_bytes_per_step, f32_head - int4_head_bytes);
   EXPECT_EQ(nlohmann::json::parse(bench_offline_json(*b))["lm_head_dtype"], "int4");
   EXPECT_NE(bench_offline_summary(*b).find("weights int4, lm_head int4"), std::string::npos) << bench_offline_summary(*b);
+}
+
+// INT4 g32 (quantize-on-load of the F32 dense fixture): each quantized matrix counts 4.5 bits
+// per weight (4-bit codes + one bf16 scale per 32 weights), everything else as stored; a dense
+// step reads all of it but the embedding table.
+TEST(BenchOffline, Int4CountsBf16GroupScales) {
+  const std::filesystem::path hf = testing::model_dir("tinystories-llama-1m") / "hf";
+  Result<ModelWeights> f32 = load_model(hf);
+  Result<ModelWeights> int4 = load_model(hf, LoadOptions{DType::kI4, 32});
+  ASSERT_TRUE(f32.is_ok() && int4.is_ok());
+  BenchOfflineConfig c;
+  c.batch = 1;
+  c.prompt_len = 4;
+  c.gen_len = 2;
+  c.repeats = 1;
+  c.num_threads = 1;
+  Result<BenchOfflineReport> a = run_bench_offline(*f32, c);
+  Result<BenchOfflineReport> b = run_bench_offline(*int4, c);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  // Per layer q, o [128, 128], k, v [64, 128], gate, up [384, 128], down [128, 384].
+  const int64_t quantized = 4 * (2 * 128 * 128 + 2 * 64 * 128 + 3 * 384 * 128);
+  EXPECT_EQ(b->weight_bytes_all, a->weight_bytes_all - quantized * 4 + quantized * 9 / 16);
+  EXPECT_EQ(b->weight_bytes_all, int4->weight_bytes());
+  EXPECT_DOUBLE_EQ(b->weight_bytes_per_step, static_cast<double>(b->weight_bytes_all) - (1024 - 1) * 128 * 4);
 }
 
 TEST(BenchOffline, RejectsPromptsBeyondTheContext) {

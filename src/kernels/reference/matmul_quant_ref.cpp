@@ -42,7 +42,8 @@ void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
           const int nibble = (row[k / 2] >> (4 * (k % 2))) & 0x0f;
           isum += static_cast<int64_t>(nibble - 8) * q[static_cast<size_t>(k)];
         }
-        acc += static_cast<double>(w.scales[r * (cols / g) + grp]) * sx[static_cast<size_t>(b)] * static_cast<double>(isum);
+        const double ws = bf16_to_f32(w.scales_bf16[r * (cols / g) + grp]);
+        acc += ws * sx[static_cast<size_t>(b)] * static_cast<double>(isum);
         k0 = k1;
       }
       y[i * w.rows + r] = static_cast<float>(acc);

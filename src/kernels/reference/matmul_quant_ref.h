@@ -12,7 +12,7 @@ namespace densa::ref {
 void matmul_fp8_x_bf16(const WeightView& w, const float* x, int64_t n, float* y);
 
 // INT4 weights, x quantized by activation_q8_quantize (quant/activation_q8.h):
-// y[i, r] = sum over x blocks b and weight groups g of w_scale[r, g] * x_scale[i, b] *
+// y[i, r] = sum over x blocks b and weight groups g of w_scale[r, g] (bf16) * x_scale[i, b] *
 // sum_{k in b and g} (nibble - 8) * x_q[i, k].
 void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
 
