@@ -345,7 +345,7 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
           small_groups
               ? _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kHighWords, lane_group,
                                                                    _mm512_maskz_loadu_epi16(gm, sp[r] + sidx)))
-              : _mm512_set1_ps(bf16_to_f32(sp[r][sidx]));
+              : _mm512_castsi512_ps(_mm512_maskz_set1_epi16(kHighWords, static_cast<short>(sp[r][sidx])));
 #pragma GCC unroll 16
       for (int i = 0; i < NX; ++i) {
         __m512i s = _mm512_loadu_si512(xs[i] + 192);
