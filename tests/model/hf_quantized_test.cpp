@@ -156,6 +156,17 @@ TEST(HfQuantized, Int4Bf16ScalesAtAnOddAddressAreCopiedUnchanged) {
   FAIL() << "no pad size put the scales at an odd address";
 }
 
+// Loads `dir` and checks q_proj's scales were converted into an owned bf16 buffer (not used in
+// place in the mapping) holding exactly `want`.
+void expect_converted_scales(const fs::path& dir, const std::vector<uint16_t>& want) {
+  const ModelWeights w = load_ok(dir);
+  const WeightView& v = w.layers[0].wq;
+  ASSERT_NE(v.scales_bf16, nullptr);
+  EXPECT_FALSE(inside_mapping(w, v.scales_bf16));
+  EXPECT_EQ(scales_of(v), want);
+  fs::remove_all(dir);
+}
+
 // F32 scales: the fixture's bf16 scales widened (exact), except three set to values between two
 // bf16 numbers: 1 + 2^-8 (a tie, to even 0x3f80), 1 + 3 * 2^-8 (a tie, to even 0x3f82) and
 // 1 + 2^-8 + 2^-9 (above the tie, up to 0x3f81).
@@ -173,12 +184,7 @@ TEST(HfQuantized, Int4F32ScalesRoundToNearestEvenBf16) {
     }
     return StWriterTensor{"", "F32", {}, bytes_of(f.data(), f.size() * 4)};
   });
-  const ModelWeights w = load_ok(dir);
-  const WeightView& v = w.layers[0].wq;
-  ASSERT_NE(v.scales_bf16, nullptr);
-  EXPECT_FALSE(inside_mapping(w, v.scales_bf16));
-  EXPECT_EQ(scales_of(v), written);
-  fs::remove_all(dir);
+  expect_converted_scales(dir, written);
 }
 
 // F16 scales: 0x3c04 = 1 + 2^-8 (tie, to 0x3f80), 0x3c0c = 1 + 3 * 2^-8 (tie, to 0x3f82),
@@ -201,12 +207,7 @@ TEST(HfQuantized, Int4F16ScalesRoundToNearestEvenBf16) {
     }
     return StWriterTensor{"", "F16", {}, bytes_of(h.data(), h.size() * 2)};
   });
-  const ModelWeights w = load_ok(dir);
-  const WeightView& v = w.layers[0].wq;
-  ASSERT_NE(v.scales_bf16, nullptr);
-  EXPECT_FALSE(inside_mapping(w, v.scales_bf16));
-  EXPECT_EQ(scales_of(v), written);
-  fs::remove_all(dir);
+  expect_converted_scales(dir, written);
 }
 
 }  // namespace

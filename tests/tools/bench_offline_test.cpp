@@ -10,6 +10,18 @@
 namespace densa::bench {
 namespace {
 
+// A short single-threaded run: `batch` requests of `prompt_len` tokens, `gen_len` generated,
+// `repeats` measured runs.
+BenchOfflineConfig small_run(int batch, int prompt_len, int gen_len, int repeats) {
+  BenchOfflineConfig c;
+  c.batch = batch;
+  c.prompt_len = prompt_len;
+  c.gen_len = gen_len;
+  c.repeats = repeats;
+  c.num_threads = 1;
+  return c;
+}
+
 ModelWeights load(const std::string& model, const std::string& file) {
   Result<ModelWeights> w = load_model(testing::model_dir(model) / "gguf" / file);
   EXPECT_TRUE(w.is_ok()) << w.status().message();
@@ -46,12 +58,7 @@ void expect_consistent_runs(const BenchOfflineReport& r, const BenchOfflineConfi
 TEST(BenchOffline, MoeReportCountsRoutedExperts) {
   const ModelWeights w = load("tinystories-mixtral-3.6m", "tinystories-mixtral-3.6m-f16.gguf");
   const ModelConfig& m = w.config;
-  BenchOfflineConfig c;
-  c.batch = 3;
-  c.prompt_len = 20;
-  c.gen_len = 6;
-  c.repeats = 2;
-  c.num_threads = 1;
+  const BenchOfflineConfig c = small_run(3, 20, 6, 2);
   Result<BenchOfflineReport> r = run_bench_offline(w, c);
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   expect_consistent_runs(*r, c);
@@ -82,12 +89,7 @@ TEST(BenchOffline, MoeReportCountsRoutedExperts) {
 
 TEST(BenchOffline, DenseReadsEveryMatrixOncePerStep) {
   const ModelWeights w = load("tinystories-llama-1m", "tinystories-llama-1m-f32.gguf");
-  BenchOfflineConfig c;
-  c.batch = 2;
-  c.prompt_len = 12;
-  c.gen_len = 4;
-  c.repeats = 1;
-  c.num_threads = 1;
+  BenchOfflineConfig c = small_run(2, 12, 4, 1);
   c.kv_dtype = DType::kFP8E4M3;
   Result<BenchOfflineReport> r = run_bench_offline(w, c);
   ASSERT_TRUE(r.is_ok()) << r.status().message();
@@ -104,12 +106,7 @@ TEST(BenchOffline, DenseReadsEveryMatrixOncePerStep) {
 // head reads 0.5 bytes per weight plus a 2-byte (bf16) scale per 32 instead of F32's 4.
 TEST(BenchOffline, QuantizedLmHeadShrinksTheBytesPerStep) {
   const auto path = testing::model_dir("tinystories-llama-1m") / "gguf" / "tinystories-llama-1m-f32.gguf";
-  BenchOfflineConfig c;
-  c.batch = 1;
-  c.prompt_len = 8;
-  c.gen_len = 3;
-  c.repeats = 1;
-  c.num_threads = 1;
+  const BenchOfflineConfig c = small_run(1, 8, 3, 1);
   Result<ModelWeights> stored_head = load_model(path, LoadOptions{DType::kI4, 32});
   Result<ModelWeights> int4_head = load_model(path, LoadOptions{DType::kI4, 32, WeightQuantSpec{DType::kI4, 32}});
   ASSERT_TRUE(stored_head.is_ok() && int4_head.is_ok());
@@ -133,12 +130,7 @@ TEST(BenchOffline, Int4CountsBf16GroupScales) {
   Result<ModelWeights> f32 = load_model(hf);
   Result<ModelWeights> int4 = load_model(hf, LoadOptions{DType::kI4, 32});
   ASSERT_TRUE(f32.is_ok() && int4.is_ok());
-  BenchOfflineConfig c;
-  c.batch = 1;
-  c.prompt_len = 4;
-  c.gen_len = 2;
-  c.repeats = 1;
-  c.num_threads = 1;
+  const BenchOfflineConfig c = small_run(1, 4, 2, 1);
   Result<BenchOfflineReport> a = run_bench_offline(*f32, c);
   Result<BenchOfflineReport> b = run_bench_offline(*int4, c);
   ASSERT_TRUE(a.is_ok() && b.is_ok());
