@@ -29,38 +29,6 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-int64_t dtype_block_elems(DType t) {
-  switch (t) {
-    case DType::kQ8_0:
-    case DType::kQ4_0: return 32;
-    case DType::kI4: return 2;
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-    case DType::kFP8E4M3:
-    case DType::kI8:
-    case DType::kI32:
-    case DType::kU8: return 1;
-  }
-  return 1;
-}
-
-int64_t dtype_block_bytes(DType t) {
-  switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kQ8_0: return 34;
-    case DType::kQ4_0: return 18;
-    case DType::kFP8E4M3: return 1;
-    case DType::kI4: return 1;
-    case DType::kI8: return 1;
-    case DType::kI32: return 4;
-    case DType::kU8: return 1;
-  }
-  return 1;
-}
-
 float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;

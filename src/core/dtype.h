@@ -26,12 +26,43 @@ enum class DType : uint8_t {
 std::string_view dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);
 
-// Logical elements per storage block (1 for plain types).
-int64_t dtype_block_elems(DType t);
+// Logical elements per storage block (1 for plain types). Inline: row_ptr() calls it per row
+// inside the GEMV kernels.
+constexpr int64_t dtype_block_elems(DType t) {
+  switch (t) {
+    case DType::kQ8_0:
+    case DType::kQ4_0: return 32;
+    case DType::kI4: return 2;
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kFP8E4M3:
+    case DType::kI8:
+    case DType::kI32:
+    case DType::kU8: return 1;
+  }
+  return 1;
+}
+
 // Bytes per storage block.
-int64_t dtype_block_bytes(DType t);
+constexpr int64_t dtype_block_bytes(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+    case DType::kQ8_0: return 34;
+    case DType::kQ4_0: return 18;
+    case DType::kFP8E4M3: return 1;
+    case DType::kI4: return 1;
+    case DType::kI8: return 1;
+    case DType::kI32: return 4;
+    case DType::kU8: return 1;
+  }
+  return 1;
+}
+
 // Bytes of one row of `cols` elements; cols must be a multiple of the block size.
-inline int64_t dtype_row_bytes(DType t, int64_t cols) {
+constexpr int64_t dtype_row_bytes(DType t, int64_t cols) {
   return cols / dtype_block_elems(t) * dtype_block_bytes(t);
 }
 

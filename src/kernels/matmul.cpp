@@ -140,7 +140,11 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   // takes which part changes no result. Equal shares of cost, kPartsPerThread per thread (as
   // long as each gets kMinTaskBytes), claimed dynamically: a thread that falls behind (an
   // interrupt, a slower share of bandwidth) takes fewer parts instead of holding up the step.
-  const int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, threads == 1 ? 1 : threads * kPartsPerThread);
+  // Parts come in whole multiples of the thread count: 3 parts on 2 threads would leave one
+  // thread alone for the last third (a batch-1 QKV projection of the preset shapes did).
+  const int64_t max_parts = threads == 1 ? 1 : threads * kPartsPerThread;
+  int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, max_parts);
+  if (parts > 1) parts = std::min(max_parts, (parts + threads - 1) / threads * threads);
   if (parts == 1) {
     for (const RowsJob& j : jobs) j.run(0, j.job->w.rows);
     return;

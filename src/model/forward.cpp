@@ -61,6 +61,7 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
     dequantize_row(w.tok_embeddings, tok, x + t * H);
   }
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  rope_table_build(s.rope, batch.positions.data(), n, hd, cfg.rope_theta, rope_dim);
 
   for (int l = 0; l < cfg.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
@@ -76,8 +77,8 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
       rmsnorm(q, lw.q_norm.data(), n * cfg.num_heads, hd, cfg.rms_norm_eps, q);
       rmsnorm(k, lw.k_norm.data(), n * cfg.num_kv_heads, hd, cfg.rms_norm_eps, k);
     }
-    rope_neox(q, batch.positions.data(), n, cfg.num_heads, hd, cfg.rope_theta, rope_dim);
-    rope_neox(k, batch.positions.data(), n, cfg.num_kv_heads, hd, cfg.rope_theta, rope_dim);
+    rope_neox_apply(q, s.rope, cfg.num_heads);
+    rope_neox_apply(k, s.rope, cfg.num_kv_heads);
     kv_store(kv, l, k, v, batch.seq_idx, batch.positions);
     paged_attention(kv, l, q, cfg.num_heads, attn_scale, batch.seq_idx, batch.positions, attn, pool);
     matmul(lw.wo, attn, n, proj, pool);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -36,6 +37,33 @@ TEST(RopeTest, MatchesReference) {
           ASSERT_LE(std::fabs(got[idx] - want[idx]), tol) << "head_dim=" << head_dim << " idx=" << idx;
         }
       }
+    }
+  }
+}
+
+// One table serves tensors of different head counts (q and k of every layer in forward):
+// each result is bit-identical to rope_neox on the same positions, including partial rotary.
+TEST(RopeTest, TableAppliedToManyTensorsEqualsRopeNeox) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::vector<int32_t> positions = {3, 0, 17, 4096, 99};
+  const int64_t n = static_cast<int64_t>(positions.size());
+  for (int rotary_dim : {0, 32}) {
+    constexpr int kHeadDim = 64;
+    RopeTable table;
+    rope_table_build(table, positions.data(), n, kHeadDim, 500000.0f, rotary_dim);
+    for (int heads : {16, 4, 1}) {
+      std::vector<float> x(n * heads * kHeadDim);
+      for (float& v : x) v = normal(rng);
+      std::vector<float> got = x, want = x;
+      rope_neox_apply(got.data(), table, heads);
+      rope_neox(want.data(), positions.data(), n, heads, kHeadDim, 500000.0f, rotary_dim);
+      for (size_t i = 0; i < x.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+            << "rotary_dim " << rotary_dim << " heads " << heads << " i " << i;
+      }
+      // And it did rotate: position 3's first pair moved.
+      ASSERT_NE(got[0], x[0]);
     }
   }
 }
