@@ -2,13 +2,29 @@
 
 #include <cmath>
 
-namespace densa {
+#include "core/check.h"
+#include "kernels/internal/activation_isa.h"
 
-void silu_mul(float* gate, const float* up, int64_t count) {
+namespace densa {
+namespace activation_internal {
+
+void silu_mul_scalar(float* gate, const float* up, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+void silu_mul_with_isa(CpuIsa isa, float* gate, const float* up, int64_t count) {
+  CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "silu_mul: isa " << cpu_isa_name(isa);
+  if (isa == CpuIsa::kAvx512Bf16) return silu_mul_avx512(gate, up, count);
+  silu_mul_scalar(gate, up, count);
+}
+
+}  // namespace activation_internal
+
+void silu_mul(float* gate, const float* up, int64_t count) {
+  activation_internal::silu_mul_with_isa(cpu_isa(), gate, up, count);
 }
 
 // fp32 exponentials; the normalizing sum is accumulated in double.
