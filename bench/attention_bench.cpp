@@ -108,6 +108,7 @@ void BM_DecodeAttention(benchmark::State& state) {
 BENCHMARK(BM_DecodeAttention)
     ->ArgsProduct({{1024, 8192, 32768}, {0, 1, 2}, {1, 0}, {0}})
     ->ArgsProduct({{4096}, {0, 1, 2}, {1, 0}, {1}})
+    ->ArgsProduct({{128}, {0, 1}, {1, 0}, {1}})
     ->ArgNames({"ctx", "kv", "threads", "shape"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

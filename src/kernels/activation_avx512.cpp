@@ -1,15 +1,12 @@
 // AVX-512 SwiGLU gate (see kernels/internal/activation_isa.h). Built for baseline x86-64 with a
 // target attribute; only runs when the dispatcher has checked the CPU.
 //
-// exp(x): n = round(x / ln 2), r = x - n ln 2 in two steps (Cody-Waite: ln 2 = 0.693359375 -
-// 2.12194440e-4, the first part exact in few bits so n * part is exact), |r| <= ln 2 / 2, then
-// exp(r) = 1 + r + r^2 * P(r) with the Cephes single-precision coefficients, and 2^n applied by
-// vscalefps, which overflows to +inf and underflows through the subnormals to 0 like std::exp.
-// x is clamped to +-104 first (exp overflows float above 88.7 and underflows below -103.3), so
-// +-inf inputs give the same ends. NaN gates give NaN, as the scalar loop does.
+// exp is kernels/internal/exp_avx512.h (the one attention's softmax uses); its clamp drops NaN,
+// so NaN gates are put back afterwards and give NaN, as the scalar loop does.
 #include <immintrin.h>
 
 #include "kernels/internal/activation_isa.h"
+#include "kernels/internal/exp_avx512.h"
 
 #define DENSA_AVX512 __attribute__((target("avx512f,avx512vl,fma")))
 #define DENSA_AVX512_INLINE DENSA_AVX512 __attribute__((always_inline)) inline
@@ -17,21 +14,7 @@
 namespace densa::activation_internal {
 namespace {
 
-DENSA_AVX512_INLINE __m512 exp_ps(__m512 x) {
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(104.0f)), _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 e = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(e, n);
-}
+using kernels_internal::exp_ps;
 
 // 16 lanes (those in `mask`): gate = gate / (1 + exp(-gate)) * up, NaN gates kept NaN.
 DENSA_AVX512_INLINE void silu_mul16(float* gate, const float* up, __mmask16 mask) {

@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "kernels/internal/attention_isa.h"
+#include "kernels/internal/exp_avx512.h"
 
 #define DENSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma,f16c")))
 #define DENSA_AVX512_INLINE DENSA_AVX512 __attribute__((always_inline)) inline
@@ -46,25 +47,8 @@ DENSA_AVX512_INLINE __m512 bf16x16_to_ps(const uint8_t* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(a, 16));
 }
 
-// exp(x) for x <= 0 (softmax weights): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for
-// an exact n ln2), degree-7 Taylor polynomial for exp(r) (truncation < 6e-9 relative), then
-// scaled by 2^n. Inputs below -104 give 0.
-DENSA_AVX512_INLINE __m512 exp_ps(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
+// exp(x) for the softmax weights (x <= 0): kernels/internal/exp_avx512.h.
+using kernels_internal::exp_ps;
 
 // Lanes [16 j, 16 j + 16) of a row, j < NV, decoded to fp32 (NV even for fp8 past 16 lanes).
 template <int NV>

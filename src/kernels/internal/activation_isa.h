@@ -2,7 +2,7 @@
 // Internals of kernels/activation.h: silu_mul per ISA level, and the test hook that picks one.
 //
 // The scalar loop uses std::exp; the AVX-512 kernel evaluates exp with a degree-7 polynomial
-// after range reduction (error ~1 ulp, see activation_avx512.cpp) for 16 lanes at a time, the
+// after range reduction (kernels/internal/exp_avx512.h) for 16 lanes at a time, the
 // tail in the same vector code under a mask, so every element of a call gets the same
 // arithmetic wherever it sits: the result of one token never depends on the batch around it.
 #include <cstdint>
