@@ -4,7 +4,8 @@
 // per token (= per iteration). Each iteration reads a different layer of a cache of at least
 // 256 MiB, so KV comes from DRAM as in a real many-layer decode step, not from the caches.
 // DENSA_BENCH_SAME_LAYER=1 reads layer 0 every time instead (cache-resident: the compute
-// alone).
+// alone). DENSA_BENCH_SCATTER=1 gives the sequence its pages in a random order, as a
+// long-running server's free list does, instead of in address order.
 //
 //   ./build/attention_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -59,6 +60,7 @@ void BM_DecodeAttention(benchmark::State& state) {
       static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)), &std::free);
   std::vector<int32_t> table(num_pages);
   for (int p = 0; p < num_pages; ++p) table[p] = p;
+  if (std::getenv("DENSA_BENCH_SCATTER") != nullptr) std::shuffle(table.begin(), table.end(), std::mt19937(3));
   const std::vector<int32_t> offsets = {0, num_pages};
   std::vector<float> scales(static_cast<size_t>(layers) * 2 * kKvHeads, 4.0f / kFp8E4M3Max);
   const KvView kv{layout, pool_bytes.get(), table, offsets,

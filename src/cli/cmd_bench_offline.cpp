@@ -68,6 +68,7 @@ void add_bench_offline_command(CLI::App* bench) {
       ->capture_default_str();
   cmd->add_option("--kv-dtype", a->kv_dtype, "bf16 | fp8 | f32")->capture_default_str();
   cmd->add_option("--threads", c.num_threads, "kernel threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--page-size", c.page_size, "tokens per KV page")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--seed", c.seed, "prompt ids")->capture_default_str();
   cmd->add_option("--max-step-tokens", c.max_step_tokens, "token budget of one engine step (0: batch * prompt-len)");
   cmd->add_flag("--no-routing-replay", a->no_routing, "MoE: do not replay to count routed experts (assume all)");

@@ -156,6 +156,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   EngineConfig ec;
   ec.kv_dtype = cfg.kv_dtype;
   ec.num_threads = cfg.num_threads;
+  ec.page_size = cfg.page_size;
   ec.enable_prefix_cache = false;
   ec.max_running_requests = cfg.batch;
   ec.max_waiting_requests = std::max(cfg.batch, 1024);
@@ -308,6 +309,7 @@ std::string bench_offline_json(const BenchOfflineReport& r) {
   j["gen_len"] = c.gen_len;
   j["repeats"] = c.repeats;
   j["threads"] = r.num_threads;
+  j["page_size"] = r.config.page_size;
   j["cpu_share"] = r.cpu_share;
   j["prompt_tokens"] = r.prompt_tokens;
   j["prefill_tok_s"] = r.prefill_tok_s;

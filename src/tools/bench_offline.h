@@ -32,6 +32,7 @@ struct BenchOfflineConfig {
   int repeats = 3;
   DType kv_dtype = DType::kBF16;
   int num_threads = 0;            // 0 = all cores
+  int page_size = 16;             // tokens per KV page (EngineConfig::page_size)
   uint64_t seed = 0;
   bool routing_replay = true;     // MoE, batch > 1: replay the sequences to count routed experts
   int max_step_tokens = 0;        // 0: batch * prompt_len, at least 1024 and at most 16384
