@@ -264,7 +264,11 @@ void paged_attention_with_isa(CpuIsa isa, const KvView& kv, int layer, const flo
   // chunk), which share each decoded K/V tile. One work item per (run, kv head); a token's
   // result does not depend on its run (see attend_run), so the batch stays invariant.
   constexpr int kMaxRun = 16;
-  std::vector<int64_t> run_begin;
+  // Reused across calls (a decode step makes one call per layer): no allocation once warm.
+  // A reference, so the pool's threads read the caller's vector, not their own thread_local.
+  thread_local std::vector<int64_t> run_begin_store;
+  std::vector<int64_t>& run_begin = run_begin_store;
+  run_begin.clear();
   run_begin.reserve(positions.size() + 1);
   for (size_t i = 0; i < positions.size(); ++i) {
     const bool extends = !run_begin.empty() && seq_idx[i] == seq_idx[i - 1] &&
