@@ -15,6 +15,7 @@ struct CapacityFlags {
   std::string memory;
   std::string kv_memory;
   std::string weight_dtype = "bf16";
+  std::string lm_head_dtype;
   std::string kv_dtype = "bf16";
   std::string kv_scales = "dynamic";
   int64_t context = 0;
@@ -39,6 +40,10 @@ void run_capacity(const CapacityFlags& f) {
   else if (f.weight_dtype == "fp8") req.weight_format = WeightFormat::kFP8;
   else if (f.weight_dtype == "int4") req.weight_format = WeightFormat::kINT4;
   else fail("--weight-dtype must be bf16, fp8 or int4, not \"" + f.weight_dtype + "\"", 2);
+  if (f.lm_head_dtype == "bf16") req.lm_head_format = WeightFormat::kBF16;
+  else if (f.lm_head_dtype == "fp8") req.lm_head_format = WeightFormat::kFP8;
+  else if (f.lm_head_dtype == "int4") req.lm_head_format = WeightFormat::kINT4;
+  else if (!f.lm_head_dtype.empty()) fail("--lm-head-dtype must be bf16, fp8 or int4, not \"" + f.lm_head_dtype + "\"", 2);
 
   if (f.kv_dtype == "bf16") req.kv.dtype = DType::kBF16;
   else if (f.kv_dtype == "fp8") req.kv.dtype = DType::kFP8E4M3;
@@ -69,6 +74,9 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--memory", f->memory, "total memory for weights + KV, e.g. 80GiB, 141G, 1128GB");
   cmd->add_option("--kv-memory", f->kv_memory, "KV budget directly (weights not subtracted)");
   cmd->add_option("--weight-dtype", f->weight_dtype, "bf16 | fp8 (128x128 block scales) | int4 (group 32)");
+  cmd->add_option("--lm-head-dtype", f->lm_head_dtype,
+                  "bf16 | fp8 | int4 (group 32): the output projection's format, apart from --weight-dtype "
+                  "(default: BF16, as checkpoints store it); a tied head is counted as its own copy");
   cmd->add_option("--kv-dtype", f->kv_dtype, "bf16 | fp8 (e4m3)");
   cmd->add_option("--kv-scales", f->kv_scales, "fp8 KV scales: static (per layer, head) | dynamic (per token)");
   cmd->add_option("--context", f->context, "tokens per request (default: the model's context length)");

@@ -61,27 +61,49 @@ std::string_view weight_format_name(WeightFormat f) {
   return "?";
 }
 
-WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format) {
+namespace {
+
+// `count` [rows, cols] matrices stored in `format`.
+void add_matrix_bytes(WeightEstimate& e, int64_t rows, int64_t cols, int64_t count, WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kBF16:
+      e.data_bytes += 2 * rows * cols * count;
+      return;
+    case WeightFormat::kFP8:
+      e.data_bytes += rows * cols * count;
+      e.scale_bytes += count * ceil_div(rows, kFp8BlockRows) * ceil_div(cols, kFp8BlockCols) * 4;
+      return;
+    case WeightFormat::kINT4:
+      e.data_bytes += count * rows * ceil_div(cols, 2);
+      e.scale_bytes += count * rows * ceil_div(cols, kInt4GroupSize) * 2;
+      return;
+  }
+}
+
+bool is_lm_head(const WeightGroup& g) { return g.name == "lm_head" || g.name == "output.weight"; }
+bool is_embedding(const WeightGroup& g) { return g.name == "embed_tokens" || g.name == "token_embd.weight"; }
+
+}  // namespace
+
+WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format,
+                                     std::optional<WeightFormat> lm_head) {
   WeightEstimate e;
+  bool has_head = false;
+  const WeightGroup* embedding = nullptr;
   for (const WeightGroup& g : model.weights) {
     const int64_t n = g.num_params();
     e.num_params += n;
     if (g.quantizable) e.num_linear_params += n;
-    if (!g.quantizable || format == WeightFormat::kBF16) {
-      e.data_bytes += 2 * n;
+    if (is_embedding(g)) embedding = &g;
+    if (is_lm_head(g)) {
+      has_head = true;
+      add_matrix_bytes(e, g.rows, g.cols, g.count, lm_head.value_or(WeightFormat::kBF16));
       continue;
     }
-    switch (format) {
-      case WeightFormat::kBF16: break;
-      case WeightFormat::kFP8:
-        e.data_bytes += n;
-        e.scale_bytes += g.count * ceil_div(g.rows, kFp8BlockRows) * ceil_div(g.cols, kFp8BlockCols) * 4;
-        break;
-      case WeightFormat::kINT4:
-        e.data_bytes += g.count * g.rows * ceil_div(g.cols, 2);
-        e.scale_bytes += g.count * g.rows * ceil_div(g.cols, kInt4GroupSize) * 2;
-        break;
-    }
+    add_matrix_bytes(e, g.rows, g.cols, g.count, g.quantizable ? format : WeightFormat::kBF16);
+  }
+  if (!has_head && embedding != nullptr && lm_head.has_value() && *lm_head != WeightFormat::kBF16) {
+    add_matrix_bytes(e, embedding->rows, embedding->cols, embedding->count, *lm_head);  // the tied head's copy
   }
   return e;
 }
@@ -125,7 +147,8 @@ Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityR
   r.architecture = model.architecture;
   r.attention = model.attention;
   r.weight_format = request.weight_format;
-  r.weights = estimate_weight_bytes(model, request.weight_format);
+  r.lm_head_format = request.lm_head_format;
+  r.weights = estimate_weight_bytes(model, request.weight_format, request.lm_head_format);
   r.memory_bytes = request.memory_bytes;
   r.kv = request.kv;
   if (r.kv.dtype != DType::kFP8E4M3) r.kv.scale_mode = KvScaleMode::kNone;
@@ -195,8 +218,10 @@ std::string format_capacity_text(const CapacityReport& r) {
   line("model", r.source + " (" + r.architecture + ", " + attention_name(r.attention) + ")");
   line("parameters", group_digits(r.weights.num_params) + " (" +
                          group_digits(r.weights.num_linear_params) + " in linear layers)");
-  line("weights", std::string(weight_format_name(r.weight_format)) + ": " + bytes_str(r.weights.bytes()) +
-                      ", of which scales " + group_digits(r.weights.scale_bytes) + " B");
+  line("weights", std::string(weight_format_name(r.weight_format)) +
+                      (r.lm_head_format ? ", lm_head " + std::string(weight_format_name(*r.lm_head_format)) : "") +
+                      ": " + bytes_str(r.weights.bytes()) + ", of which scales " +
+                      group_digits(r.weights.scale_bytes) + " B");
   if (r.memory_bytes > 0) line("memory", bytes_str(r.memory_bytes));
   line("kv budget", bytes_str(r.kv_budget_bytes));
   line("kv cache", std::string(dtype_name(r.kv.dtype)) + ", scales " + scale_mode_name(r.kv.scale_mode) +
@@ -220,6 +245,7 @@ std::string format_capacity_json(const CapacityReport& r) {
   j["attention"] = attention_name(r.attention);
   j["num_params"] = r.weights.num_params;
   j["weight_dtype"] = weight_format_name(r.weight_format);
+  j["lm_head_dtype"] = r.lm_head_format ? weight_format_name(*r.lm_head_format) : "bf16";
   j["weight_bytes"] = r.weights.bytes();
   j["weight_scale_bytes"] = r.weights.scale_bytes;
   j["memory_bytes"] = r.memory_bytes;

@@ -2,6 +2,7 @@
 // Capacity planning: given a model, a memory budget and precision choices, how many KV tokens
 // and concurrent requests fit. Pure arithmetic over CapacityModel; `densa capacity` prints it.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,7 +27,12 @@ struct WeightEstimate {
   int64_t bytes() const { return data_bytes + scale_bytes; }
 };
 
-WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format);
+// The body's linear layers in `format`; embeddings, norms and routers BF16. The output
+// projection stays BF16 unless `lm_head` names its format, as `serve --lm-head-dtype` does.
+// A tied head (no lm_head / output.weight tensor) then gets its own copy in that format, next
+// to the BF16 embeddings; a tied head kept BF16 costs nothing extra.
+WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format,
+                                     std::optional<WeightFormat> lm_head = std::nullopt);
 
 struct KvFormat {
   DType dtype = DType::kBF16;                   // kBF16 or kFP8E4M3
@@ -52,6 +58,7 @@ struct CapacityRequest {
   int64_t memory_bytes = 0;     // whole budget; weights are taken out of it
   int64_t kv_memory_bytes = 0;  // > 0: the KV budget directly (weights not subtracted)
   WeightFormat weight_format = WeightFormat::kBF16;
+  std::optional<WeightFormat> lm_head_format;  // nullopt: as stored (BF16)
   KvFormat kv;
   int64_t context_tokens = 0;   // tokens per request; 0 = the model's max_position_embeddings
 };
@@ -61,6 +68,7 @@ struct CapacityReport {
   std::string architecture;
   KvAttention attention = KvAttention::kGqa;
   WeightFormat weight_format = WeightFormat::kBF16;
+  std::optional<WeightFormat> lm_head_format;
   WeightEstimate weights;
   int64_t memory_bytes = 0;
   int64_t kv_budget_bytes = 0;  // memory - weights (or --kv-memory)

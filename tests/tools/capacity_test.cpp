@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <sys/wait.h>
@@ -261,6 +262,55 @@ RunResult run_densa(const std::string& args) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// --lm-head-dtype: only the output projection changes format; a tied head gets its own copy.
+TEST(CapacityTest, LmHeadFormatHandComputed) {
+  // llama-1m: untied lm_head 1024 x 128 (HF config and the GGUF's output.weight).
+  const CapacityModel m = load(fixture_dir("tinystories-llama-1m") / "hf/config.json");
+  const int64_t head = 1024 * 128;
+  for (WeightFormat body : {WeightFormat::kBF16, WeightFormat::kFP8, WeightFormat::kINT4}) {
+    const WeightEstimate as_stored = estimate_weight_bytes(m, body);
+    EXPECT_EQ(estimate_weight_bytes(m, body, WeightFormat::kBF16).bytes(), as_stored.bytes());
+    const WeightEstimate fp8 = estimate_weight_bytes(m, body, WeightFormat::kFP8);
+    EXPECT_EQ(fp8.data_bytes, as_stored.data_bytes - 2 * head + head);
+    EXPECT_EQ(fp8.scale_bytes, as_stored.scale_bytes + 8 * 1 * 4);  // 128x128 blocks
+    const WeightEstimate int4 = estimate_weight_bytes(m, body, WeightFormat::kINT4);
+    EXPECT_EQ(int4.data_bytes, as_stored.data_bytes - 2 * head + head / 2);
+    EXPECT_EQ(int4.scale_bytes, as_stored.scale_bytes + 1024 * 4 * 2);  // groups of 32, bf16
+    EXPECT_EQ(int4.num_params, as_stored.num_params);
+  }
+  const CapacityModel gguf =
+      load(fixture_dir("tinystories-llama-1m") / "gguf" / "tinystories-llama-1m-f32.gguf");
+  EXPECT_EQ(estimate_weight_bytes(gguf, WeightFormat::kINT4, WeightFormat::kFP8).bytes(),
+            estimate_weight_bytes(m, WeightFormat::kINT4, WeightFormat::kFP8).bytes());
+
+  // The same shape with tied embeddings: no lm_head tensor; a BF16 head shares the embeddings,
+  // a quantized one is a copy beside them.
+  std::ifstream in(fixture_dir("tinystories-llama-1m") / "hf/config.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"tie_word_embeddings\": false");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string("\"tie_word_embeddings\": false").size(), "\"tie_word_embeddings\": true");
+  Result<CapacityModel> tied = capacity_model_from_hf_config(text, "tied");
+  ASSERT_TRUE(tied.is_ok()) << tied.status().to_string();
+  const WeightEstimate tied_stored = estimate_weight_bytes(*tied, WeightFormat::kINT4);
+  EXPECT_EQ(tied_stored.bytes(), estimate_weight_bytes(m, WeightFormat::kINT4).bytes() - 2 * head);
+  EXPECT_EQ(estimate_weight_bytes(*tied, WeightFormat::kINT4, WeightFormat::kBF16).bytes(), tied_stored.bytes());
+  EXPECT_EQ(estimate_weight_bytes(*tied, WeightFormat::kINT4, WeightFormat::kFP8).bytes(),
+            tied_stored.bytes() + head + 8 * 4);
+
+  // Through the binary: the JSON names the head's format and the bytes match the API.
+  const std::string model = (fixture_dir("tinystories-llama-1m") / "hf").string();
+  RunResult run = run_densa("capacity --model " + model +
+                            " --memory 1GiB --weight-dtype int4 --lm-head-dtype fp8 --context 256 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["lm_head_dtype"], "fp8");
+  EXPECT_EQ(j["weight_bytes"], estimate_weight_bytes(m, WeightFormat::kINT4, WeightFormat::kFP8).bytes());
+  RunResult bad = run_densa("capacity --model " + model + " --memory 1GiB --lm-head-dtype q5_k");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--lm-head-dtype must be bf16, fp8 or int4"), std::string::npos) << bad.out;
 }
 
 TEST(CapacityTest, EndToEndBinaryJsonAndText) {
