@@ -66,26 +66,71 @@ struct CurlResponse {
   std::string body;
 };
 
+// curl `method url` with `body` as JSON (if any) and `extra` appended to the command line;
+// the status, headers and body it got (status 0 if curl produced nothing).
+inline CurlResponse curl_request(const std::string& method, const std::string& url, const std::string& body = "",
+                                 const std::string& extra = "") {
+  const std::string marker = "\n__DENSA_STATUS__:";
+  std::string cmd = "curl -sS -N -D - -X " + method + " " + shell_quote(url) + " " + extra;
+  if (!body.empty()) cmd += " -H 'Content-Type: application/json' --data-binary " + shell_quote(body);
+  cmd += " -w " + shell_quote(marker + "%{http_code}") + " 2>/dev/null";
+  const std::string out = run_command(cmd);
+  CurlResponse r;
+  const size_t m = out.rfind(marker);
+  if (m == std::string::npos) return r;
+  r.status = std::atoi(out.c_str() + m + marker.size());
+  const std::string all = out.substr(0, m);
+  const size_t split = all.find("\r\n\r\n");
+  r.headers = all.substr(0, split);
+  r.body = split == std::string::npos ? "" : all.substr(split + 4);
+  return r;
+}
+
+// A child process running DENSA_BINARY with `args`, stdout+stderr to `log_path`.
+inline pid_t spawn_densa(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<std::string> argv_s = {DENSA_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* log = std::fopen(log_path.c_str(), "w");
+    if (log) {
+      dup2(fileno(log), 1);
+      dup2(fileno(log), 2);
+    }
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// SIGTERM (or `sig`), then wait up to 10 s (SIGKILL after); exit code, -1 if killed or not running.
+inline int stop_child(pid_t& pid, int sig = SIGTERM) {
+  if (pid <= 0) return -1;
+  kill(pid, sig);
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  pid = -1;
+  return -1;
+}
+
 class ServerProcess {
  public:
   explicit ServerProcess(std::vector<std::string> extra_args) : port_(free_port()) {
     log_path_ = (std::filesystem::temp_directory_path() / ("densa-serve-" + std::to_string(port_) + ".log")).string();
-    std::vector<std::string> args = {DENSA_BINARY, "serve", "-m", fixture_model_path(), "--port", std::to_string(port_),
-                                     "--threads", "2"};
+    std::vector<std::string> args = {"serve", "-m", fixture_model_path(), "--port", std::to_string(port_), "--threads", "2"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* log = std::fopen(log_path_.c_str(), "w");
-      if (log) {
-        dup2(fileno(log), 1);
-        dup2(fileno(log), 2);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    pid_ = spawn_densa(args, log_path_);
   }
   ~ServerProcess() { stop(); }
 
@@ -107,31 +152,10 @@ class ServerProcess {
   }
 
   // SIGTERM, then wait; returns the exit code (0 = graceful), -1 if killed or not running.
-  int stop() {
-    if (pid_ <= 0) return -1;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 200; ++i) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return -1;
-  }
+  int stop() { return stop_child(pid_); }
 
   // SIGKILL, no goodbye (a worker dying mid-request); waits for the process to be gone.
-  void kill_hard() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  void kill_hard() { stop_child(pid_, SIGKILL); }
 
   std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
   int port() const { return port_; }
@@ -140,20 +164,7 @@ class ServerProcess {
   // curl; `extra` is appended to the command line (e.g. -H, --max-time).
   CurlResponse curl(const std::string& method, const std::string& path, const std::string& body = "",
                     const std::string& extra = "") const {
-    const std::string marker = "\n__DENSA_STATUS__:";
-    std::string cmd = "curl -sS -N -D - -X " + method + " " + shell_quote(url(path)) + " " + extra;
-    if (!body.empty()) cmd += " -H 'Content-Type: application/json' --data-binary " + shell_quote(body);
-    cmd += " -w " + shell_quote(marker + "%{http_code}") + " 2>/dev/null";
-    const std::string out = run_command(cmd);
-    CurlResponse r;
-    const size_t m = out.rfind(marker);
-    if (m == std::string::npos) return r;
-    r.status = std::atoi(out.c_str() + m + marker.size());
-    const std::string all = out.substr(0, m);
-    const size_t split = all.find("\r\n\r\n");
-    r.headers = all.substr(0, split);
-    r.body = split == std::string::npos ? "" : all.substr(split + 4);
-    return r;
+    return curl_request(method, url(path), body, extra);
   }
   CurlResponse get(const std::string& path, const std::string& extra = "") const { return curl("GET", path, "", extra); }
   CurlResponse post(const std::string& path, const std::string& body, const std::string& extra = "") const {

@@ -1,8 +1,8 @@
 #pragma once
 // DensaProcess: a real `densa router` / `densa serve` (DENSA_BINARY) as a child process on a
 // free port, with its log in a temp file; wait_ready() polls GET /health, stop() sends SIGTERM
-// and returns the exit code, kill9() kills it. Uses free_port / curl helpers of
-// tests/e2e/server_process.h.
+// and returns the exit code, kill9() kills it. Built on the process and curl helpers of
+// tests/e2e/server_process.h (spawn_densa, stop_child, curl_request, free_port).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,44 +19,6 @@
 #include "e2e/server_process.h"
 
 namespace densa::testing {
-
-// A child process running DENSA_BINARY with `args`, stdout+stderr to `log_path`.
-inline pid_t spawn_densa(const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<std::string> argv_s = {DENSA_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  const pid_t pid = fork();
-  if (pid == 0) {
-    FILE* log = std::fopen(log_path.c_str(), "w");
-    if (log) {
-      dup2(fileno(log), 1);
-      dup2(fileno(log), 2);
-    }
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// SIGTERM (or `sig`), then wait up to 10 s (SIGKILL after); exit code, -1 if killed.
-inline int stop_child(pid_t& pid, int sig = SIGTERM) {
-  if (pid <= 0) return -1;
-  kill(pid, sig);
-  int status = 0;
-  for (int i = 0; i < 200; ++i) {
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      pid = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  pid = -1;
-  return -1;
-}
 
 // One densa subcommand as a child process on a free port, log in a temp file.
 class DensaProcess {
@@ -100,20 +62,7 @@ class DensaProcess {
 
   CurlResponse curl(const std::string& method, const std::string& path, const std::string& body = "",
                     const std::string& extra = "") const {
-    const std::string marker = "\n__DENSA_STATUS__:";
-    std::string cmd = "curl -sS -N -D - --max-time 120 -X " + method + " " + shell_quote(url(path)) + " " + extra;
-    if (!body.empty()) cmd += " -H 'Content-Type: application/json' --data-binary " + shell_quote(body);
-    cmd += " -w " + shell_quote(marker + "%{http_code}") + " 2>/dev/null";
-    const std::string out = run_command(cmd);
-    CurlResponse r;
-    const size_t m = out.rfind(marker);
-    if (m == std::string::npos) return r;
-    r.status = std::atoi(out.c_str() + m + marker.size());
-    const std::string all = out.substr(0, m);
-    const size_t split = all.find("\r\n\r\n");
-    r.headers = all.substr(0, split);
-    r.body = split == std::string::npos ? "" : all.substr(split + 4);
-    return r;
+    return curl_request(method, url(path), body, "--max-time 120 " + extra);
   }
   CurlResponse get(const std::string& path) const { return curl("GET", path); }
   CurlResponse post(const std::string& path, const std::string& body) const { return curl("POST", path, body); }
