@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "kernels/activation.h"
 #include "kernels/matmul.h"
+#include "kernels/norm.h"
 #include "model/moe_routing.h"
 
 namespace densa {
@@ -134,6 +135,35 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
     }
     for (int d = 0; d < H; ++d) out[t * H + d] += g * shared_y[t * H + d];
   }
+}
+
+void ffn_sublayer(const ModelConfig& cfg, const LayerWeights& lw, int l, float* x, float* xn, float* proj,
+                  int64_t n, ForwardScratch& s, int32_t* selected, ThreadPool* pool) {
+  const int64_t H = cfg.hidden_size;
+  rmsnorm(x, lw.ffn_norm.data(), n, H, cfg.rms_norm_eps, xn);
+  if (cfg.is_moe_layer(l)) {
+    moe_ffn(cfg, lw, xn, n, s, selected, pool, proj);
+  } else {
+    std::fill_n(selected, n * std::max(1, cfg.num_experts_per_tok), -1);
+    const int64_t I = cfg.intermediate_size;
+    swiglu_ffn(lw.w_gate, lw.w_up, lw.w_down, xn, n, grow(s.gate, n * I), grow(s.up, n * I), proj, pool);
+  }
+  for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
+}
+
+void final_logits(const ModelWeights& w, const ForwardBatch& batch, const float* x, int64_t n, ForwardScratch& s,
+                  ThreadPool* pool, float* logits) {
+  const int64_t H = w.config.hidden_size;
+  const int64_t num_logits = static_cast<int64_t>(batch.logit_rows.size());
+  if (num_logits == 0) return;
+  float* rows = grow(s.final_rows, num_logits * H);
+  for (int64_t j = 0; j < num_logits; ++j) {
+    const int32_t r = batch.logit_rows[j];
+    CHECK(r >= 0 && r < n);
+    std::copy_n(x + static_cast<int64_t>(r) * H, H, rows + j * H);
+  }
+  rmsnorm(rows, w.final_norm.data(), num_logits, H, w.config.rms_norm_eps, rows);
+  matmul(w.lm_head, rows, num_logits, logits, pool);
 }
 
 }  // namespace densa

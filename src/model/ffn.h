@@ -18,4 +18,15 @@ void swiglu_ffn(const WeightView& gate_w, const WeightView& up_w, const WeightVi
 void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, int64_t n, ForwardScratch& s,
              int32_t* selected, ThreadPool* pool, float* out);
 
+// The FFN half of decoder layer `l`, shared by every architecture's forward pass:
+// xn = rmsnorm(x), proj = MoE or dense SwiGLU of xn, x += proj. selected: [n, top_k] of this
+// layer's routing record (-1 for a dense layer). xn and proj are [n, hidden] scratch.
+void ffn_sublayer(const ModelConfig& cfg, const LayerWeights& lw, int l, float* x, float* xn, float* proj,
+                  int64_t n, ForwardScratch& s, int32_t* selected, ThreadPool* pool);
+
+// The logits of the batch's logit rows from the final hidden states x [n, hidden]: final
+// RMSNorm, then lm_head. logits: [batch.logit_rows.size(), vocab].
+void final_logits(const ModelWeights& w, const ForwardBatch& batch, const float* x, int64_t n, ForwardScratch& s,
+                  ThreadPool* pool, float* logits);
+
 }  // namespace densa

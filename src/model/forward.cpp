@@ -41,7 +41,6 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
   CHECK(batch.positions.size() == batch.tokens.size() && batch.seq_idx.size() == batch.tokens.size());
   const int H = cfg.hidden_size, hd = cfg.head_dim;
   const int q_dim = cfg.num_heads * hd, kv_dim = cfg.num_kv_heads * hd;
-  const int64_t ffn_dim = cfg.intermediate_size;
   const int rope_dim = cfg.rope_dim();
 
   float* x = grow(s.x, n * H);
@@ -84,28 +83,10 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
     matmul(lw.wo, attn, n, proj, pool);
     for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
 
-    rmsnorm(x, lw.ffn_norm.data(), n, H, cfg.rms_norm_eps, xn);
-    int32_t* layer_selected = selected + static_cast<int64_t>(l) * n * top_k;
-    if (cfg.is_moe_layer(l)) {
-      moe_ffn(cfg, lw, xn, n, s, layer_selected, pool, proj);
-    } else {
-      std::fill_n(layer_selected, n * top_k, -1);
-      swiglu_ffn(lw.w_gate, lw.w_up, lw.w_down, xn, n, grow(s.gate, n * ffn_dim), grow(s.up, n * ffn_dim), proj,
-                 pool);
-    }
-    for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
+    ffn_sublayer(cfg, lw, l, x, xn, proj, n, s, selected + static_cast<int64_t>(l) * n * top_k, pool);
   }
 
-  const int64_t num_logits = static_cast<int64_t>(batch.logit_rows.size());
-  if (num_logits == 0) return;
-  float* rows = grow(s.final_rows, num_logits * H);
-  for (int64_t j = 0; j < num_logits; ++j) {
-    const int32_t r = batch.logit_rows[j];
-    CHECK(r >= 0 && r < n);
-    std::copy_n(x + static_cast<int64_t>(r) * H, H, rows + j * H);
-  }
-  rmsnorm(rows, w.final_norm.data(), num_logits, H, cfg.rms_norm_eps, rows);
-  matmul(w.lm_head, rows, num_logits, logits, pool);
+  final_logits(w, batch, x, n, s, pool, logits);
 }
 
 }  // namespace densa
