@@ -28,6 +28,14 @@ struct CapacityFlags {
   throw CLI::RuntimeError(code);
 }
 
+// One of the names weight_format_name gives, else a usage error naming `flag`.
+WeightFormat parse_weight_format(const char* flag, const std::string& name) {
+  for (WeightFormat w : {WeightFormat::kBF16, WeightFormat::kFP8, WeightFormat::kINT4}) {
+    if (name == weight_format_name(w)) return w;
+  }
+  fail(std::string(flag) + " must be bf16, fp8 or int4, not \"" + name + "\"", 2);
+}
+
 void run_capacity(const CapacityFlags& f) {
   CapacityRequest req;
   if (f.memory.empty() == f.kv_memory.empty()) fail("give exactly one of --memory and --kv-memory", 2);
@@ -36,14 +44,8 @@ void run_capacity(const CapacityFlags& f) {
   if (!budget.is_ok()) fail(budget.status().message(), 2);
   (f.memory.empty() ? req.kv_memory_bytes : req.memory_bytes) = *budget;
 
-  if (f.weight_dtype == "bf16") req.weight_format = WeightFormat::kBF16;
-  else if (f.weight_dtype == "fp8") req.weight_format = WeightFormat::kFP8;
-  else if (f.weight_dtype == "int4") req.weight_format = WeightFormat::kINT4;
-  else fail("--weight-dtype must be bf16, fp8 or int4, not \"" + f.weight_dtype + "\"", 2);
-  if (f.lm_head_dtype == "bf16") req.lm_head_format = WeightFormat::kBF16;
-  else if (f.lm_head_dtype == "fp8") req.lm_head_format = WeightFormat::kFP8;
-  else if (f.lm_head_dtype == "int4") req.lm_head_format = WeightFormat::kINT4;
-  else if (!f.lm_head_dtype.empty()) fail("--lm-head-dtype must be bf16, fp8 or int4, not \"" + f.lm_head_dtype + "\"", 2);
+  req.weight_format = parse_weight_format("--weight-dtype", f.weight_dtype);
+  if (!f.lm_head_dtype.empty()) req.lm_head_format = parse_weight_format("--lm-head-dtype", f.lm_head_dtype);
 
   if (f.kv_dtype == "bf16") req.kv.dtype = DType::kBF16;
   else if (f.kv_dtype == "fp8") req.kv.dtype = DType::kFP8E4M3;
