@@ -20,8 +20,11 @@ struct WeightView {
   //  INT4 group-wise: scales_bf16[rows][cols/scale_cols] as bf16 bits (how compressed-tensors
   //    checkpoints store them: 16 bits per group, 0.5 bit per weight at g32), scale_rows = 1,
   //    scale_cols = group size, value = (nibble - 8) * bf16_to_f32(scale).
+  //    Or scales_f16[rows][cols/scale_cols] as f16 bits instead: GGUF Q4_0 repacked at load
+  //    (quant/int4_group.h), whose f16 scales are not all exact in bf16.
   const float* scales_f32 = nullptr;
   const uint16_t* scales_bf16 = nullptr;
+  const uint16_t* scales_f16 = nullptr;
   int64_t scale_rows = 0;
   int64_t scale_cols = 0;
 
@@ -31,12 +34,14 @@ struct WeightView {
   }
   int64_t bytes() const { return rows * row_bytes(); }
   bool empty() const { return data == nullptr; }
-  bool has_scales() const { return (scales_f32 != nullptr || scales_bf16 != nullptr) && scale_rows > 0 && scale_cols > 0; }
+  bool has_scales() const {
+    return (scales_f32 != nullptr || scales_bf16 != nullptr || scales_f16 != nullptr) && scale_rows > 0 && scale_cols > 0;
+  }
   int64_t num_scales() const {
     return has_scales() ? ((rows + scale_rows - 1) / scale_rows) * ((cols + scale_cols - 1) / scale_cols) : 0;
   }
   // Bytes of the scales as stored in memory (0 without scales).
-  int64_t scale_bytes() const { return num_scales() * (scales_bf16 != nullptr ? 2 : 4); }
+  int64_t scale_bytes() const { return num_scales() * (scales_f32 != nullptr ? 4 : 2); }
 };
 
 // A generic n-d view (up to 4 dims, shape[0] outermost), used at the I/O edge.

@@ -15,7 +15,8 @@
 //    int32 lane holds 8 elements of one x block and one weight group and is added as
 //    fma(float(sum), w_scale * x_scale, acc). The weight scales are bf16 in memory; one masked
 //    word permute places each lane's scale in the high half of the lane, which is its exact
-//    fp32 value.
+//    fp32 value. GGUF Q4_0 repacked at load keeps its f16 scales: a word permute puts lane l's
+//    scale in word l and vcvtph2ps widens all 16 exactly.
 // Error: |y - y_exact| <= 2^-8 * sum|w x| (FP8, the bf16 unit roundoff) and sum_k |w_k| * amax(x block of k) / 254
 // (INT4), plus fp32 accumulation rounding; the twins in kernels/reference/matmul_quant_ref.h
 // compute the same products from the same rounded activations in double.
@@ -278,23 +279,26 @@ DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
   }
 }
 
-template <int R, int NX>
+// kF16: the group scales are f16 (GGUF Q4_0 repacked), else bf16.
+template <int R, int NX, bool kF16>
 DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
   const WeightView& w = *a.w;
   const int64_t cols = w.cols, g = w.scale_cols;
   const int64_t groups = cols / g;
   const uint8_t* rp[R];
-  const uint16_t* sp[R];  // bf16 scales
+  const uint16_t* sp[R];  // bf16 or f16 scales
   for (int r = 0; r < R; ++r) {
     rp[r] = w.row_ptr(r0 + r);
-    sp[r] = w.scales_bf16 + (r0 + r) * groups;
+    sp[r] = (kF16 ? w.scales_f16 : w.scales_bf16) + (r0 + r) * groups;
   }
   const int64_t next_tile = R * w.row_bytes();  // the same spot in the next row tile
   const int64_t next_tile_scales = R * groups;
-  // Lane l of a chunk covers elements 8l .. 8l+7: weight group (128 c + 8 l) / g. Word 2l + 1
-  // of lane_group picks that group's bf16 scale (the lane's high half), word 2l is zeroed.
+  // Lane l of a chunk covers elements 8l .. 8l+7: weight group (128 c + 8 l) / g. bf16: word
+  // 2l + 1 of lane_group picks that group's scale (the lane's high half), word 2l is zeroed.
+  // f16: word l of lane_group_f16 picks it, and vcvtph2ps widens the 16 words to fp32 (exact).
   const bool small_groups = g < kInt4Chunk;
   __m512i lane_group = _mm512_setzero_si512();
+  __m256i lane_group_f16 = _mm256_setzero_si256();
   if (small_groups) {
     alignas(64) int16_t idx[32];
     for (int l = 0; l < 16; ++l) {
@@ -302,6 +306,8 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
       idx[2 * l + 1] = static_cast<int16_t>(8 * l / g);
     }
     lane_group = _mm512_load_si512(idx);
+    for (int l = 0; l < 16; ++l) idx[l] = static_cast<int16_t>(8 * l / g);
+    lane_group_f16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx));
   }
   constexpr __mmask32 kHighWords = 0xaaaaaaaau;
   const __m512i nib = _mm512_set1_epi8(0x0f);
@@ -341,11 +347,17 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
       const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k / 2);
       const __m512i lo = _mm512_and_si512(v, nib);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
-      const __m512 ws =
-          small_groups
-              ? _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kHighWords, lane_group,
-                                                                   _mm512_maskz_loadu_epi16(gm, sp[r] + sidx)))
-              : _mm512_castsi512_ps(_mm512_maskz_set1_epi16(kHighWords, static_cast<short>(sp[r][sidx])));
+      __m512 ws;
+      if constexpr (kF16) {
+        ws = small_groups ? _mm512_cvtph_ps(_mm256_permutexvar_epi16(lane_group_f16,
+                                                                     _mm256_maskz_loadu_epi16(gm, sp[r] + sidx)))
+                          : _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(sp[r][sidx])));
+      } else {
+        ws = small_groups
+                 ? _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kHighWords, lane_group,
+                                                                      _mm512_maskz_loadu_epi16(gm, sp[r] + sidx)))
+                 : _mm512_castsi512_ps(_mm512_maskz_set1_epi16(kHighWords, static_cast<short>(sp[r][sidx])));
+      }
 #pragma GCC unroll 16
       for (int i = 0; i < NX; ++i) {
         __m512i s = _mm512_loadu_si512(xs[i] + 192);
@@ -369,28 +381,31 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
   }
 }
 
-template <bool kFp8, int R, int NX>
+// Which tile kernel: FP8 block-scaled, or INT4 with bf16 or f16 group scales.
+enum class Fmt { kFp8, kInt4Bf16, kInt4F16 };
+
+template <Fmt F, int R, int NX>
 DENSA_AVX512_INLINE void tile(const Args& a, int64_t r0, int64_t i0) {
-  if constexpr (kFp8) {
+  if constexpr (F == Fmt::kFp8) {
     fp8_tile<R, NX>(a, r0, i0);
   } else {
-    int4_tile<R, NX>(a, r0, i0);
+    int4_tile<R, NX, F == Fmt::kInt4F16>(a, r0, i0);
   }
 }
 
-template <bool kFp8, int R, int NX>
+template <Fmt F, int R, int NX>
 DENSA_AVX512 void x_tiles(const Args& a, int64_t r0, int64_t i0, int64_t n) {
-  for (; i0 + NX <= n; i0 += NX) tile<kFp8, R, NX>(a, r0, i0);
+  for (; i0 + NX <= n; i0 += NX) tile<F, R, NX>(a, r0, i0);
   if constexpr (NX > 1) {
-    if (i0 < n) x_tiles<kFp8, R, NX - 1>(a, r0, i0, n);
+    if (i0 < n) x_tiles<F, R, NX - 1>(a, r0, i0, n);
   }
 }
 
-template <bool kFp8, int R, int NX>
+template <Fmt F, int R, int NX>
 DENSA_AVX512 void row_tiles(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   int64_t r = r_begin;
-  for (; r + R <= r_end; r += R) x_tiles<kFp8, R, NX>(a, r, 0, n);
-  for (; r < r_end; ++r) x_tiles<kFp8, 1, NX>(a, r, 0, n);
+  for (; r + R <= r_end; r += R) x_tiles<F, R, NX>(a, r, 0, n);
+  for (; r < r_end; ++r) x_tiles<F, 1, NX>(a, r, 0, n);
 }
 
 // Decode (n = 1): 8 weight rows per pass. Prefill: 4 rows x 2 (FP8: a block sum and an
@@ -445,11 +460,15 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
 
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   if (a.w->dtype == DType::kFP8E4M3) {
-    if (n == 1) return row_tiles<true, 4, 1>(a, n, r_begin, r_end);
+    if (n == 1) return row_tiles<Fmt::kFp8, 4, 1>(a, n, r_begin, r_end);
     return fp8_gemm_rows(a, n, r_begin, r_end);
   }
-  if (n == 1) return row_tiles<false, 8, 1>(a, n, r_begin, r_end);
-  return row_tiles<false, 4, 3>(a, n, r_begin, r_end);
+  if (a.w->scales_f16 != nullptr) {
+    if (n == 1) return row_tiles<Fmt::kInt4F16, 8, 1>(a, n, r_begin, r_end);
+    return row_tiles<Fmt::kInt4F16, 4, 3>(a, n, r_begin, r_end);
+  }
+  if (n == 1) return row_tiles<Fmt::kInt4Bf16, 8, 1>(a, n, r_begin, r_end);
+  return row_tiles<Fmt::kInt4Bf16, 4, 3>(a, n, r_begin, r_end);
 }
 
 bool have_vbmi() {
@@ -464,7 +483,7 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
   if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) return false;
   if (w.dtype == DType::kFP8E4M3) return w.scales_f32 != nullptr && have_vbmi() && w.scale_cols % kFp8Step == 0;
   if (w.dtype == DType::kI4) {
-    if (w.scales_bf16 == nullptr) return false;
+    if ((w.scales_bf16 == nullptr) == (w.scales_f16 == nullptr)) return false;  // exactly one scale format
     const int64_t g = w.scale_cols;
     return w.scale_rows == 1 && g % 32 == 0 && w.cols % g == 0 && (kInt4Chunk % g == 0 || g % kInt4Chunk == 0);
   }

@@ -2,6 +2,7 @@
 
 #include "model/hf_moe_names.h"
 #include "quant/dequantize.h"
+#include "quant/int4_group.h"
 
 namespace densa {
 
@@ -83,6 +84,36 @@ Status quantize_lm_head(ModelWeights& w, const WeightQuantSpec& spec) {
   for (auto& b : q.buffers) w.owned.push_back(std::move(b));
   head = q.view;
   return Status::ok();
+}
+
+namespace {
+
+WeightView repack_q4_0(ModelWeights& w, const WeightView& v) {
+  const int64_t groups = v.rows * (v.cols / 32);
+  auto* packed = w.alloc_owned(static_cast<size_t>(v.rows * v.cols / 2));
+  auto* scales = reinterpret_cast<uint16_t*>(w.alloc_owned(static_cast<size_t>(groups) * 2));
+  int4_group_from_q4_0(static_cast<const uint8_t*>(v.data), v.rows, v.cols,
+                       std::span<uint8_t>(packed, static_cast<size_t>(v.rows * v.cols / 2)),
+                       std::span<uint16_t>(scales, static_cast<size_t>(groups)));
+  return int4_group_view_f16(packed, scales, v.rows, v.cols);
+}
+
+}  // namespace
+
+int repack_q4_0_for_kernels(ModelWeights& w) {
+  int n = 0;
+  for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
+    if (v.dtype != DType::kQ4_0) return;
+    v = repack_q4_0(w, v);
+    ++n;
+  });
+  if (w.lm_head.dtype == DType::kQ4_0) {
+    const bool tied = w.lm_head.data == w.tok_embeddings.data;
+    w.lm_head = repack_q4_0(w, w.lm_head);
+    if (tied) w.tok_embeddings = w.lm_head;  // the embedding lookup reads the same values
+    ++n;
+  }
+  return n;
 }
 
 }  // namespace densa

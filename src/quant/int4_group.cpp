@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/check.h"
 
@@ -50,13 +51,45 @@ WeightView int4_group_view(const uint8_t* packed, const uint16_t* scales, int64_
   return v;
 }
 
+void int4_group_from_q4_0(const uint8_t* q4_0, int64_t rows, int64_t cols, std::span<uint8_t> packed,
+                          std::span<uint16_t> scales_f16) {
+  constexpr int64_t kBlock = 32, kBlockBytes = 18;
+  CHECK(cols % kBlock == 0) << "int4 from q4_0: cols " << cols;
+  CHECK(static_cast<int64_t>(packed.size()) == rows * cols / 2);
+  CHECK(static_cast<int64_t>(scales_f16.size()) == rows * (cols / kBlock));
+  const int64_t blocks = rows * cols / kBlock;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* in = q4_0 + b * kBlockBytes;
+    std::memcpy(&scales_f16[static_cast<size_t>(b)], in, 2);  // rows are whole blocks: block b is group b
+    const uint8_t* qs = in + 2;
+    uint8_t* out = packed.data() + b * (kBlock / 2);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      // Output byte j holds elements 2j and 2j + 1; element e < 16 is qs[e] low, else qs[e - 16] high.
+      auto nibble = [qs](int e) { return e < 16 ? qs[e] & 0x0f : qs[e - 16] >> 4; };
+      out[j] = static_cast<uint8_t>(nibble(2 * j) | (nibble(2 * j + 1) << 4));
+    }
+  }
+}
+
+WeightView int4_group_view_f16(const uint8_t* packed, const uint16_t* scales_f16, int64_t rows, int64_t cols) {
+  WeightView v;
+  v.dtype = DType::kI4;
+  v.rows = rows;
+  v.cols = cols;
+  v.data = packed;
+  v.scales_f16 = scales_f16;
+  v.scale_rows = 1;
+  v.scale_cols = 32;
+  return v;
+}
+
 void int4_group_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out) {
-  DCHECK(w.dtype == DType::kI4 && w.scales_bf16 != nullptr && w.scale_cols > 0 && begin % 2 == 0);
-  const uint16_t* srow = w.scales_bf16 + row * (w.cols / w.scale_cols);
+  DCHECK(w.dtype == DType::kI4 && (w.scales_bf16 != nullptr || w.scales_f16 != nullptr) && w.scale_cols > 0 &&
+         begin % 2 == 0);
   const uint8_t* p = w.row_ptr(row);
   for (int64_t j = begin; j < begin + count; ++j) {
     const int nib = (p[j / 2] >> ((j & 1) * 4)) & 0x0f;
-    out[j - begin] = static_cast<float>(nib - kInt4Offset) * bf16_to_f32(srow[j / w.scale_cols]);
+    out[j - begin] = static_cast<float>(nib - kInt4Offset) * int4_group_scale(w, row, j / w.scale_cols);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/dtype.h"
 #include "core/tensor_view.h"
 
 namespace densa {
@@ -33,6 +34,24 @@ void int4_group_quantize(const float* w, int64_t rows, int64_t cols, int64_t gro
 // A WeightView over INT4 group-wise storage (packed and bf16 scales as written above).
 WeightView int4_group_view(const uint8_t* packed, const uint16_t* scales, int64_t rows, int64_t cols,
                            int64_t group);
+
+// GGUF Q4_0 repacked into this layout at g32, without changing a value: a Q4_0 block is an f16
+// scale d and 16 bytes where byte j holds element j (low nibble) and element j + 16 (high
+// nibble), each as q + 8, value (nibble - 8) * d. That is this format's offset and value grid,
+// so only the nibble order changes; d stays f16 (scales_f16) because not every f16 is exact in
+// bf16. Both layouts take 18 bytes per 32 weights. `q4_0` holds rows * cols / 32 blocks.
+// Precondition: cols % 32 == 0.
+void int4_group_from_q4_0(const uint8_t* q4_0, int64_t rows, int64_t cols, std::span<uint8_t> packed,
+                          std::span<uint16_t> scales_f16);
+
+// A WeightView over INT4 g32 storage with f16 scales (as int4_group_from_q4_0 writes).
+WeightView int4_group_view_f16(const uint8_t* packed, const uint16_t* scales_f16, int64_t rows, int64_t cols);
+
+// The scale of group `group` of row `row`, from bf16 or f16 storage, as fp32 (exact).
+inline float int4_group_scale(const WeightView& w, int64_t row, int64_t group) {
+  const int64_t at = row * (w.cols / w.scale_cols) + group;
+  return w.scales_f16 != nullptr ? f16_to_f32(w.scales_f16[at]) : bf16_to_f32(w.scales_bf16[at]);
+}
 
 // Reference dequantization of elements [begin, begin + count) of row `row` (begin even):
 // out[j] = (nibble - 8) * scale of the element's group.

@@ -68,7 +68,7 @@ std::string weight_quant_spec_name(const WeightQuantSpec& spec) {
 
 bool weight_view_in_format(const WeightView& v, const WeightQuantSpec& spec) {
   if (v.dtype != spec.dtype) return false;
-  if (spec.dtype == DType::kI4) return v.scale_rows == 1 && v.scale_cols == spec.group_size;
+  if (spec.dtype == DType::kI4) return v.scales_bf16 != nullptr && v.scale_rows == 1 && v.scale_cols == spec.group_size;
   if (spec.dtype == DType::kFP8E4M3) return v.scale_rows == kFp8BlockRows && v.scale_cols == kFp8BlockCols;
   return true;
 }

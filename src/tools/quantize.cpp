@@ -63,6 +63,7 @@ void append_matrix(std::vector<SafetensorsOut>& out, const std::string& name, co
       return;
     }
     case DType::kI4: {
+      CHECK(v.scales_bf16 != nullptr) << name << ": INT4 with f16 scales (repacked Q4_0) has no compressed-tensors form";
       const int64_t groups = v.cols / v.scale_cols;
       const int32_t dims[2] = {static_cast<int32_t>(v.rows), static_cast<int32_t>(v.cols)};
       out.push_back({name + ".weight_packed", "I32", {v.rows, v.cols / 8}, bytes_of(v.data, static_cast<size_t>(v.bytes()))});
@@ -94,7 +95,7 @@ Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuan
                                    const std::optional<WeightQuantSpec>& head,
                                    const std::function<void(int, int)>& progress) {
   const fs::path& in = opts.input;
-  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(in, LoadOptions{spec.dtype, spec.group_size, head}));
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(in, LoadOptions{spec.dtype, spec.group_size, head, /*repack_for_kernels=*/false}));
   DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(in));
   const ModelConfig& c = w.config;
   QuantizeReport report;
@@ -260,7 +261,7 @@ Result<QuantizeReport> hf_to_gguf(const QuantizeOptions& opts, const std::option
     return invalid_argument("--to '" + opts.to + "': a .gguf output from a Hugging Face directory takes f32, f16, "
                             "bf16, q8_0 or q4_0");
   }
-  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(opts.input));
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(opts.input, LoadOptions{.repack_for_kernels = false}));
   if (opts.output.has_parent_path()) {
     std::error_code ec;
     fs::create_directories(opts.output.parent_path(), ec);

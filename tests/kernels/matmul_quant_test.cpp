@@ -5,7 +5,8 @@
 // stated activation-rounding bound (FP8: 2^-8 * sum|w x|; INT4: sum_k |w_k| * amax(x block) /
 // 254); bit-identical results across n (1 vs 37) and thread counts (1 vs 2); odd row counts,
 // partial FP8 blocks, partial INT4 chunks and NaN codes; INT4 bf16 scales of every sign and
-// outside fp16's range; INT4 codes and scales ending at an unmapped page (no read past them).
+// outside fp16's range; INT4 f16 scales (GGUF Q4_0 repacked) against the same checks and the
+// bf16 path; INT4 codes and scales ending at an unmapped page (no read past them).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -68,6 +70,17 @@ QuantMatrix random_int4(int64_t rows, int64_t cols, int64_t group, uint32_t seed
   std::uniform_real_distribution<float> u(-10.0f, 0.0f);
   for (auto& s : m.scales_bf16) s = f32_to_bf16(std::exp2(u(rng)));
   m.view = int4_group_view(m.codes.data(), m.scales_bf16.data(), rows, cols, group);
+  return m;
+}
+
+// INT4 with f16 scales (GGUF Q4_0 repacked), random codes and finite f16 scales 2^-10 .. 1 with
+// all 10 mantissa bits random.
+QuantMatrix random_int4_f16(int64_t rows, int64_t cols, int64_t group, uint32_t seed) {
+  QuantMatrix m = random_int4(rows, cols, group, seed);
+  std::mt19937 rng(seed + 1);
+  for (auto& s : m.scales_bf16) s = static_cast<uint16_t>(0x1400 + rng() % 0x2800) | (rng() % 2 ? 0x8000 : 0);
+  m.view.scales_f16 = m.scales_bf16.data();  // the same storage, read as f16
+  m.view.scales_bf16 = nullptr;
   return m;
 }
 
@@ -205,6 +218,44 @@ TEST(MatmulQuantAvx512, Int4Bf16ScalesOfEverySignAndRange) {
   }
 }
 
+// f16 scales (repacked Q4_0): the same checks as bf16, at g32 (Q4_0's) and past the chunk
+// (g128, g256: one broadcast scale per chunk); special f16 scales (subnormal, the largest,
+// +-0, not exact in bf16) in every lane position; and, where a scale is exact in both formats,
+// bit-identical output to the bf16 path (so the f16 lane mapping is the bf16 one).
+TEST(MatmulQuantAvx512, Int4F16ScalesMatchReferenceAndBf16Path) {
+  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+  const uint16_t special[] = {0x0001, 0x83ff, 0x7bff, 0x0000, 0x8000, 0x3c01, 0xbc01, 0x2e66, 0x0400};
+  for (int64_t group : {32, 128, 256}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 512}, {37, 256}, {13, 384}, {11, 224}}) {
+      if (cols % group != 0) continue;
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " g" + std::to_string(group));
+      QuantMatrix m = random_int4_f16(rows, cols, group, static_cast<uint32_t>(3 * rows + cols + group));
+      for (size_t i = 0; i < m.scales_bf16.size(); i += 5) m.scales_bf16[i] = special[i / 5 % 9];
+      check_matrix(m.view);
+      // Powers of two are exact in both: the f16 view and a bf16 view of the same values agree bit for bit.
+      QuantMatrix b = m;
+      std::mt19937 rng(static_cast<uint32_t>(cols));
+      std::vector<uint16_t> as_bf16(m.scales_bf16.size());
+      for (size_t i = 0; i < as_bf16.size(); ++i) {
+        const int e = static_cast<int>(rng() % 20) - 14;
+        b.scales_bf16[i] = static_cast<uint16_t>((e + 15) << 10) | (rng() % 2 ? 0x8000 : 0);
+        as_bf16[i] = f32_to_bf16(f16_to_f32(b.scales_bf16[i]));
+      }
+      b.view = m.view;
+      b.view.data = b.codes.data();
+      b.view.scales_f16 = b.scales_bf16.data();
+      const WeightView bf = int4_group_view(b.codes.data(), as_bf16.data(), rows, cols, group);
+      for (int64_t n : {1, 5}) {
+        const std::vector<float> x = random_x(n, cols, 4);
+        std::vector<float> y16(static_cast<size_t>(n * rows)), ybf(y16.size());
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, b.view, x.data(), n, y16.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, bf, x.data(), n, ybf.data(), nullptr);
+        EXPECT_EQ(0, std::memcmp(y16.data(), ybf.data(), y16.size() * 4)) << "n " << n;
+      }
+    }
+  }
+}
+
 // Weight codes and scales ending right before an unmapped page, as the last tensors of a
 // mapped checkpoint can: the kernel loads exactly the bytes and scales each chunk covers (a
 // full-width scale load would fault here), for GEMV and GEMM, full and partial last chunks.
@@ -226,13 +277,19 @@ TEST(MatmulQuantAvx512, Int4ReadsNothingPastCodesOrScales) {
       auto* scales = reinterpret_cast<uint16_t*>(base + 3 * page) - m.scales_bf16.size();
       std::memcpy(codes, m.codes.data(), m.codes.size());
       std::memcpy(scales, m.scales_bf16.data(), m.scales_bf16.size() * 2);
-      const WeightView edge = int4_group_view(codes, scales, rows, cols, group);
-      for (int64_t n : {1, 3}) {
-        const std::vector<float> x = random_x(n, cols, 9);
-        std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
-        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, edge, x.data(), n, y.data(), nullptr);
-        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, want.data(), nullptr);
-        EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4)) << "n " << n;
+      for (bool f16 : {false, true}) {  // bf16 scales, or the same bits read as f16 (repacked Q4_0)
+        WeightView edge = int4_group_view(codes, scales, rows, cols, group), whole = m.view;
+        if (f16) {
+          edge.scales_f16 = std::exchange(edge.scales_bf16, nullptr);
+          whole.scales_f16 = std::exchange(whole.scales_bf16, nullptr);
+        }
+        for (int64_t n : {1, 3}) {
+          const std::vector<float> x = random_x(n, cols, 9);
+          std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
+          matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, edge, x.data(), n, y.data(), nullptr);
+          matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, whole, x.data(), n, want.data(), nullptr);
+          EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4)) << "n " << n << (f16 ? " f16" : " bf16");
+        }
       }
     }
   }
@@ -244,7 +301,8 @@ TEST(MatmulQuantAvx512, Int4ReadsNothingPastCodesOrScales) {
 TEST(MatmulQuantFallback, MatchesExactReference) {
   QuantMatrix q4 = random_int4(24, 256, 32, 99);
   QuantMatrix f8 = random_fp8(19, 300, 98);
-  for (const WeightView* w : {&q4.view, &f8.view}) {
+  QuantMatrix q4f16 = random_int4_f16(24, 256, 32, 97);
+  for (const WeightView* w : {&q4.view, &f8.view, &q4f16.view}) {
     const std::vector<float> x = random_x(3, w->cols, 4);
     std::vector<float> a(static_cast<size_t>(3 * w->rows)), b(a.size());
     matmul_internal::matmul_with_isa(CpuIsa::kScalar, *w, x.data(), 3, a.data(), nullptr);

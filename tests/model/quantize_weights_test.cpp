@@ -163,8 +163,14 @@ TEST_P(LmHeadOnLoad, LogitsEqualDequantizedHeadReference) {
 
   // The option took effect on lm_head alone (the fixture stores lm_head F32).
   ASSERT_EQ(stored.lm_head.dtype, DType::kF32);
-  EXPECT_EQ(q.lm_head.dtype, head_spec.dtype);
-  EXPECT_TRUE(weight_view_in_format(q.lm_head, head_spec));
+  if (head_spec.dtype == DType::kQ4_0) {  // held repacked for the INT4 kernel: g32, the f16 scales kept
+    EXPECT_EQ(q.lm_head.dtype, DType::kI4);
+    EXPECT_NE(q.lm_head.scales_f16, nullptr);
+    EXPECT_EQ(q.lm_head.scale_cols, 32);
+  } else {
+    EXPECT_EQ(q.lm_head.dtype, head_spec.dtype);
+    EXPECT_TRUE(weight_view_in_format(q.lm_head, head_spec));
+  }
   EXPECT_EQ(q.lm_head.rows, stored.lm_head.rows);
   EXPECT_EQ(q.lm_head.cols, stored.lm_head.cols);
   EXPECT_EQ(q.tok_embeddings.dtype, stored.tok_embeddings.dtype);
@@ -293,6 +299,48 @@ TEST(LmHeadOnLoad, BadTargetsAreClearErrorsAndLeaveWeightsUnchanged) {
   // FP8 blocks may be partial: any shape works.
   ASSERT_TRUE(quantize_lm_head(w, spec_of("fp8")).is_ok());
   EXPECT_EQ(w.lm_head.dtype, DType::kFP8E4M3);
+}
+
+// GGUF Q4_0 (here quantized on load) is held repacked for the INT4 kernel: every matrix keeps
+// its values, the body and lm_head become INT4 g32 with f16 scales, and with the repack off
+// the same load keeps Q4_0. A tied head (lm_head viewing the embeddings) and the embeddings
+// end up sharing the one repacked copy.
+TEST(RepackQ4_0, KeepsValuesAndSharesATiedHead) {
+  const std::filesystem::path path = model_dir(kMoe) / "hf";
+  LoadOptions opts;
+  opts.weight_dtype = DType::kQ4_0;
+  opts.weight_group_size = 32;
+  opts.lm_head = spec_of("q4_0");
+  const ModelWeights packed = load_ok(path, opts);
+  opts.repack_for_kernels = false;
+  ModelWeights stored = load_ok(path, opts);
+  int matrices = 0;
+  auto same = [&](const WeightView& a, const WeightView& b, const char* what) {
+    EXPECT_EQ(a.dtype, DType::kI4) << what;
+    EXPECT_NE(a.scales_f16, nullptr) << what;
+    EXPECT_EQ(b.dtype, DType::kQ4_0) << what;
+    EXPECT_EQ(a.bytes() + a.scale_bytes(), b.bytes()) << what;
+    EXPECT_EQ(dequantize_matrix(a), dequantize_matrix(b)) << what;
+    ++matrices;
+  };
+  same(packed.lm_head, stored.lm_head, "lm_head");
+  same(packed.layers[2].wq, stored.layers[2].wq, "wq");
+  same(packed.layers[3].wo, stored.layers[3].wo, "wo");
+  same(packed.layers[0].expert_up[5], stored.layers[0].expert_up[5], "expert_up");
+  same(packed.layers[1].expert_down[7], stored.layers[1].expert_down[7], "expert_down");
+  EXPECT_EQ(matrices, 5);
+  EXPECT_EQ(packed.tok_embeddings.dtype, stored.tok_embeddings.dtype);  // untied: embeddings as stored
+
+  // Tied: lm_head and tok_embeddings view the same Q4_0 tensor.
+  stored.tok_embeddings = stored.lm_head;
+  const std::vector<float> before = dequantize_matrix(stored.lm_head);
+  const int repacked = repack_q4_0_for_kernels(stored);
+  EXPECT_EQ(repacked, 1 + 4 * (4 + 3 * 8));  // lm_head + per layer q/k/v/o and 8 experts' gate/up/down
+  EXPECT_EQ(stored.lm_head.dtype, DType::kI4);
+  EXPECT_EQ(stored.tok_embeddings.data, stored.lm_head.data);
+  EXPECT_EQ(stored.tok_embeddings.scales_f16, stored.lm_head.scales_f16);
+  EXPECT_EQ(dequantize_matrix(stored.tok_embeddings), before);
+  EXPECT_EQ(repack_q4_0_for_kernels(stored), 0);  // nothing left to repack
 }
 
 }  // namespace

@@ -178,6 +178,47 @@ TEST(Int4Group, QuantizeMatrixStoresTheBf16ScaleTheValuesWereQuantizedWith) {
   }
 }
 
+// GGUF Q4_0 repacked for the INT4 kernel: every element keeps its value bit for bit (the
+// repacked view through int4_group_dequantize against the Q4_0 view through the Q4_0 decoder),
+// over random bytes (every nibble, 0 = -8 included) and f16 scales of every kind: not exact in
+// bf16 (10 mantissa bits), subnormal, the largest finite, negative (Q4_0's d = m / -8 is
+// usually negative), +-0.
+TEST(Int4Group, FromQ4_0KeepsEveryValue) {
+  const int64_t rows = 7, cols = 96, blocks = rows * cols / 32;
+  std::mt19937 rng(5);
+  std::vector<uint8_t> q4(static_cast<size_t>(blocks * 18));
+  for (auto& b : q4) b = static_cast<uint8_t>(rng());
+  const uint16_t special[] = {0x3c01, 0xbc01, 0x0001, 0x83ff, 0x7bff, 0xfbff, 0x0000, 0x8000, 0x2e66, 0xb555};
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint16_t d = static_cast<uint16_t>(rng()) & 0x7bff;  // finite, any sign
+    if (b < 10) d = special[b];
+    std::memcpy(q4.data() + b * 18, &d, 2);
+  }
+  const WeightView q4_view{.dtype = DType::kQ4_0, .rows = rows, .cols = cols, .data = q4.data()};
+  std::vector<uint8_t> packed(static_cast<size_t>(rows * cols / 2));
+  std::vector<uint16_t> scales(static_cast<size_t>(blocks));
+  int4_group_from_q4_0(q4.data(), rows, cols, packed, scales);
+  const WeightView v = int4_group_view_f16(packed.data(), scales.data(), rows, cols);
+  EXPECT_EQ(v.dtype, DType::kI4);
+  EXPECT_EQ(v.bytes() + v.scale_bytes(), rows * cols / 32 * 18);  // the same 4.5 bits per weight
+  std::vector<float> want(static_cast<size_t>(cols)), got(want.size());
+  bool saw_not_bf16 = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(q4_view, r, want.data());
+    dequantize_row(v, r, got.data());
+    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "row " << r;
+    for (int64_t g = 0; g < cols / 32; ++g) {
+      const float s = int4_group_scale(v, r, g);
+      saw_not_bf16 |= bf16_to_f32(f32_to_bf16(s)) != s;
+    }
+  }
+  EXPECT_TRUE(saw_not_bf16);  // scales bf16 could not hold: why they stay f16
+  // Element order by hand: block 0, element 1 is the low nibble of qs[1]; element 16 the high
+  // nibble of qs[0]; in the repacked row they sit in byte 0 (high) and byte 8 (low).
+  EXPECT_EQ(packed[0] >> 4, q4[2 + 1] & 0x0f);
+  EXPECT_EQ(packed[8] & 0x0f, q4[2 + 0] >> 4);
+}
+
 TEST(Int4Group, MinusEightDecodes) {
   // Checkpoints from other tools may use q = -8 (nibble 0); it must decode to -8 * scale.
   std::vector<uint8_t> packed(16, 0x00);

@@ -223,8 +223,10 @@ TEST_F(GenModelTest, QuantizedCheckpointsEqualQuantizeOnLoad) {
     const ModelWeights q = make(tiny(true, k.dtype, k.format, std::string(k.dtype) + "." + k.format));
     Result<ModelWeights> ref = load_model(bf16.output, LoadOptions{k.load, 32});
     ASSERT_TRUE(ref.is_ok()) << ref.status().message();
-    EXPECT_EQ(q.layers[0].wq.dtype, k.load);
-    EXPECT_EQ(q.layers[1].expert_down[3].dtype, k.load);
+    // Q4_0 is held repacked for the INT4 kernel (LoadOptions::repack_for_kernels), same values.
+    const DType held = k.load == DType::kQ4_0 ? DType::kI4 : k.load;
+    EXPECT_EQ(q.layers[0].wq.dtype, held);
+    EXPECT_EQ(q.layers[1].expert_down[3].dtype, held);
     each_matrix_pair(q, ref.value(), false, expect_same);
   }
 }
@@ -244,7 +246,7 @@ TEST_F(GenModelTest, LmHeadDtypeWritesAQuantizedHeadTheLoaderReads) {
     GenModelOptions o = tiny(true, k.dtype, k.format, std::string(k.dtype) + "-" + k.head + "." + k.format);
     o.lm_head_dtype = k.head;
     const ModelWeights q = make(o);
-    EXPECT_EQ(q.layers[0].wq.dtype, k.body);
+    EXPECT_EQ(q.layers[0].wq.dtype, k.body == DType::kQ4_0 ? DType::kI4 : k.body);  // Q4_0 repacked at load
     ASSERT_EQ(q.lm_head.dtype, k.head_dtype);
     if (k.head_dtype == DType::kI4) EXPECT_EQ(q.lm_head.scale_cols, 32);
     EXPECT_EQ(q.tok_embeddings.dtype, std::string(k.format) == "hf" ? DType::kBF16 : DType::kQ4_0);

@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "quant/activation_q8.h"
 #include "quant/dequantize.h"
+#include "quant/int4_group.h"
 
 namespace densa::ref {
 
@@ -42,7 +43,7 @@ void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
           const int nibble = (row[k / 2] >> (4 * (k % 2))) & 0x0f;
           isum += static_cast<int64_t>(nibble - 8) * q[static_cast<size_t>(k)];
         }
-        const double ws = bf16_to_f32(w.scales_bf16[r * (cols / g) + grp]);
+        const double ws = int4_group_scale(w, r, grp);
         acc += ws * sx[static_cast<size_t>(b)] * static_cast<double>(isum);
         k0 = k1;
       }
