@@ -127,7 +127,8 @@ struct QuantWeightSet {
   std::vector<WeightView> views;
   int64_t bytes = 0;
 
-  QuantWeightSet(DType dtype, int64_t group, Shape s) {
+  // f16: INT4 scales as f16 (GGUF Q4_0 repacked at load) instead of bf16.
+  QuantWeightSet(DType dtype, int64_t group, Shape s, bool f16 = false) {
     const bool fp8 = dtype == DType::kFP8E4M3;
     const int64_t code_bytes = s.rows * dtype_row_bytes(dtype, s.cols);
     const int64_t num_scales = fp8 ? ((s.rows + 127) / 128) * ((s.cols + 127) / 128) : s.rows * (s.cols / group);
@@ -146,8 +147,8 @@ struct QuantWeightSet {
         scales_f32.emplace_back(static_cast<size_t>(num_scales), 0.01f);
         v.scales_f32 = scales_f32.back().data();
       } else {
-        scales_bf16.emplace_back(static_cast<size_t>(num_scales), f32_to_bf16(0.01f));
-        v.scales_bf16 = scales_bf16.back().data();
+        scales_bf16.emplace_back(static_cast<size_t>(num_scales), f16 ? f32_to_f16(0.01f) : f32_to_bf16(0.01f));
+        (f16 ? v.scales_f16 : v.scales_bf16) = scales_bf16.back().data();
       }
       v.scale_rows = fp8 ? 128 : 1;
       v.scale_cols = fp8 ? 128 : group;
@@ -157,8 +158,8 @@ struct QuantWeightSet {
 };
 
 void run_quant_matmul(benchmark::State& state, CpuIsa isa, DType dtype, int64_t group, Shape shape, int64_t n,
-                      int threads) {
-  QuantWeightSet ws(dtype, group, shape);
+                      int threads, bool f16) {
+  QuantWeightSet ws(dtype, group, shape, f16);
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;
   for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
@@ -182,15 +183,18 @@ void register_quant(const std::vector<int>& thread_counts) {
     DType dtype;
     int64_t group;
     const char* name;
+    bool f16 = false;  // INT4 scales as f16: GGUF Q4_0 as repacked at load
   };
-  constexpr QuantCase kCases[] = {
-      {DType::kFP8E4M3, 128, "fp8_b128"}, {DType::kI4, 32, "int4_g32"}, {DType::kI4, 128, "int4_g128"}};
+  constexpr QuantCase kCases[] = {{DType::kFP8E4M3, 128, "fp8_b128"},
+                                  {DType::kI4, 32, "int4_g32"},
+                                  {DType::kI4, 128, "int4_g128"},
+                                  {DType::kI4, 32, "q4_0_repacked", true}};
   const CpuIsa best = cpu_isa();
   for (const QuantCase& q : kCases) {
     for (const Shape& s : {kShapes[1], kShapes[2]}) {
       for (int t : thread_counts) {
         const std::string name = std::string("gemv/") + q.name + "/" + s.note + "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, s, 1, t)
+        benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, s, 1, t, q.f16)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
@@ -198,7 +202,7 @@ void register_quant(const std::vector<int>& thread_counts) {
     // Prefill: 512 tokens through a Kimi K2 expert (GFLOP/s; FP8 vs INT4 vs bf16 below).
     for (int t : thread_counts) {
       const std::string name = std::string("gemm/n:512/") + q.name + "/" + kShapes[2].note + "/threads:" + std::to_string(t);
-      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kShapes[2], 512, t)
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kShapes[2], 512, t, q.f16)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
@@ -206,7 +210,7 @@ void register_quant(const std::vector<int>& thread_counts) {
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;
       const std::string name = "isa/" + std::string(cpu_isa_name(isa)) + "/gemv/" + q.name + "/" + kShapes[1].note + "/threads:1";
-      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, isa, q.dtype, q.group, kShapes[1], 1, 1)
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, isa, q.dtype, q.group, kShapes[1], 1, 1, q.f16)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

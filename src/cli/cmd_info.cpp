@@ -19,7 +19,7 @@ void count(std::map<std::string, int64_t>& by_dtype, int64_t& scale_bytes, const
 
 int run_info(const std::string& model) {
   const std::string path = model.empty() ? default_model_path() : model;
-  Result<ModelWeights> loaded = load_model(path, LoadOptions{.repack_for_kernels = false});  // as stored
+  Result<ModelWeights> loaded = load_model(path, LoadOptions{.prepare_for_kernels = false});  // as stored
   if (!loaded.is_ok()) {
     std::fprintf(stderr, "densa info: %s\n", loaded.status().message().c_str());
     return 1;

@@ -445,7 +445,10 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
   DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path));
   if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
   if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));
-  if (options.repack_for_kernels) repack_q4_0_for_kernels(w);
+  if (options.prepare_for_kernels) {
+    repack_q4_0_for_kernels(w);
+    move_matrices_to_arena(w);
+  }
   return w;
 }
 

@@ -21,10 +21,11 @@ struct LoadOptions {
   // The output projection's target, chosen apart from the body (quantize_lm_head); nullopt
   // keeps lm_head as stored. A tied lm_head gets its own copy; the embeddings stay as stored.
   std::optional<WeightQuantSpec> lm_head;
-  // GGUF Q4_0 matrices (as stored or quantized on load) are repacked into the INT4 layout the
-  // W4A8 kernel reads (repack_q4_0_for_kernels: same values, f16 scales). Off for tools that
-  // report or rewrite the stored tensors.
-  bool repack_for_kernels = true;
+  // Prepares the matrices for the kernels, values unchanged: GGUF Q4_0 (as stored or quantized
+  // on load) is repacked into the INT4 layout the W4A8 kernel reads (repack_q4_0_for_kernels,
+  // f16 scales), and matrices still in the mapped file are copied into huge pages
+  // (move_matrices_to_arena). Off for tools that report or rewrite the stored tensors.
+  bool prepare_for_kernels = true;
 };
 
 Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options = {});

@@ -1,5 +1,8 @@
 #include "model/model_weights.h"
 
+#include <cstring>
+#include <type_traits>
+
 namespace densa {
 namespace {
 
@@ -46,6 +49,24 @@ int64_t ModelWeights::weight_bytes() const {
   int64_t n = vector_params(*this) * static_cast<int64_t>(sizeof(float));
   for_each_matrix(*this, [&](const WeightView& v) { n += matrix_bytes(v); });
   return n;
+}
+
+WeightView ModelWeights::adopt(const WeightView& v) {
+  if (v.empty()) return v;
+  WeightView out = v;
+  uint8_t* data = alloc_owned(static_cast<size_t>(v.bytes()));
+  std::memcpy(data, v.data, static_cast<size_t>(v.bytes()));
+  out.data = data;
+  const auto copy_scales = [&](const auto* src) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
+    auto* dst = reinterpret_cast<T*>(alloc_owned(static_cast<size_t>(v.scale_bytes())));
+    std::memcpy(dst, src, static_cast<size_t>(v.scale_bytes()));
+    return static_cast<const T*>(dst);
+  };
+  if (v.scales_f32 != nullptr) out.scales_f32 = copy_scales(v.scales_f32);
+  if (v.scales_bf16 != nullptr) out.scales_bf16 = copy_scales(v.scales_bf16);
+  if (v.scales_f16 != nullptr) out.scales_f16 = copy_scales(v.scales_f16);
+  return out;
 }
 
 }  // namespace densa

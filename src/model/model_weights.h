@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_page_arena.h"
 #include "core/tensor_view.h"
 #include "io/mapped_file.h"
 #include "io/model_config.h"
@@ -63,13 +64,15 @@ struct ModelWeights {
 
   // Storage behind the views above.
   std::vector<std::unique_ptr<MappedFile>> files;
-  std::vector<std::unique_ptr<uint8_t[]>> owned;
+  // Buffers for tensors converted or copied at load (quantized, repacked, unpermuted, moved
+  // out of the mapped file), in huge pages where the system allows (core/huge_page_arena.h).
+  HugePageArena arena;
 
-  // Allocates an owned buffer of `bytes` and returns it (views may point into it).
-  uint8_t* alloc_owned(size_t bytes) {
-    owned.push_back(std::make_unique<uint8_t[]>(bytes));
-    return owned.back().get();
-  }
+  // Allocates an owned, zeroed, 64-byte aligned buffer of `bytes` in the arena and returns it
+  // (views may point into it).
+  uint8_t* alloc_owned(size_t bytes) { return arena.alloc(bytes); }
+  // A copy of v's codes and scales in the arena (the same values and format).
+  WeightView adopt(const WeightView& v);
   int64_t num_params() const;
   int64_t weight_bytes() const;  // bytes of all matrices + norms as stored
 };

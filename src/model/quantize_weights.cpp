@@ -63,9 +63,7 @@ Status quantize_weights(ModelWeights& w, const WeightQuantSpec& spec, const std:
       return;
     }
     const std::vector<float> f = dequantize_matrix(v);
-    QuantizedMatrix q = quantize_matrix(f.data(), v.rows, v.cols, spec);
-    for (auto& b : q.buffers) w.owned.push_back(std::move(b));
-    v = q.view;
+    v = w.adopt(quantize_matrix(f.data(), v.rows, v.cols, spec).view);  // the temporary buffers go
     if (on_matrix) on_matrix(++done, total);
   });
   return Status::ok();
@@ -80,9 +78,7 @@ Status quantize_lm_head(ModelWeights& w, const WeightQuantSpec& spec) {
   if (weight_view_in_format(head, spec)) return Status::ok();
   // Reads the stored values, so a tied head starts from the embeddings and leaves them alone.
   const std::vector<float> f = dequantize_matrix(head);
-  QuantizedMatrix q = quantize_matrix(f.data(), head.rows, head.cols, spec);
-  for (auto& b : q.buffers) w.owned.push_back(std::move(b));
-  head = q.view;
+  head = w.adopt(quantize_matrix(f.data(), head.rows, head.cols, spec).view);
   return Status::ok();
 }
 
@@ -111,6 +107,23 @@ int repack_q4_0_for_kernels(ModelWeights& w) {
     const bool tied = w.lm_head.data == w.tok_embeddings.data;
     w.lm_head = repack_q4_0(w, w.lm_head);
     if (tied) w.tok_embeddings = w.lm_head;  // the embedding lookup reads the same values
+    ++n;
+  }
+  return n;
+}
+
+int move_matrices_to_arena(ModelWeights& w) {
+  int n = 0;
+  const auto in_arena = [&](const WeightView& v) { return w.arena.contains(v.data); };
+  for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
+    if (v.empty() || in_arena(v)) return;
+    v = w.adopt(v);
+    ++n;
+  });
+  if (!w.lm_head.empty() && !in_arena(w.lm_head)) {
+    const bool tied = w.lm_head.data == w.tok_embeddings.data;
+    w.lm_head = w.adopt(w.lm_head);
+    if (tied) w.tok_embeddings = w.lm_head;
     ++n;
   }
   return n;

@@ -34,4 +34,10 @@ Status quantize_lm_head(ModelWeights& w, const WeightQuantSpec& spec);
 // lm_head and the embeddings share one repacked copy. Returns how many matrices changed.
 int repack_q4_0_for_kernels(ModelWeights& w);
 
+// Copies every quantizable matrix and lm_head that still lies in a mapped file (or anywhere
+// outside w.arena) into the arena, so the streams decode reads every step sit in huge pages
+// (core/huge_page_arena.h) instead of 4 KiB page-cache pages. Values and formats unchanged; a
+// tied lm_head and the embeddings share the copy. Returns how many matrices moved.
+int move_matrices_to_arena(ModelWeights& w);
+
 }  // namespace densa

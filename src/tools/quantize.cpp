@@ -95,7 +95,7 @@ Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuan
                                    const std::optional<WeightQuantSpec>& head,
                                    const std::function<void(int, int)>& progress) {
   const fs::path& in = opts.input;
-  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(in, LoadOptions{spec.dtype, spec.group_size, head, /*repack_for_kernels=*/false}));
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(in, LoadOptions{spec.dtype, spec.group_size, head, /*prepare_for_kernels=*/false}));
   DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(in));
   const ModelConfig& c = w.config;
   QuantizeReport report;
@@ -261,7 +261,7 @@ Result<QuantizeReport> hf_to_gguf(const QuantizeOptions& opts, const std::option
     return invalid_argument("--to '" + opts.to + "': a .gguf output from a Hugging Face directory takes f32, f16, "
                             "bf16, q8_0 or q4_0");
   }
-  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(opts.input, LoadOptions{.repack_for_kernels = false}));
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_model(opts.input, LoadOptions{.prepare_for_kernels = false}));
   if (opts.output.has_parent_path()) {
     std::error_code ec;
     fs::create_directories(opts.output.parent_path(), ec);

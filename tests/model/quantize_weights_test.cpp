@@ -219,10 +219,10 @@ TEST(LmHeadOnLoad, DefaultKeepsLmHeadAsStoredWithQuantizedBody) {
 TEST(LmHeadOnLoad, HeadAlreadyInTheTargetIsKeptExact) {
   ModelWeights w = load_ok(model_dir(kDense) / "hf", LoadOptions{.lm_head = spec_of("int4-g32")});
   const WeightView before = w.lm_head;
-  const size_t owned = w.owned.size();
+  const size_t owned = w.arena.allocated();
   ASSERT_TRUE(quantize_lm_head(w, spec_of("int4-g32")).is_ok());
   EXPECT_EQ(w.lm_head.data, before.data);
-  EXPECT_EQ(w.owned.size(), owned);
+  EXPECT_EQ(w.arena.allocated(), owned);
   // Another group size is a conversion.
   ASSERT_TRUE(quantize_lm_head(w, spec_of("int4-g128")).is_ok());
   EXPECT_NE(w.lm_head.data, before.data);
@@ -294,7 +294,7 @@ TEST(LmHeadOnLoad, BadTargetsAreClearErrorsAndLeaveWeightsUnchanged) {
         << s.message();
     EXPECT_EQ(w.lm_head.data, values.data());
     EXPECT_EQ(w.lm_head.dtype, DType::kF32);
-    EXPECT_TRUE(w.owned.empty());
+    EXPECT_EQ(w.arena.allocated(), 0u);
   }
   // FP8 blocks may be partial: any shape works.
   ASSERT_TRUE(quantize_lm_head(w, spec_of("fp8")).is_ok());
@@ -312,7 +312,7 @@ TEST(RepackQ4_0, KeepsValuesAndSharesATiedHead) {
   opts.weight_group_size = 32;
   opts.lm_head = spec_of("q4_0");
   const ModelWeights packed = load_ok(path, opts);
-  opts.repack_for_kernels = false;
+  opts.prepare_for_kernels = false;
   ModelWeights stored = load_ok(path, opts);
   int matrices = 0;
   auto same = [&](const WeightView& a, const WeightView& b, const char* what) {
@@ -341,6 +341,46 @@ TEST(RepackQ4_0, KeepsValuesAndSharesATiedHead) {
   EXPECT_EQ(stored.tok_embeddings.scales_f16, stored.lm_head.scales_f16);
   EXPECT_EQ(dequantize_matrix(stored.tok_embeddings), before);
   EXPECT_EQ(repack_q4_0_for_kernels(stored), 0);  // nothing left to repack
+}
+
+// The default load copies the matrices decode streams out of the mapped file into the
+// huge-page arena: same values and format, none left in the file, lm_head moved, the untied
+// embeddings (one row read per token) left in place; as-stored loads keep the file views.
+TEST(MoveMatricesToArena, DefaultLoadCopiesStreamedMatricesOutOfTheFile) {
+  const std::filesystem::path path = model_dir(kMoe) / "gguf" / "tinystories-mixtral-3.6m-f16.gguf";
+  const ModelWeights moved = load_ok(path);
+  const ModelWeights stored = load_ok(path, LoadOptions{.prepare_for_kernels = false});
+  ASSERT_EQ(moved.files.size(), 1u);
+  const auto in_file_of = [](const ModelWeights& w, const void* p) {
+    const uint8_t* file = w.files[0]->data();
+    return static_cast<const uint8_t*>(p) >= file && static_cast<const uint8_t*>(p) < file + w.files[0]->size();
+  };
+  const auto in_file = [&](const void* p) { return in_file_of(moved, p); };
+  int checked = 0;
+  auto check = [&](const WeightView& a, const WeightView& b) {
+    EXPECT_EQ(a.dtype, b.dtype);
+    EXPECT_TRUE(moved.arena.contains(a.data));
+    EXPECT_FALSE(in_file(a.data));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data) % 64, 0u);
+    EXPECT_TRUE(stored.arena.contains(b.data) || in_file_of(stored, b.data));
+    ASSERT_EQ(a.bytes(), b.bytes());
+    EXPECT_EQ(0, std::memcmp(a.data, b.data, static_cast<size_t>(a.bytes())));
+    ++checked;
+  };
+  check(moved.lm_head, stored.lm_head);
+  for (size_t l = 0; l < moved.layers.size(); ++l) {
+    check(moved.layers[l].wq, stored.layers[l].wq);
+    check(moved.layers[l].wv, stored.layers[l].wv);
+    for (size_t e = 0; e < moved.layers[l].expert_down.size(); ++e) {
+      check(moved.layers[l].expert_down[e], stored.layers[l].expert_down[e]);
+    }
+  }
+  EXPECT_EQ(checked, 1 + 4 * (2 + 8));
+  EXPECT_TRUE(in_file(moved.tok_embeddings.data));
+  EXPECT_TRUE(in_file_of(stored, stored.layers[1].expert_up[3].data));
+  EXPECT_FALSE(in_file(moved.layers[1].expert_up[3].data));
+  ModelWeights again = load_ok(path);
+  EXPECT_EQ(move_matrices_to_arena(again), 0);  // nothing left outside
 }
 
 }  // namespace

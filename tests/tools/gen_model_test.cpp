@@ -223,7 +223,7 @@ TEST_F(GenModelTest, QuantizedCheckpointsEqualQuantizeOnLoad) {
     const ModelWeights q = make(tiny(true, k.dtype, k.format, std::string(k.dtype) + "." + k.format));
     Result<ModelWeights> ref = load_model(bf16.output, LoadOptions{k.load, 32});
     ASSERT_TRUE(ref.is_ok()) << ref.status().message();
-    // Q4_0 is held repacked for the INT4 kernel (LoadOptions::repack_for_kernels), same values.
+    // Q4_0 is held repacked for the INT4 kernel (LoadOptions::prepare_for_kernels), same values.
     const DType held = k.load == DType::kQ4_0 ? DType::kI4 : k.load;
     EXPECT_EQ(q.layers[0].wq.dtype, held);
     EXPECT_EQ(q.layers[1].expert_down[3].dtype, held);
