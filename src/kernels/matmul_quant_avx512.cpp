@@ -68,9 +68,15 @@ constexpr int64_t kFp8Step = 64;          // columns per FP8 step (one 64-byte l
 constexpr int64_t kFp8StepBytes = 128;    // prepared activations per step (64 bf16)
 constexpr int64_t kInt4Chunk = 128;       // columns per INT4 chunk (one 64-byte load)
 constexpr int64_t kInt4ChunkBytes = 256;  // prepared activations per chunk
+constexpr int64_t kInt8Chunk = 64;        // columns per INT8 chunk (one 64-byte load)
+constexpr int64_t kInt8ChunkBytes = 128;  // prepared activations per chunk
 
 int64_t fp8_x_stride(int64_t cols) { return (cols + kFp8Step - 1) / kFp8Step * kFp8StepBytes; }
 int64_t int4_x_stride(int64_t cols) { return (cols + kInt4Chunk - 1) / kInt4Chunk * kInt4ChunkBytes; }
+int64_t int8_x_stride(int64_t cols) { return (cols + kInt8Chunk - 1) / kInt8Chunk * kInt8ChunkBytes; }
+int64_t x_stride(const WeightView& w) {
+  return w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : w.dtype == DType::kI8 ? int8_x_stride(w.cols) : int4_x_stride(w.cols);
+}
 
 // bf16 bytes of the e4m3 values 0x00 .. 0x7f (the sign bit is or-ed in separately).
 struct Fp8Lut {
@@ -116,8 +122,38 @@ DENSA_AVX512 void prepare_x_fp8(const float* x, int64_t cols, uint8_t* out) {
   }
 }
 
-// activation_q8_quantize (same fp32 operations, so the same q and scales) in the per-128
-// layout described at the top.
+// activation_q8_quantize (same fp32 operations, so the same q and scales) of the 128
+// elements from k0 (zeros past cols): q[128] and the four block scales sx[4].
+DENSA_AVX512_INLINE void quantize_x128(const float* x, int64_t cols, int64_t k0, int8_t* q, float* sx) {
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  for (int b = 0; b < 4; ++b) {
+    __m512 v[2];
+    __mmask16 bad = 0;
+    __m512 amax = _mm512_setzero_ps();
+    for (int h = 0; h < 2; ++h) {
+      const int64_t at = k0 + 32 * b + 16 * h;
+      v[h] = _mm512_maskz_loadu_ps(float_mask(cols - at), x + at);
+      const __m512 av = _mm512_abs_ps(v[h]);
+      bad |= _mm512_cmp_ps_mask(av, inf, _CMP_NLT_UQ);  // inf or NaN
+      amax = _mm512_max_ps(amax, av);
+    }
+    const float m = _mm512_reduce_max_ps(amax);
+    if (bad != 0 || m == 0.0f) {
+      sx[b] = bad != 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+      std::memset(q + 32 * b, 0, 32);
+      continue;
+    }
+    const __m512 inv = _mm512_set1_ps(127.0f / m);
+    sx[b] = m / 127.0f;
+    for (int h = 0; h < 2; ++h) {
+      __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(v[h], inv));  // MXCSR default: half to even
+      qi = _mm512_max_epi32(_mm512_min_epi32(qi, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+      _mm_store_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16 * h), _mm512_cvtepi32_epi8(qi));
+    }
+  }
+}
+
+// quantize_x128 in the per-128 layout described at the top.
 DENSA_AVX512 void prepare_x_int4(const float* x, int64_t cols, uint8_t* out) {
   alignas(64) uint8_t even_idx[64], odd_idx[64];
   alignas(64) int32_t block_of_lane[16];
@@ -128,35 +164,10 @@ DENSA_AVX512 void prepare_x_int4(const float* x, int64_t cols, uint8_t* out) {
   for (int l = 0; l < 16; ++l) block_of_lane[l] = l / 4;
   const __m512i ie = _mm512_load_si512(even_idx), io = _mm512_load_si512(odd_idx);
   const __m512i lane_block = _mm512_load_si512(block_of_lane);
-  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
   for (int64_t k0 = 0; k0 < cols; k0 += kInt4Chunk, out += kInt4ChunkBytes) {
     alignas(64) int8_t q[kInt4Chunk];
     alignas(16) float sx[4];
-    for (int b = 0; b < 4; ++b) {
-      __m512 v[2];
-      __mmask16 bad = 0;
-      __m512 amax = _mm512_setzero_ps();
-      for (int h = 0; h < 2; ++h) {
-        const int64_t at = k0 + 32 * b + 16 * h;
-        v[h] = _mm512_maskz_loadu_ps(float_mask(cols - at), x + at);
-        const __m512 av = _mm512_abs_ps(v[h]);
-        bad |= _mm512_cmp_ps_mask(av, inf, _CMP_NLT_UQ);  // inf or NaN
-        amax = _mm512_max_ps(amax, av);
-      }
-      const float m = _mm512_reduce_max_ps(amax);
-      if (bad != 0 || m == 0.0f) {
-        sx[b] = bad != 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
-        std::memset(q + 32 * b, 0, 32);
-        continue;
-      }
-      const __m512 inv = _mm512_set1_ps(127.0f / m);
-      sx[b] = m / 127.0f;
-      for (int h = 0; h < 2; ++h) {
-        __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(v[h], inv));  // MXCSR default: half to even
-        qi = _mm512_max_epi32(_mm512_min_epi32(qi, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-        _mm_store_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16 * h), _mm512_cvtepi32_epi8(qi));
-      }
-    }
+    quantize_x128(x, cols, k0, q, sx);
     const __m512i q0 = _mm512_load_si512(q), q1 = _mm512_load_si512(q + 64);
     const __m512i even = _mm512_permutex2var_epi8(q0, ie, q1);
     const __m512i odd = _mm512_permutex2var_epi8(q0, io, q1);
@@ -166,6 +177,25 @@ DENSA_AVX512 void prepare_x_int4(const float* x, int64_t cols, uint8_t* out) {
     _mm512_storeu_si512(out + 64, odd);
     _mm512_storeu_ps(out + 128, _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_load_ps(sx))));
     _mm512_storeu_si512(out + 192, _mm512_mullo_epi32(lane_sum, _mm512_set1_epi32(-8)));
+  }
+}
+
+// quantize_x128 in the per-64 INT8 layout described at the top: q + 128 as unsigned bytes,
+// then each lane's x scale (lane l covers elements 4l .. 4l+3, x block l / 8).
+DENSA_AVX512 void prepare_x_int8(const float* x, int64_t cols, uint8_t* out) {
+  alignas(64) int32_t block_of_lane[16];
+  for (int l = 0; l < 16; ++l) block_of_lane[l] = l / 8;
+  const __m512i lane_block = _mm512_load_si512(block_of_lane);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t k0 = 0; k0 < cols; k0 += 2 * kInt8Chunk) {
+    alignas(64) int8_t q[2 * kInt8Chunk];
+    alignas(16) float sx[4];
+    quantize_x128(x, cols, k0, q, sx);
+    for (int h = 0; h < 2 && k0 + h * kInt8Chunk < cols; ++h, out += kInt8ChunkBytes) {
+      _mm512_storeu_si512(out, _mm512_xor_si512(_mm512_load_si512(q + h * kInt8Chunk), bias));  // q + 128
+      const __m512 s = _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_load_ps(sx + 2 * h)));
+      _mm512_storeu_ps(out + 64, s);
+    }
   }
 }
 
@@ -381,13 +411,75 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
   }
 }
 
-// Which tile kernel: FP8 block-scaled, or INT4 with bf16 or f16 group scales.
-enum class Fmt { kFp8, kInt4Bf16, kInt4F16 };
+// INT8 (W8A8): per 64-column chunk, vpdpbusd of the unsigned x (q + 128) with the signed
+// codes, minus vpdpbusd of 128 with the codes (128 * sum w), is the exact int32 sum of w * q
+// over each lane's 4 elements; lanes 0-7 belong to group 2c, 8-15 to group 2c + 1 (32 wide,
+// the x blocks too). Scales: the chunk's two f16 weight scales widened by vcvtph2ps and spread
+// by a lane permute, times the prepared per-lane x scales.
+template <int R, int NX>
+DENSA_AVX512_INLINE void int8_tile(const Args& a, int64_t r0, int64_t i0) {
+  const WeightView& w = *a.w;
+  const int64_t cols = w.cols, groups = cols / kActQ8Block;
+  const uint8_t* rp[R];
+  const uint16_t* sp[R];
+  for (int r = 0; r < R; ++r) {
+    rp[r] = w.row_ptr(r0 + r);
+    sp[r] = w.scales_f16 + (r0 + r) * groups;
+  }
+  const int64_t next_tile = R * w.row_bytes();
+  alignas(64) int32_t idx[16];
+  for (int l = 0; l < 16; ++l) idx[l] = l / 8;
+  const __m512i lane_group = _mm512_load_si512(idx);
+  const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 acc[R][NX];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < cols; k += kInt8Chunk) {
+    const bool tail = cols - k < kInt8Chunk;  // 32 columns: one group, half the lanes
+    const __mmask64 m = tail ? byte_mask(cols - k) : ~__mmask64{0};
+    const uint8_t* xs[NX];
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) xs[i] = a.xp + (i0 + i) * a.x_stride + k / kInt8Chunk * kInt8ChunkBytes;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      if constexpr (NX == 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + next_tile), _MM_HINT_T1);
+      }
+      const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k);
+      const __m512i wsum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, v);
+      // Exactly the scales this chunk covers (two, or one in the tail): never past the row's.
+      uint32_t sbits = 0;
+      std::memcpy(&sbits, sp[r] + k / kActQ8Block, tail ? 2 : 4);
+      const __m512 ws = _mm512_permutexvar_ps(
+          lane_group, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(sbits)))));
+#pragma GCC unroll 16
+      for (int i = 0; i < NX; ++i) {
+        const __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(xs[i]), v), wsum);
+        const __m512 scale = _mm512_mul_ps(ws, _mm512_loadu_ps(reinterpret_cast<const float*>(xs[i] + 64)));
+        acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[r][i]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) a.y[(i0 + i) * w.rows + r0 + r] = hsum(acc[r][i]);
+  }
+}
+
+// Which tile kernel: FP8 block-scaled, INT4 with bf16 or f16 group scales, or INT8 (f16 scales).
+enum class Fmt { kFp8, kInt4Bf16, kInt4F16, kInt8 };
 
 template <Fmt F, int R, int NX>
 DENSA_AVX512_INLINE void tile(const Args& a, int64_t r0, int64_t i0) {
   if constexpr (F == Fmt::kFp8) {
     fp8_tile<R, NX>(a, r0, i0);
+  } else if constexpr (F == Fmt::kInt8) {
+    int8_tile<R, NX>(a, r0, i0);
   } else {
     int4_tile<R, NX, F == Fmt::kInt4F16>(a, r0, i0);
   }
@@ -463,6 +555,10 @@ void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
     if (n == 1) return row_tiles<Fmt::kFp8, 4, 1>(a, n, r_begin, r_end);
     return fp8_gemm_rows(a, n, r_begin, r_end);
   }
+  if (a.w->dtype == DType::kI8) {
+    if (n == 1) return row_tiles<Fmt::kInt8, 8, 1>(a, n, r_begin, r_end);
+    return row_tiles<Fmt::kInt8, 4, 3>(a, n, r_begin, r_end);
+  }
   if (a.w->scales_f16 != nullptr) {
     if (n == 1) return row_tiles<Fmt::kInt4F16, 8, 1>(a, n, r_begin, r_end);
     return row_tiles<Fmt::kInt4F16, 4, 3>(a, n, r_begin, r_end);
@@ -482,6 +578,9 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
   if (w.scale_rows <= 0 || w.scale_cols <= 0) return false;
   if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) return false;
   if (w.dtype == DType::kFP8E4M3) return w.scales_f32 != nullptr && have_vbmi() && w.scale_cols % kFp8Step == 0;
+  if (w.dtype == DType::kI8) {  // GGUF Q8_0 repacked: f16 scales per 32
+    return w.scales_f16 != nullptr && w.scale_rows == 1 && w.scale_cols == kActQ8Block && w.cols % kActQ8Block == 0;
+  }
   if (w.dtype == DType::kI4) {
     if ((w.scales_bf16 == nullptr) == (w.scales_f16 == nullptr)) return false;  // exactly one scale format
     const int64_t g = w.scale_cols;
@@ -491,19 +590,19 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
 }
 
 int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n) {
-  const int64_t stride = w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : int4_x_stride(w.cols);
-  return n * stride;
+  return n * x_stride(w);
 }
 
 void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n, uint8_t* xp) {
   CHECK(matmul_quant_avx512_supports(w)) << "matmul avx512 quant: dtype " << dtype_name(w.dtype)
                                          << ", scale block " << w.scale_rows << "x" << w.scale_cols;
   CHECK(reinterpret_cast<uintptr_t>(xp) % 64 == 0) << "matmul avx512 quant: unaligned activations";
-  const bool fp8 = w.dtype == DType::kFP8E4M3;
-  const int64_t stride = fp8 ? fp8_x_stride(w.cols) : int4_x_stride(w.cols);
+  const int64_t stride = x_stride(w);
   for (int64_t i = 0; i < n; ++i) {
-    if (fp8) {
+    if (w.dtype == DType::kFP8E4M3) {
       prepare_x_fp8(x + i * w.cols, w.cols, xp + i * stride);
+    } else if (w.dtype == DType::kI8) {
+      prepare_x_int8(x + i * w.cols, w.cols, xp + i * stride);
     } else {
       prepare_x_int4(x + i * w.cols, w.cols, xp + i * stride);
     }
@@ -513,8 +612,7 @@ void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n,
 void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
                               int64_t r_end) {
   if (n <= 0 || r_begin >= r_end) return;
-  const int64_t stride = w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : int4_x_stride(w.cols);
-  const Args a{&w, xp, stride, y};
+  const Args a{&w, xp, x_stride(w), y};
   rows(a, n, r_begin, r_end);
 }
 

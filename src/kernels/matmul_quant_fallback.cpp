@@ -39,12 +39,12 @@ void rows_kernel(const WeightView& w, const float* x, int64_t n, float* y, int64
 
 }  // namespace
 
-bool matmul_quant_fallback_supports(DType t) { return t == DType::kFP8E4M3 || t == DType::kI4; }
+bool matmul_quant_fallback_supports(DType t) { return t == DType::kFP8E4M3 || t == DType::kI4 || t == DType::kI8; }
 
 void matmul_quant_fallback_rows(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
                                 int64_t r_end) {
   CHECK(matmul_quant_fallback_supports(w.dtype)) << "matmul fallback: dtype " << dtype_name(w.dtype);
-  CHECK(w.dtype == DType::kI4 ? (w.scales_bf16 != nullptr || w.scales_f16 != nullptr) : w.scales_f32 != nullptr) << "matmul fallback: missing scales";
+  CHECK(w.dtype == DType::kFP8E4M3 ? w.scales_f32 != nullptr : (w.scales_bf16 != nullptr || w.scales_f16 != nullptr)) << "matmul fallback: missing scales";
   CHECK(w.scale_rows > 0 && w.scale_cols > 0) << "matmul fallback: scale block " << w.scale_rows << "x" << w.scale_cols;
   CHECK(w.cols % 2 == 0) << "matmul fallback: cols " << w.cols;
   if (n <= 0 || r_begin >= r_end) return;

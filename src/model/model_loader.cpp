@@ -446,7 +446,7 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
   if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
   if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));
   if (options.prepare_for_kernels) {
-    repack_q4_0_for_kernels(w);
+    repack_ggml_for_kernels(w);
     move_matrices_to_arena(w);
   }
   return w;

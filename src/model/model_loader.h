@@ -22,7 +22,7 @@ struct LoadOptions {
   // keeps lm_head as stored. A tied lm_head gets its own copy; the embeddings stay as stored.
   std::optional<WeightQuantSpec> lm_head;
   // Prepares the matrices for the kernels, values unchanged: GGUF Q4_0 (as stored or quantized
-  // on load) is repacked into the INT4 layout the W4A8 kernel reads (repack_q4_0_for_kernels,
+  // on load) is repacked into the INT4 layout the W4A8 kernel reads (repack_ggml_for_kernels,
   // f16 scales), and matrices still in the mapped file are copied into huge pages
   // (move_matrices_to_arena). Off for tools that report or rewrite the stored tensors.
   bool prepare_for_kernels = true;

@@ -3,6 +3,7 @@
 #include "model/hf_moe_names.h"
 #include "quant/dequantize.h"
 #include "quant/int4_group.h"
+#include "quant/int8_group.h"
 
 namespace densa {
 
@@ -94,19 +95,36 @@ WeightView repack_q4_0(ModelWeights& w, const WeightView& v) {
   return int4_group_view_f16(packed, scales, v.rows, v.cols);
 }
 
+WeightView repack_q8_0(ModelWeights& w, const WeightView& v) {
+  const int64_t groups = v.rows * (v.cols / 32);
+  auto* codes = w.alloc_owned(static_cast<size_t>(v.rows * v.cols));
+  auto* scales = reinterpret_cast<uint16_t*>(w.alloc_owned(static_cast<size_t>(groups) * 2));
+  int8_group_from_q8_0(static_cast<const uint8_t*>(v.data), v.rows, v.cols,
+                       std::span<uint8_t>(codes, static_cast<size_t>(v.rows * v.cols)),
+                       std::span<uint16_t>(scales, static_cast<size_t>(groups)));
+  return int8_group_view_f16(codes, scales, v.rows, v.cols);
+}
+
+// The repacked form of a GGUF block matrix, or v itself for any other dtype.
+WeightView repack_ggml(ModelWeights& w, const WeightView& v) {
+  if (v.dtype == DType::kQ4_0) return repack_q4_0(w, v);
+  if (v.dtype == DType::kQ8_0) return repack_q8_0(w, v);
+  return v;
+}
+
 }  // namespace
 
-int repack_q4_0_for_kernels(ModelWeights& w) {
+int repack_ggml_for_kernels(ModelWeights& w) {
   int n = 0;
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
-    if (v.dtype != DType::kQ4_0) return;
-    v = repack_q4_0(w, v);
-    ++n;
+    const WeightView r = repack_ggml(w, v);
+    n += r.data != v.data;
+    v = r;
   });
-  if (w.lm_head.dtype == DType::kQ4_0) {
-    const bool tied = w.lm_head.data == w.tok_embeddings.data;
-    w.lm_head = repack_q4_0(w, w.lm_head);
-    if (tied) w.tok_embeddings = w.lm_head;  // the embedding lookup reads the same values
+  const WeightView head = repack_ggml(w, w.lm_head);
+  if (head.data != w.lm_head.data) {
+    if (w.lm_head.data == w.tok_embeddings.data) w.tok_embeddings = head;  // tied: the lookup reads the same values
+    w.lm_head = head;
     ++n;
   }
   return n;

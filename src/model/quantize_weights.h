@@ -28,11 +28,12 @@ Status quantize_weights(ModelWeights& w, const WeightQuantSpec& spec,
 // shape does not fit the target (e.g. INT4 g128 with a hidden size not a multiple of 128).
 Status quantize_lm_head(ModelWeights& w, const WeightQuantSpec& spec);
 
-// Repacks every GGUF Q4_0 matrix of w (the quantizable ones and lm_head) into the INT4 g32
-// layout with f16 scales (quant/int4_group.h), in buffers owned by w: the same values, in the
-// layout the W4A8 kernel streams (the Q4_0 layout only has the exact fp32 kernel). A tied
-// lm_head and the embeddings share one repacked copy. Returns how many matrices changed.
-int repack_q4_0_for_kernels(ModelWeights& w);
+// Repacks every GGUF Q4_0 / Q8_0 matrix of w (the quantizable ones and lm_head) in buffers
+// owned by w, the same values in the layouts the VNNI kernels stream (the GGUF block layouts
+// only have the exact fp32 kernel): Q4_0 -> INT4 g32 (quant/int4_group.h), Q8_0 -> INT8 g32
+// (quant/int8_group.h), f16 scales kept. A tied lm_head and the embeddings share one
+// repacked copy. Returns how many matrices changed.
+int repack_ggml_for_kernels(ModelWeights& w);
 
 // Copies every quantizable matrix and lm_head that still lies in a mapped file (or anywhere
 // outside w.arena) into the arena, so the streams decode reads every step sit in huge pages

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "quant/fp8_block.h"
 #include "quant/int4_group.h"
+#include "quant/int8_group.h"
 
 namespace densa {
 
@@ -67,6 +68,8 @@ void dequantize_row_range(const WeightView& w, int64_t row, int64_t begin, int64
       int4_group_dequantize(w, row, begin, count, out);
       return;
     case DType::kI8:
+      int8_group_dequantize(w, row, begin, count, out);
+      return;
     case DType::kI32:
     case DType::kU8:
       break;

@@ -66,6 +66,12 @@ std::string weight_quant_spec_name(const WeightQuantSpec& spec) {
   return std::string(dtype_name(spec.dtype));
 }
 
+std::string_view weight_view_format_name(const WeightView& v) {
+  if (v.scales_f16 != nullptr && v.dtype == DType::kI4) return "q4_0";
+  if (v.scales_f16 != nullptr && v.dtype == DType::kI8) return "q8_0";
+  return dtype_name(v.dtype);
+}
+
 bool weight_view_in_format(const WeightView& v, const WeightQuantSpec& spec) {
   if (v.dtype != spec.dtype) return false;
   if (spec.dtype == DType::kI4) return v.scales_bf16 != nullptr && v.scale_rows == 1 && v.scale_cols == spec.group_size;

@@ -27,6 +27,10 @@ std::string weight_quant_spec_name(const WeightQuantSpec& spec);
 
 // True when v is already stored as spec (same dtype; INT4 with the same group, FP8 with
 // 128x128 blocks): converting it would only lose precision, so quantize-on-load keeps it.
+// The dtype name users know a matrix by: the GGUF name for Q4_0 / Q8_0 repacked at load
+// (INT4 / INT8 with f16 scales: "q4_0" / "q8_0"), else dtype_name(v.dtype).
+std::string_view weight_view_format_name(const WeightView& v);
+
 bool weight_view_in_format(const WeightView& v, const WeightQuantSpec& spec);
 
 // A quantized matrix and the buffers its view points into (data, then scales if any).

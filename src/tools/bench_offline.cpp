@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "quant/quantize_matrix.h"
 #include "kv/contiguous_kv_cache.h"
 #include "model/forward.h"
 
@@ -171,8 +172,8 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   BenchOfflineReport rep;
   rep.config = cfg;
   rep.model = w.source;
-  rep.weight_dtype = std::string(dtype_name(w.layers.empty() ? w.lm_head.dtype : w.layers[0].wq.dtype));
-  rep.lm_head_dtype = std::string(dtype_name(w.lm_head.dtype));
+  rep.weight_dtype = std::string(weight_view_format_name(w.layers.empty() ? w.lm_head : w.layers[0].wq));
+  rep.lm_head_dtype = std::string(weight_view_format_name(w.lm_head));
   rep.total_params = w.num_params();
   rep.prompt_tokens = all_prompt;
   rep.weight_bytes_all = all_weight_bytes(w);

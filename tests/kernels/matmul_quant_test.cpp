@@ -28,6 +28,7 @@
 #include "quant/fp8.h"
 #include "quant/fp8_block.h"
 #include "quant/int4_group.h"
+#include "quant/int8_group.h"
 
 namespace densa {
 namespace {
@@ -84,6 +85,19 @@ QuantMatrix random_int4_f16(int64_t rows, int64_t cols, int64_t group, uint32_t 
   return m;
 }
 
+// INT8 g32 with f16 scales (GGUF Q8_0 repacked): every code, -128 included, and finite f16
+// scales 2^-10 .. 1 of either sign.
+QuantMatrix random_int8(int64_t rows, int64_t cols, uint32_t seed) {
+  QuantMatrix m;
+  std::mt19937 rng(seed);
+  m.codes.resize(static_cast<size_t>(rows * cols));
+  for (auto& b : m.codes) b = static_cast<uint8_t>(rng());
+  m.scales_bf16.resize(static_cast<size_t>(rows * (cols / 32)));  // holds f16 bits here
+  for (auto& s : m.scales_bf16) s = static_cast<uint16_t>(0x1400 + rng() % 0x2800) | (rng() % 2 ? 0x8000 : 0);
+  m.view = int8_group_view_f16(m.codes.data(), m.scales_bf16.data(), rows, cols);
+  return m;
+}
+
 std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -103,6 +117,8 @@ void check_matrix(const WeightView& w) {
   matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, w, x.data(), n, y.data(), nullptr);
   if (fp8) {
     ref::matmul_fp8_x_bf16(w, x.data(), n, ytwin.data());
+  } else if (w.dtype == DType::kI8) {
+    ref::matmul_int8_x_q8(w, x.data(), n, ytwin.data());
   } else {
     ref::matmul_int4_x_q8(w, x.data(), n, ytwin.data());
   }
@@ -256,6 +272,50 @@ TEST(MatmulQuantAvx512, Int4F16ScalesMatchReferenceAndBf16Path) {
   }
 }
 
+// INT8 (repacked Q8_0, W8A8): against the twin and the exact reference, invariant over n and
+// threads; column counts with a 32-wide tail chunk (224, 96, 32) and without; scales of every
+// kind (subnormal, the largest, +-0, not exact in bf16) in both lane halves; extreme codes
+// (all -128, all 127) where the 128-offset correction matters most; and codes and scales
+// ending before an unmapped page (the kernel reads exactly its bytes and scales).
+TEST(MatmulQuantAvx512, Int8MatchesReferenceAndIsInvariant) {
+  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+  const uint16_t special[] = {0x0001, 0x83ff, 0x7bff, 0x0000, 0x8000, 0x3c01, 0xbc01, 0x2e66, 0x0400};
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 512}, {37, 224}, {13, 384}, {11, 96}, {9, 32}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(rows * cols));
+    check_matrix(m.view);
+    for (size_t i = 0; i < m.scales_bf16.size(); i += 3) m.scales_bf16[i] = special[i / 3 % 9];
+    for (int64_t k = 0; k < cols; ++k) {
+      m.codes[static_cast<size_t>(k)] = 0x80;                  // row 0: all -128
+      m.codes[static_cast<size_t>(cols + k)] = 0x7f;           // row 1: all 127
+    }
+    check_matrix(m.view);
+  }
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* base = static_cast<uint8_t*>(mem);
+  ASSERT_EQ(mprotect(base + page, page, PROT_NONE), 0);
+  ASSERT_EQ(mprotect(base + 3 * page, page, PROT_NONE), 0);
+  for (int64_t cols : {int64_t{256}, int64_t{224}}) {
+    const int64_t rows = 9;
+    const QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(cols));
+    uint8_t* codes = base + page - m.codes.size();
+    auto* scales = reinterpret_cast<uint16_t*>(base + 3 * page) - m.scales_bf16.size();
+    std::memcpy(codes, m.codes.data(), m.codes.size());
+    std::memcpy(scales, m.scales_bf16.data(), m.scales_bf16.size() * 2);
+    const WeightView edge = int8_group_view_f16(codes, scales, rows, cols);
+    for (int64_t n : {1, 3}) {
+      const std::vector<float> x = random_x(n, cols, 9);
+      std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, edge, x.data(), n, y.data(), nullptr);
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, want.data(), nullptr);
+      EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4)) << "cols " << cols << " n " << n;
+    }
+  }
+  munmap(mem, 4 * page);
+}
+
 // Weight codes and scales ending right before an unmapped page, as the last tensors of a
 // mapped checkpoint can: the kernel loads exactly the bytes and scales each chunk covers (a
 // full-width scale load would fault here), for GEMV and GEMM, full and partial last chunks.
@@ -302,7 +362,8 @@ TEST(MatmulQuantFallback, MatchesExactReference) {
   QuantMatrix q4 = random_int4(24, 256, 32, 99);
   QuantMatrix f8 = random_fp8(19, 300, 98);
   QuantMatrix q4f16 = random_int4_f16(24, 256, 32, 97);
-  for (const WeightView* w : {&q4.view, &f8.view, &q4f16.view}) {
+  QuantMatrix i8 = random_int8(24, 224, 96);
+  for (const WeightView* w : {&q4.view, &f8.view, &q4f16.view, &i8.view}) {
     const std::vector<float> x = random_x(3, w->cols, 4);
     std::vector<float> a(static_cast<size_t>(3 * w->rows)), b(a.size());
     matmul_internal::matmul_with_isa(CpuIsa::kScalar, *w, x.data(), 3, a.data(), nullptr);

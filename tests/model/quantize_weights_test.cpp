@@ -98,7 +98,7 @@ IdentityHead identity_head(const ModelConfig& c) {
 // columns used) times the dequantized head, in double. Bound per element, S = sum |w x|:
 // fp32 accumulation 2e-5 S + 1e-6, plus the activation rounding of the FP8 / INT4 kernels
 // (kernels/matmul_quant_avx512.cpp): bf16 x for FP8 (2^-8 S), int8 x per block of 32 for INT4
-// (sum |w| amax(x block) / 254). Returns the largest |error| / bound.
+// and INT8 (repacked Q8_0) (sum |w| amax(x block) / 254). Returns the largest |error| / bound.
 double check_against_reference(const std::vector<float>& logits, const std::vector<float>& hidden,
                                const WeightView& head, int64_t n) {
   const int64_t V = head.rows, H = head.cols;
@@ -122,7 +122,7 @@ double check_against_reference(const std::vector<float>& logits, const std::vect
       }
       double bound = 2e-5 * s + 1e-6;
       if (head.dtype == DType::kFP8E4M3) bound += s / 256.0;
-      if (head.dtype == DType::kI4) bound += int4_term;
+      if (head.dtype == DType::kI4 || head.dtype == DType::kI8) bound += int4_term;  // int8 x either way
       const double err = std::fabs(logits[static_cast<size_t>(i * V + v)] - ref);
       EXPECT_LE(err, bound) << "row " << i << " logit " << v << ": " << logits[static_cast<size_t>(i * V + v)]
                             << " vs reference " << ref;
@@ -163,8 +163,8 @@ TEST_P(LmHeadOnLoad, LogitsEqualDequantizedHeadReference) {
 
   // The option took effect on lm_head alone (the fixture stores lm_head F32).
   ASSERT_EQ(stored.lm_head.dtype, DType::kF32);
-  if (head_spec.dtype == DType::kQ4_0) {  // held repacked for the INT4 kernel: g32, the f16 scales kept
-    EXPECT_EQ(q.lm_head.dtype, DType::kI4);
+  if (head_spec.dtype == DType::kQ4_0 || head_spec.dtype == DType::kQ8_0) {  // held repacked: g32, f16 scales kept
+    EXPECT_EQ(q.lm_head.dtype, head_spec.dtype == DType::kQ4_0 ? DType::kI4 : DType::kI8);
     EXPECT_NE(q.lm_head.scales_f16, nullptr);
     EXPECT_EQ(q.lm_head.scale_cols, 32);
   } else {
@@ -334,13 +334,13 @@ TEST(RepackQ4_0, KeepsValuesAndSharesATiedHead) {
   // Tied: lm_head and tok_embeddings view the same Q4_0 tensor.
   stored.tok_embeddings = stored.lm_head;
   const std::vector<float> before = dequantize_matrix(stored.lm_head);
-  const int repacked = repack_q4_0_for_kernels(stored);
+  const int repacked = repack_ggml_for_kernels(stored);
   EXPECT_EQ(repacked, 1 + 4 * (4 + 3 * 8));  // lm_head + per layer q/k/v/o and 8 experts' gate/up/down
   EXPECT_EQ(stored.lm_head.dtype, DType::kI4);
   EXPECT_EQ(stored.tok_embeddings.data, stored.lm_head.data);
   EXPECT_EQ(stored.tok_embeddings.scales_f16, stored.lm_head.scales_f16);
   EXPECT_EQ(dequantize_matrix(stored.tok_embeddings), before);
-  EXPECT_EQ(repack_q4_0_for_kernels(stored), 0);  // nothing left to repack
+  EXPECT_EQ(repack_ggml_for_kernels(stored), 0);  // nothing left to repack
 }
 
 // The default load copies the matrices decode streams out of the mapped file into the

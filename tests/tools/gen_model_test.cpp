@@ -223,8 +223,8 @@ TEST_F(GenModelTest, QuantizedCheckpointsEqualQuantizeOnLoad) {
     const ModelWeights q = make(tiny(true, k.dtype, k.format, std::string(k.dtype) + "." + k.format));
     Result<ModelWeights> ref = load_model(bf16.output, LoadOptions{k.load, 32});
     ASSERT_TRUE(ref.is_ok()) << ref.status().message();
-    // Q4_0 is held repacked for the INT4 kernel (LoadOptions::prepare_for_kernels), same values.
-    const DType held = k.load == DType::kQ4_0 ? DType::kI4 : k.load;
+    // Q4_0 / Q8_0 are held repacked for the VNNI kernels (LoadOptions::prepare_for_kernels), same values.
+    const DType held = k.load == DType::kQ4_0 ? DType::kI4 : k.load == DType::kQ8_0 ? DType::kI8 : k.load;
     EXPECT_EQ(q.layers[0].wq.dtype, held);
     EXPECT_EQ(q.layers[1].expert_down[3].dtype, held);
     each_matrix_pair(q, ref.value(), false, expect_same);
@@ -247,7 +247,7 @@ TEST_F(GenModelTest, LmHeadDtypeWritesAQuantizedHeadTheLoaderReads) {
     o.lm_head_dtype = k.head;
     const ModelWeights q = make(o);
     EXPECT_EQ(q.layers[0].wq.dtype, k.body == DType::kQ4_0 ? DType::kI4 : k.body);  // Q4_0 repacked at load
-    ASSERT_EQ(q.lm_head.dtype, k.head_dtype);
+    ASSERT_EQ(q.lm_head.dtype, k.head_dtype == DType::kQ8_0 ? DType::kI8 : k.head_dtype);  // Q8_0 repacked at load
     if (k.head_dtype == DType::kI4) EXPECT_EQ(q.lm_head.scale_cols, 32);
     EXPECT_EQ(q.tok_embeddings.dtype, std::string(k.format) == "hf" ? DType::kBF16 : DType::kQ4_0);
     Result<ModelWeights> ref = load_model(bf16.output, LoadOptions{k.body, 32, WeightQuantSpec{k.head_dtype, 32}});

@@ -52,4 +52,28 @@ void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
   }
 }
 
+void matmul_int8_x_q8(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(w.dtype == DType::kI8 && w.scale_rows == 1 && w.scale_cols == kActQ8Block && w.scales_f16 != nullptr)
+      << "matmul_int8_x_q8: dtype " << dtype_name(w.dtype) << ", group " << w.scale_cols;
+  const int64_t cols = w.cols;
+  std::vector<int8_t> q(static_cast<size_t>(cols));
+  std::vector<float> sx(static_cast<size_t>(activation_q8_num_blocks(cols)));
+  for (int64_t i = 0; i < n; ++i) {
+    activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const auto* row = reinterpret_cast<const int8_t*>(w.row_ptr(r));
+      double acc = 0.0;
+      for (int64_t b = 0; b * kActQ8Block < cols; ++b) {
+        int64_t isum = 0;
+        for (int64_t k = b * kActQ8Block; k < std::min(cols, (b + 1) * kActQ8Block); ++k) {
+          isum += static_cast<int64_t>(row[k]) * q[static_cast<size_t>(k)];
+        }
+        acc += static_cast<double>(f16_to_f32(w.scales_f16[r * (cols / kActQ8Block) + b])) * sx[static_cast<size_t>(b)] *
+               static_cast<double>(isum);
+      }
+      y[i * w.rows + r] = static_cast<float>(acc);
+    }
+  }
+}
+
 }  // namespace densa::ref

@@ -16,4 +16,8 @@ void matmul_fp8_x_bf16(const WeightView& w, const float* x, int64_t n, float* y)
 // sum_{k in b and g} (nibble - 8) * x_q[i, k].
 void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
 
+// INT8 weights with f16 group scales (GGUF Q8_0 repacked), x quantized the same way:
+// y[i, r] = sum over 32-element blocks b of w_scale[r, b] * x_scale[i, b] * sum_{k in b} w_q * x_q.
+void matmul_int8_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
+
 }  // namespace densa::ref
