@@ -17,8 +17,13 @@
 //    word permute places each lane's scale in the high half of the lane, which is its exact
 //    fp32 value. GGUF Q4_0 repacked at load keeps its f16 scales: a word permute puts lane l's
 //    scale in word l and vcvtph2ps widens all 16 exactly.
+//  - INT8 (W8A8; GGUF Q8_0 repacked at load, f16 scales per 32): x quantized as for INT4 and
+//    stored as unsigned q + 128; vpdpbusd of x with the signed codes minus vpdpbusd of 128
+//    with the codes is the exact int32 sum of w * q over each lane's 4 elements, added as
+//    fma(float(sum), w_scale * x_scale, acc) per 64-column chunk (lanes 0-7: the chunk's
+//    first group and x block, 8-15: the second).
 // Error: |y - y_exact| <= 2^-8 * sum|w x| (FP8, the bf16 unit roundoff) and sum_k |w_k| * amax(x block of k) / 254
-// (INT4), plus fp32 accumulation rounding; the twins in kernels/reference/matmul_quant_ref.h
+// (INT4 and INT8), plus fp32 accumulation rounding; the twins in kernels/reference/matmul_quant_ref.h
 // compute the same products from the same rounded activations in double.
 //
 // Layout of the prepared activations (one buffer per call, row-major over x rows):
@@ -29,9 +34,12 @@
 //    the even elements, 64 of the odd ones, 16 fp32 x scales (lane l covers elements
 //    8l .. 8l+7, x block l / 4) and 16 int32 of -8 * the lane's sum of x_q.
 //
+//  - INT8: per 64 elements, 64 bytes of q + 128, then 16 fp32 x scales (lane l covers
+//    elements 4l .. 4l+3, x block l / 8).
+//
 // Reduction order per (i, r), fixed by this file alone: FP8: per scale block, 64-column steps
 // in order, two vdpbf16ps each into one block sum, then one fma into the row accumulator;
-// INT4: per 128-column chunk, exact int32 lane sums, one fma into the row accumulator; at the
+// INT4 (INT8): per 128-column (64-column) chunk, exact int32 lane sums, one fma into the row accumulator; at the
 // end y = hsum(acc) with a fixed tree. Tiles over rows and x rows only interleave independent
 // (i, r) chains, the activation rounding depends on the x row alone, and threads split over
 // rows only, so y[i, r] does not depend on n, the other rows of x, or the thread count.
@@ -453,7 +461,11 @@ DENSA_AVX512_INLINE void int8_tile(const Args& a, int64_t r0, int64_t i0) {
       const __m512i wsum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, v);
       // Exactly the scales this chunk covers (two, or one in the tail): never past the row's.
       uint32_t sbits = 0;
-      std::memcpy(&sbits, sp[r] + k / kActQ8Block, tail ? 2 : 4);
+      if (tail) {  // constant sizes: both compile to one load, no call
+        std::memcpy(&sbits, sp[r] + k / kActQ8Block, 2);
+      } else {
+        std::memcpy(&sbits, sp[r] + k / kActQ8Block, 4);
+      }
       const __m512 ws = _mm512_permutexvar_ps(
           lane_group, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(sbits)))));
 #pragma GCC unroll 16
