@@ -135,6 +135,7 @@ int run_serve(const ServeArgs& a) {
   const ModelWeights& weights = loaded.value();
   if (!weights.tokenizer) return fail(path + ": model has no tokenizer");
   std::fprintf(stderr, "densa serve: %s\n", weight_precision_line(weights).c_str());
+  std::fprintf(stderr, "densa serve: %s\n", weight_memory_line(weights).c_str());
   Result<server::ServeRole> role = parse_role(a.role);
   if (!role.is_ok()) return fail(role.status().message());
   Result<std::optional<KvScales>> scales = kv_scales_from_flag(a.kv_scales, weights, cfg.kv_dtype);

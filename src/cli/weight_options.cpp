@@ -36,7 +36,11 @@ Result<LoadOptions> load_options_from(const WeightArgs& args) {
 }
 
 std::string weight_precision_line(const ModelWeights& w) {
-  auto name = [](const WeightView& v) { return weight_quant_spec_name({v.dtype, static_cast<int>(v.scale_cols)}); };
+  auto name = [](const WeightView& v) {
+    // GGUF Q4_0 / Q8_0 repacked at load keep their GGUF names.
+    if (v.scales_f16 != nullptr) return std::string(weight_view_format_name(v));
+    return weight_quant_spec_name({v.dtype, static_cast<int>(v.scale_cols)});
+  };
   std::string body = "none";
   if (!w.layers.empty()) {
     const LayerWeights& l = w.layers[0];
@@ -49,6 +53,13 @@ std::string weight_precision_line(const ModelWeights& w) {
   }
   return "weights " + body + ", lm_head " + name(w.lm_head) +
          (w.lm_head.data == w.tok_embeddings.data ? " (tied to the embeddings)" : "");
+}
+
+std::string weight_memory_line(const ModelWeights& w) {
+  const size_t mib = (w.arena.allocated() + (size_t{1} << 19)) >> 20;
+  const std::string mode = transparent_huge_pages_mode();
+  return std::to_string(mib) + " MiB of weights in the huge-page arena (transparent huge pages: " + mode +
+         (mode == "always" || mode == "madvise" ? ")" : "; the arena falls back to 4 KiB pages)");
 }
 
 }  // namespace densa::cli

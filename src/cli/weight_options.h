@@ -24,4 +24,7 @@ Result<LoadOptions> load_options_from(const WeightArgs& args);
 // matrix) and lm_head are stored as, in --weight-dtype names (f32 / f16 for float checkpoints).
 std::string weight_precision_line(const ModelWeights& w);
 
+// "N MiB of weights in the huge-page arena (transparent huge pages: MODE)" for the startup log.
+std::string weight_memory_line(const ModelWeights& w);
+
 }  // namespace densa::cli

@@ -3,11 +3,21 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <fstream>
 #include <utility>
 
 #include "core/check.h"
 
 namespace densa {
+
+std::string transparent_huge_pages_mode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(in, line)) return "unknown";
+  const size_t open = line.find('['), close = line.find(']');
+  return open != std::string::npos && close != std::string::npos && close > open ? line.substr(open + 1, close - open - 1)
+                                                                                 : "unknown";
+}
 
 HugePageArena::~HugePageArena() { release(); }
 

@@ -8,9 +8,14 @@
 // before the arena, and blocks are 64-byte aligned. Not thread-safe.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace densa {
+
+// The system's transparent huge page mode ("always", "madvise", "never"), or "unknown" where
+// /sys/kernel/mm/transparent_hugepage/enabled cannot be read.
+std::string transparent_huge_pages_mode();
 
 class HugePageArena {
  public:

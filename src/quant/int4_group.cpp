@@ -72,14 +72,8 @@ void int4_group_from_q4_0(const uint8_t* q4_0, int64_t rows, int64_t cols, std::
 }
 
 WeightView int4_group_view_f16(const uint8_t* packed, const uint16_t* scales_f16, int64_t rows, int64_t cols) {
-  WeightView v;
-  v.dtype = DType::kI4;
-  v.rows = rows;
-  v.cols = cols;
-  v.data = packed;
+  WeightView v = int4_group_view(packed, nullptr, rows, cols, 32);
   v.scales_f16 = scales_f16;
-  v.scale_rows = 1;
-  v.scale_cols = 32;
   return v;
 }
 

@@ -22,15 +22,8 @@ void int8_group_from_q8_0(const uint8_t* q8_0, int64_t rows, int64_t cols, std::
 }
 
 WeightView int8_group_view_f16(const uint8_t* codes, const uint16_t* scales_f16, int64_t rows, int64_t cols) {
-  WeightView v;
-  v.dtype = DType::kI8;
-  v.rows = rows;
-  v.cols = cols;
-  v.data = codes;
-  v.scales_f16 = scales_f16;
-  v.scale_rows = 1;
-  v.scale_cols = 32;
-  return v;
+  return WeightView{.dtype = DType::kI8, .rows = rows, .cols = cols, .data = codes, .scales_f16 = scales_f16,
+                    .scale_rows = 1, .scale_cols = 32};
 }
 
 void int8_group_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <future>
+#include <regex>
 #include <memory>
 
 #include "e2e/server_process.h"
@@ -286,6 +287,12 @@ TEST(E2eLmHead, QuantizedHeadServesWhatGenerateGenerates) {
   ASSERT_TRUE(server.wait_ready());
   EXPECT_NE(server.log().find("densa serve: weights int4-g32, lm_head int4-g32\n"), std::string::npos)
       << server.log();
+  // The quantized matrices sit in the weight arena, and the log says how much and the THP mode.
+  const std::string log = server.log();
+  std::smatch arena;
+  const std::regex re(R"(densa serve: (\d+) MiB of weights in the huge-page arena \(transparent huge pages: (\w+))");
+  ASSERT_TRUE(std::regex_search(log, arena, re)) << log;
+  EXPECT_GT(std::stoi(arena[1].str()), 0);
   const std::string prompt = golden_prompt(1)["prompt"];
   const json req = {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}};
   const CurlResponse r = server.post("/v1/completions", req.dump());

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Session 7 measurements (#10): GGUF Q4_0 repacked at load (50799e6) against the base binary
-# that decoded Q4_0 with the exact fp32 kernel. Usage: measure.sh BASE NEW OUT
-#  A: batch-1 decode of the Q4_0 GGUF files as written by gen-model (Q4_0 head), five
-#     interleaved rounds; the HF INT4 g32 model (int4-g32 head) beside them for reference.
-#  B: prefill of 512 tokens, Q4_0, base vs new, three interleaved rounds.
+# Session 7 measurements (#10): GGUF Q4_0 (FMT=q4_0, the default) or Q8_0 (FMT=q8_0) repacked
+# at load against the base binary that decoded them with the exact fp32 kernel.
+# Usage: [FMT=q8_0] measure.sh BASE NEW OUT
+#  A: batch-1 decode of the GGUF files as written by gen-model (head in the same format),
+#     five interleaved rounds; the HF INT4 g32 model (int4-g32 head) beside them for reference.
+#  B: prefill of 512 tokens, base vs new, three interleaved rounds.
 set -u
 BASE=$1; NEW=$2; OUT=$3
+F=${FMT:-q4_0}
 M=${MODEL_DIR:-/tmp/densa-perf-models}
 MEMBW=${MEMBW:-./build/membw_bench}
 bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep 'threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
@@ -16,7 +18,7 @@ for i in 1 2 3 4 5; do
   for m in dense moe; do
     for tag in base new; do
       b=$BASE; [ $tag = new ] && b=$NEW
-      echo "A $tag $m q4_0 | load $(load) | $($b bench offline -m $M/$m-0-q4_0.gguf $D1 2>&1 | grep -E 'decode:')" | tee -a "$OUT"
+      echo "A $tag $m $F | load $(load) | $($b bench offline -m $M/$m-0-$F.gguf $D1 2>&1 | grep -E 'decode:')" | tee -a "$OUT"
     done
     echo "A new $m int4-g32 | load $(load) | $($NEW bench offline -m $M/$m-0-int4 $D1 --lm-head-dtype int4-g32 2>&1 | grep -E 'decode:')" | tee -a "$OUT"
   done
@@ -27,7 +29,7 @@ for i in 1 2 3; do
   for m in dense moe; do
     for tag in base new; do
       b=$BASE; [ $tag = new ] && b=$NEW
-      echo "B $tag $m q4_0 | load $(load) | $($b bench offline -m $M/$m-0-q4_0.gguf $P 2>&1 | grep -E 'prefill:')" | tee -a "$OUT"
+      echo "B $tag $m $F | load $(load) | $($b bench offline -m $M/$m-0-$F.gguf $P 2>&1 | grep -E 'prefill:')" | tee -a "$OUT"
     done
   done
 done
