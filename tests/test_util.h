@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,26 @@ inline nlohmann::json read_json(const std::filesystem::path& p) {
 inline std::vector<int32_t> validation_ids(const std::string& model) {
   const auto raw = read_binary<uint16_t>(model_dir(model) / "golden" / "valid.ids.u16.bin");
   return {raw.begin(), raw.end()};
+}
+
+// f16 scales a kernel must widen exactly: not exact in bf16 (10 mantissa bits, +-), the
+// smallest and largest subnormal, the largest finite (+-), +-0, and two ordinary values.
+inline constexpr uint16_t kSpecialF16Scales[] = {0x3c01, 0xbc01, 0x0001, 0x83ff, 0x7bff,
+                                                 0xfbff, 0x0000, 0x8000, 0x2e66, 0xb555};
+
+// `blocks` GGUF-style blocks of `block_bytes` (Q4_0: 18, Q8_0: 34) that start with an f16
+// scale: random payload bytes; block b's scale is kSpecialF16Scales[b] for the first ten, then
+// a random finite f16 of either sign.
+inline std::vector<uint8_t> random_gguf_blocks(int64_t blocks, int64_t block_bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out(static_cast<size_t>(blocks * block_bytes));
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  constexpr int64_t kSpecial = static_cast<int64_t>(std::size(kSpecialF16Scales));
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint16_t d = b < kSpecial ? kSpecialF16Scales[b] : static_cast<uint16_t>(static_cast<uint16_t>(rng()) & 0x7bff);
+    std::memcpy(out.data() + b * block_bytes, &d, 2);
+  }
+  return out;
 }
 
 }  // namespace densa::testing

@@ -21,23 +21,15 @@ std::string transparent_huge_pages_mode() {
 
 HugePageArena::~HugePageArena() { release(); }
 
-HugePageArena::HugePageArena(HugePageArena&& o) noexcept
-    : chunks_(std::move(o.chunks_)), next_(o.next_), end_(o.end_), allocated_(o.allocated_) {
-  o.chunks_.clear();
-  o.next_ = o.end_ = nullptr;
-  o.allocated_ = 0;
-}
+HugePageArena::HugePageArena(HugePageArena&& o) noexcept { *this = std::move(o); }
 
 HugePageArena& HugePageArena::operator=(HugePageArena&& o) noexcept {
   if (this != &o) {
     release();
-    chunks_ = std::move(o.chunks_);
-    next_ = o.next_;
-    end_ = o.end_;
-    allocated_ = o.allocated_;
-    o.chunks_.clear();
-    o.next_ = o.end_ = nullptr;
-    o.allocated_ = 0;
+    chunks_ = std::exchange(o.chunks_, {});
+    next_ = std::exchange(o.next_, nullptr);
+    end_ = std::exchange(o.end_, nullptr);
+    allocated_ = std::exchange(o.allocated_, 0);
   }
   return *this;
 }

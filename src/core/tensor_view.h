@@ -22,6 +22,8 @@ struct WeightView {
   //    scale_cols = group size, value = (nibble - 8) * bf16_to_f32(scale).
   //    Or scales_f16[rows][cols/scale_cols] as f16 bits instead: GGUF Q4_0 repacked at load
   //    (quant/int4_group.h), whose f16 scales are not all exact in bf16.
+  //  INT8 group-wise (kI8, GGUF Q8_0 repacked, quant/int8_group.h): scales_f16[rows][cols/32],
+  //    value = int8 * f16_to_f32(scale).
   const float* scales_f32 = nullptr;
   const uint16_t* scales_bf16 = nullptr;
   const uint16_t* scales_f16 = nullptr;

@@ -246,6 +246,16 @@ struct Args {
   int64_t pre_row_stride = 0;  // bytes per decoded row
 };
 
+// y[i0 + i, r0 + r] = hsum(acc[r][i]): every tile kernel ends here (the fixed reduction tree).
+template <int R, int NX>
+DENSA_AVX512_INLINE void store_tile(const Args& a, int64_t r0, int64_t i0, const __m512 (&acc)[R][NX]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) a.y[(i0 + i) * a.w->rows + r0 + r] = hsum(acc[r][i]);
+  }
+}
+
 template <int R, int NX, bool kPre = false>
 DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
   const WeightView& w = *a.w;
@@ -310,11 +320,7 @@ DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
       for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_fmadd_ps(bacc[r][i], s, acc[r][i]);
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) a.y[(i0 + i) * w.rows + r0 + r] = hsum(acc[r][i]);
-  }
+  store_tile<R, NX>(a, r0, i0, acc);
 }
 
 // kF16: the group scales are f16 (GGUF Q4_0 repacked), else bf16.
@@ -412,11 +418,7 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
       ++sidx;
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) a.y[(i0 + i) * w.rows + r0 + r] = hsum(acc[r][i]);
-  }
+  store_tile<R, NX>(a, r0, i0, acc);
 }
 
 // INT8 (W8A8): per 64-column chunk, vpdpbusd of the unsigned x (q + 128) with the signed
@@ -476,11 +478,7 @@ DENSA_AVX512_INLINE void int8_tile(const Args& a, int64_t r0, int64_t i0) {
       }
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) a.y[(i0 + i) * w.rows + r0 + r] = hsum(acc[r][i]);
-  }
+  store_tile<R, NX>(a, r0, i0, acc);
 }
 
 // Which tile kernel: FP8 block-scaled, INT4 with bf16 or f16 group scales, or INT8 (f16 scales).

@@ -1,4 +1,4 @@
-// Fallback matmul for FP8 / INT4 weights. Per output element y[i, r] the reduction order is
+// Fallback matmul for FP8 / INT4 / INT8 weights. Per output element y[i, r] the reduction order is
 // fixed: the row is walked left to right, element k goes to accumulator lane k % 4, and the
 // lanes are summed as (l0 + l1) + (l2 + l3). Weights are decoded in chunks of kChunk elements
 // into a stack buffer and reused for a tile of up to kTile rows of x; neither the chunking nor

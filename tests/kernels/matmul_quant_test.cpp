@@ -29,6 +29,7 @@
 #include "quant/fp8_block.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
+#include "test_util.h"
 
 namespace densa {
 namespace {
@@ -240,13 +241,14 @@ TEST(MatmulQuantAvx512, Int4Bf16ScalesOfEverySignAndRange) {
 // bit-identical output to the bf16 path (so the f16 lane mapping is the bf16 one).
 TEST(MatmulQuantAvx512, Int4F16ScalesMatchReferenceAndBf16Path) {
   if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
-  const uint16_t special[] = {0x0001, 0x83ff, 0x7bff, 0x0000, 0x8000, 0x3c01, 0xbc01, 0x2e66, 0x0400};
+  const auto& special = testing::kSpecialF16Scales;
+  const size_t num_special = std::size(special);
   for (int64_t group : {32, 128, 256}) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 512}, {37, 256}, {13, 384}, {11, 224}}) {
       if (cols % group != 0) continue;
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " g" + std::to_string(group));
       QuantMatrix m = random_int4_f16(rows, cols, group, static_cast<uint32_t>(3 * rows + cols + group));
-      for (size_t i = 0; i < m.scales_bf16.size(); i += 5) m.scales_bf16[i] = special[i / 5 % 9];
+      for (size_t i = 0; i < m.scales_bf16.size(); i += 5) m.scales_bf16[i] = special[i / 5 % num_special];
       check_matrix(m.view);
       // Powers of two are exact in both: the f16 view and a bf16 view of the same values agree bit for bit.
       QuantMatrix b = m;
@@ -279,12 +281,13 @@ TEST(MatmulQuantAvx512, Int4F16ScalesMatchReferenceAndBf16Path) {
 // ending before an unmapped page (the kernel reads exactly its bytes and scales).
 TEST(MatmulQuantAvx512, Int8MatchesReferenceAndIsInvariant) {
   if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
-  const uint16_t special[] = {0x0001, 0x83ff, 0x7bff, 0x0000, 0x8000, 0x3c01, 0xbc01, 0x2e66, 0x0400};
+  const auto& special = testing::kSpecialF16Scales;
+  const size_t num_special = std::size(special);
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 512}, {37, 224}, {13, 384}, {11, 96}, {9, 32}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(rows * cols));
     check_matrix(m.view);
-    for (size_t i = 0; i < m.scales_bf16.size(); i += 3) m.scales_bf16[i] = special[i / 3 % 9];
+    for (size_t i = 0; i < m.scales_bf16.size(); i += 3) m.scales_bf16[i] = special[i / 3 % num_special];
     for (int64_t k = 0; k < cols; ++k) {
       m.codes[static_cast<size_t>(k)] = 0x80;                  // row 0: all -128
       m.codes[static_cast<size_t>(cols + k)] = 0x7f;           // row 1: all 127

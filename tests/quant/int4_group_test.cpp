@@ -18,6 +18,7 @@
 #include "kernels/reference/matmul_ref.h"
 #include "quant/dequantize.h"
 #include "quant/quantize_matrix.h"
+#include "test_util.h"
 
 namespace densa {
 namespace {
@@ -185,15 +186,7 @@ TEST(Int4Group, QuantizeMatrixStoresTheBf16ScaleTheValuesWereQuantizedWith) {
 // usually negative), +-0.
 TEST(Int4Group, FromQ4_0KeepsEveryValue) {
   const int64_t rows = 7, cols = 96, blocks = rows * cols / 32;
-  std::mt19937 rng(5);
-  std::vector<uint8_t> q4(static_cast<size_t>(blocks * 18));
-  for (auto& b : q4) b = static_cast<uint8_t>(rng());
-  const uint16_t special[] = {0x3c01, 0xbc01, 0x0001, 0x83ff, 0x7bff, 0xfbff, 0x0000, 0x8000, 0x2e66, 0xb555};
-  for (int64_t b = 0; b < blocks; ++b) {
-    uint16_t d = static_cast<uint16_t>(rng()) & 0x7bff;  // finite, any sign
-    if (b < 10) d = special[b];
-    std::memcpy(q4.data() + b * 18, &d, 2);
-  }
+  std::vector<uint8_t> q4 = testing::random_gguf_blocks(blocks, 18, 5);
   const WeightView q4_view{.dtype = DType::kQ4_0, .rows = rows, .cols = cols, .data = q4.data()};
   std::vector<uint8_t> packed(static_cast<size_t>(rows * cols / 2));
   std::vector<uint16_t> scales(static_cast<size_t>(blocks));
