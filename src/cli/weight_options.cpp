@@ -14,11 +14,17 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
                   "precision of the output projection (lm_head), apart from --weight-dtype: same names "
                   "(default: as stored; checkpoints usually keep it BF16). A tied lm_head gets its own "
                   "copy; the embeddings stay as stored");
+  cmd->add_option("--int4-layout", args.int4_layout,
+                  "INT4 g32 matrices in memory: tiles (8-row tiles the AVX-512 kernel streams in one pass, "
+                  "where the CPU has GFNI) | rows (row-major). Same results either way")
+      ->check(CLI::IsMember({"tiles", "rows"}))
+      ->capture_default_str();
 }
 
 Result<LoadOptions> load_options_from(const WeightArgs& args) {
   LoadOptions opts;
   opts.weight_group_size = args.weight_group_size;
+  opts.int4_tiles = args.int4_layout != "rows";
   auto parse = [&](const std::string& flag, const std::string& name) -> Result<WeightQuantSpec> {
     Result<WeightQuantSpec> spec = weight_quant_spec_from_name(name, args.weight_group_size);
     if (!spec.is_ok()) return invalid_argument(flag + " " + spec.status().message());
@@ -46,7 +52,7 @@ std::string weight_precision_line(const ModelWeights& w) {
     const LayerWeights& l = w.layers[0];
     for (const WeightView* v : {&l.wq, &l.q_a, &l.kv_a}) {
       if (!v->empty()) {
-        body = name(*v);
+        body = name(*v) + (v->layout == WeightLayout::kInt4Tiles8 ? " in 8-row tiles" : "");
         break;
       }
     }

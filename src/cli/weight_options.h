@@ -15,6 +15,7 @@ struct WeightArgs {
   std::string weight_dtype;   // empty: as stored
   int weight_group_size = 128;
   std::string lm_head_dtype;  // empty: as stored
+  std::string int4_layout = "tiles";  // tiles | rows (LoadOptions::int4_tiles)
 };
 
 void add_weight_options(CLI::App* cmd, WeightArgs& args);

@@ -6,6 +6,18 @@
 
 namespace densa {
 
+// How a matrix's codes and scales sit in memory.
+//  kRows: row-major as described on WeightView.
+//  kInt4Tiles8: INT4 g32 only (quant/int4_group.h), rows % 8 == 0, cols % 128 == 0. The
+//    layout the AVX-512 decode kernel streams in one pass: per tile of 8 rows, per 128 columns,
+//    576 bytes: the 8 rows' 64 code bytes (each exactly the row-major bytes), then their 4 group
+//    scales each (row r's at byte 512 + 8 r). One sequential stream per thread instead of 16
+//    short ones (8 rows of codes, 8 of scales), and one load brings 8 rows' scales. `data`
+//    points at the first tile; the scale pointer (bf16 or f16) says the scales' format and
+//    points inside the tiles (at data + 512). row_ptr() does not apply; read values through
+//    int4_group_dequantize / int4_group_scale.
+enum class WeightLayout : uint8_t { kRows, kInt4Tiles8 };
+
 // A [rows, cols] weight matrix, row-major: row r holds output feature r (the Hugging Face
 // [out, in] layout, which is also GGUF's ne0-contiguous layout). Block-quantized dtypes pack
 // each row independently. Scaled formats point at their scales here.
@@ -29,12 +41,14 @@ struct WeightView {
   const uint16_t* scales_f16 = nullptr;
   int64_t scale_rows = 0;
   int64_t scale_cols = 0;
+  WeightLayout layout = WeightLayout::kRows;
 
   int64_t row_bytes() const { return dtype_row_bytes(dtype, cols); }
+  // Row r's packed elements (layout kRows only).
   const uint8_t* row_ptr(int64_t r) const {
     return static_cast<const uint8_t*>(data) + r * row_bytes();
   }
-  int64_t bytes() const { return rows * row_bytes(); }
+  int64_t bytes() const { return rows * row_bytes(); }  // of the codes (kInt4Tiles8: the tiles hold these and the scales)
   bool empty() const { return data == nullptr; }
   bool has_scales() const {
     return (scales_f32 != nullptr || scales_bf16 != nullptr || scales_f16 != nullptr) && scale_rows > 0 && scale_cols > 0;

@@ -163,6 +163,12 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
 
 }  // namespace
 
+}  // namespace matmul_internal
+
+bool matmul_prefers_int4_tiles() { return matmul_internal::matmul_quant_avx512_int4_tiles_supported(); }
+
+namespace matmul_internal {
+
 void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPool* pool) {
   CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "matmul: isa " << cpu_isa_name(isa);
   std::vector<RowsJob> run;

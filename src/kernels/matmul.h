@@ -29,4 +29,9 @@ struct MatmulJob {
 // y[i, r] is computed exactly as matmul() computes it. Outputs must not overlap inputs.
 void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 
+// Whether INT4 g32 matrices run faster here in 8-row tiles (WeightLayout::kInt4Tiles8;
+// quant/int4_group.h lays them out): true where the AVX-512 kernel reads that layout. Every
+// path reads both layouts with the same results; this only says which one to keep in memory.
+bool matmul_prefers_int4_tiles();
+
 }  // namespace densa

@@ -62,10 +62,14 @@
 #include "core/dtype.h"
 #include "quant/activation_q8.h"
 #include "quant/fp8.h"
+#include "quant/int4_group.h"
 
 #define DENSA_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx512vbmi,fma,f16c")))
 #define DENSA_AVX512_INLINE DENSA_AVX512 __attribute__((always_inline)) inline
+#define DENSA_AVX512_GFNI \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx512vbmi,fma,f16c,gfni")))
+#define DENSA_AVX512_GFNI_INLINE DENSA_AVX512_GFNI __attribute__((always_inline)) inline
 
 namespace densa::matmul_internal {
 namespace {
@@ -482,6 +486,108 @@ DENSA_AVX512_INLINE void int8_tile(const Args& a, int64_t r0, int64_t i0) {
 }
 
 // Which tile kernel: FP8 block-scaled, INT4 with bf16 or f16 group scales, or INT8 (f16 scales).
+// INT4 g32 in 8-row tiles (WeightLayout::kInt4Tiles8, core/tensor_view.h): a thread's rows
+// are one sequential stream. Per 128-column chunk of a tile, one 64-byte load brings the 8
+// rows' 32 group scales; they are widened (f16: vcvtph2ps; bf16: a 16-bit shift) and
+// multiplied by the x block scales once for all rows (scales_r[4 r + g] * x_scale[g]), and each
+// row spreads its 4 products over its 16 lanes with one vpermps. The high nibbles come from one
+// gf2p8affineqb (a logical shift right by 4 inside each byte). The int32 sums, the scale
+// product w_scale * x_scale, the fma and the reduction are int4_tile's, so both layouts give
+// the same bits. R = 8: a whole tile (decode). R = 4: one half of each tile (rows r0 .. r0 + 3,
+// r0 % 4 == 0), so a GEMM keeps 4 x 3 accumulators as int4_tile does.
+template <bool kF16>
+DENSA_AVX512_GFNI_INLINE __m512 widen_scales(__m256i h) {
+  if constexpr (kF16) {
+    return _mm512_cvtph_ps(h);
+  } else {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <int R, int NX, bool kF16>
+DENSA_AVX512_GFNI_INLINE void int4_tiles_tile(const Args& a, int64_t r0, int64_t i0) {
+  static_assert(R == 8 || R == 4);
+  const WeightView& w = *a.w;
+  const int64_t chunks = w.cols / kInt4TileCols;
+  const int half = static_cast<int>(r0 % kInt4TileRows) / 4;  // R = 4: which half of the tile
+  const uint8_t* tp = static_cast<const uint8_t*>(w.data) + r0 / kInt4TileRows * chunks * kInt4TileChunkBytes;
+  const __m512i nib = _mm512_set1_epi8(0x0f);
+  const __m512i shr4 = _mm512_set1_epi64(0x1020408000000000LL);  // bit i of a byte <- bit i + 4
+  // x_pattern[j] = x scale of block j % 4 (the per-lane x scales hold block g at lane 4 g).
+  alignas(64) int32_t idx[16];
+  for (int j = 0; j < 16; ++j) idx[j] = 4 * (j % 4);
+  const __m512i x_pattern_idx = _mm512_load_si512(idx);
+  __m512i row_idx[4];  // lane l of row r (mod 4) reads product 4 r + l / 4
+  for (int r = 0; r < 4; ++r) {
+    for (int l = 0; l < 16; ++l) idx[l] = 4 * r + l / 4;
+    row_idx[r] = _mm512_load_si512(idx);
+  }
+  __m512 acc[R][NX];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < chunks; ++c) {
+    const uint8_t* cp = tp + c * kInt4TileChunkBytes;
+    const __m512i sv = _mm512_load_si512(cp + kInt4TileRows * 64);
+    __m512 ws[2];  // rows 0-3 and 4-7 of the tile (R = 4: only the half in use)
+    if constexpr (R == 8) {
+      ws[0] = widen_scales<kF16>(_mm512_castsi512_si256(sv));
+      ws[1] = widen_scales<kF16>(_mm512_extracti64x4_epi64(sv, 1));
+    } else {
+      ws[0] = widen_scales<kF16>(half == 0 ? _mm512_castsi512_si256(sv) : _mm512_extracti64x4_epi64(sv, 1));
+    }
+    __m512i xe[NX], xo[NX], x0[NX];
+    __m512 prod[NX][R / 4];
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) {
+      const uint8_t* xs = a.xp + (i0 + i) * a.x_stride + c * kInt4ChunkBytes;
+      xe[i] = _mm512_loadu_si512(xs);
+      xo[i] = _mm512_loadu_si512(xs + 64);
+      x0[i] = _mm512_loadu_si512(xs + 192);
+      const __m512 xsc = _mm512_permutexvar_ps(x_pattern_idx, _mm512_loadu_ps(reinterpret_cast<const float*>(xs + 128)));
+#pragma GCC unroll 2
+      for (int h = 0; h < R / 4; ++h) prod[i][h] = _mm512_mul_ps(ws[h], xsc);
+    }
+    const uint8_t* codes = cp + (R == 4 ? half * 4 * 64 : 0);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512i v = _mm512_load_si512(codes + 64 * r);
+      const __m512i lo = _mm512_and_si512(v, nib);
+      const __m512i hi = _mm512_gf2p8affine_epi64_epi8(v, shr4, 0);
+#pragma GCC unroll 16
+      for (int i = 0; i < NX; ++i) {
+        __m512i s = _mm512_dpbusd_epi32(x0[i], lo, xe[i]);
+        s = _mm512_dpbusd_epi32(s, hi, xo[i]);
+        const __m512 scale = _mm512_permutexvar_ps(row_idx[r % 4], prod[i][r / 4]);
+        acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[r][i]);
+      }
+    }
+  }
+  store_tile<R, NX>(a, r0, i0, acc);
+}
+
+template <int R, int NX, bool kF16>
+DENSA_AVX512_GFNI void int4_tiles_x(const Args& a, int64_t r0, int64_t i0, int64_t n) {
+  for (; i0 + NX <= n; i0 += NX) int4_tiles_tile<R, NX, kF16>(a, r0, i0);
+  if constexpr (NX > 1) {
+    if (i0 < n) int4_tiles_x<R, NX - 1, kF16>(a, r0, i0, n);
+  }
+}
+
+// Rows [r_begin, r_end) of a tiled view: whole tiles (the matmul split keeps 8-row multiples).
+template <bool kF16>
+void int4_tiles_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  CHECK(r_begin % kInt4TileRows == 0 && r_end % kInt4TileRows == 0)
+      << "matmul int4 tiles: rows " << r_begin << ".." << r_end << " split a tile";
+  if (n == 1) {
+    for (int64_t r = r_begin; r < r_end; r += 8) int4_tiles_x<8, 1, kF16>(a, r, 0, n);
+  } else {
+    for (int64_t r = r_begin; r < r_end; r += 4) int4_tiles_x<4, 3, kF16>(a, r, 0, n);
+  }
+}
+
 enum class Fmt { kFp8, kInt4Bf16, kInt4F16, kInt8 };
 
 template <Fmt F, int R, int NX>
@@ -561,6 +667,10 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
 }
 
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  if (a.w->layout == WeightLayout::kInt4Tiles8) {
+    return a.w->scales_f16 != nullptr ? int4_tiles_rows<true>(a, n, r_begin, r_end)
+                                      : int4_tiles_rows<false>(a, n, r_begin, r_end);
+  }
   if (a.w->dtype == DType::kFP8E4M3) {
     if (n == 1) return row_tiles<Fmt::kFp8, 4, 1>(a, n, r_begin, r_end);
     return fp8_gemm_rows(a, n, r_begin, r_end);
@@ -582,6 +692,11 @@ bool have_vbmi() {
   return v;
 }
 
+bool have_gfni() {
+  static const bool v = __builtin_cpu_supports("gfni");
+  return v;
+}
+
 }  // namespace
 
 bool matmul_quant_avx512_supports(const WeightView& w) {
@@ -593,10 +708,15 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
   }
   if (w.dtype == DType::kI4) {
     if ((w.scales_bf16 == nullptr) == (w.scales_f16 == nullptr)) return false;  // exactly one scale format
+    if (w.layout == WeightLayout::kInt4Tiles8) return matmul_quant_avx512_int4_tiles_supported();
     const int64_t g = w.scale_cols;
     return w.scale_rows == 1 && g % 32 == 0 && w.cols % g == 0 && (kInt4Chunk % g == 0 || g % kInt4Chunk == 0);
   }
   return false;
+}
+
+bool matmul_quant_avx512_int4_tiles_supported() {
+  return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16) && have_vbmi() && have_gfni();
 }
 
 int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n) {

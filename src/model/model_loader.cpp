@@ -10,6 +10,7 @@
 
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
+#include "kernels/matmul.h"
 #include "model/gguf_config.h"
 #include "model/hf_moe_names.h"
 #include "model/hf_quantized.h"
@@ -443,6 +444,8 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
     }
   }
   DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path));
+  // Set before any conversion, so quantize-on-load and repacking write tiles directly.
+  w.int4_tiles = options.prepare_for_kernels && options.int4_tiles && matmul_prefers_int4_tiles();
   if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
   if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));
   if (options.prepare_for_kernels) {

@@ -26,6 +26,10 @@ struct LoadOptions {
   // f16 scales), and matrices still in the mapped file are copied into huge pages
   // (move_matrices_to_arena). Off for tools that report or rewrite the stored tensors.
   bool prepare_for_kernels = true;
+  // With prepare_for_kernels: INT4 g32 matrices are laid out in 8-row tiles
+  // (WeightLayout::kInt4Tiles8) where the kernels read those faster (matmul_prefers_int4_tiles).
+  // Values and results are the same either way; false keeps them row-major.
+  bool int4_tiles = true;
 };
 
 Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options = {});

@@ -71,7 +71,12 @@ struct ModelWeights {
   // Allocates an owned, zeroed, 64-byte aligned buffer of `bytes` in the arena and returns it
   // (views may point into it).
   uint8_t* alloc_owned(size_t bytes) { return arena.alloc(bytes); }
-  // A copy of v's codes and scales in the arena (the same values and format).
+  // Copies adopted into the arena lay INT4 g32 matrices out in 8-row tiles where they can
+  // (WeightLayout::kInt4Tiles8). load_model sets it when the kernels read that layout faster
+  // (matmul_prefers_int4_tiles); off, every copy keeps the layout it had.
+  bool int4_tiles = false;
+  // A copy of v's codes and scales in the arena: the same values and format, in 8-row tiles
+  // when int4_tiles is set and v can be tiled (int4_group_tileable), else in v's layout.
   WeightView adopt(const WeightView& v);
   int64_t num_params() const;
   int64_t weight_bytes() const;  // bytes of all matrices + norms as stored

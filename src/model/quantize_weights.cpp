@@ -1,5 +1,7 @@
 #include "model/quantize_weights.h"
 
+#include <vector>
+
 #include "model/hf_moe_names.h"
 #include "quant/dequantize.h"
 #include "quant/int4_group.h"
@@ -85,14 +87,13 @@ Status quantize_lm_head(ModelWeights& w, const WeightQuantSpec& spec) {
 
 namespace {
 
+// Repacked into temporary buffers, then adopted: into the arena row-major, or in 8-row tiles
+// when w.int4_tiles is set (so no row-major copy is left behind in the arena).
 WeightView repack_q4_0(ModelWeights& w, const WeightView& v) {
-  const int64_t groups = v.rows * (v.cols / 32);
-  auto* packed = w.alloc_owned(static_cast<size_t>(v.rows * v.cols / 2));
-  auto* scales = reinterpret_cast<uint16_t*>(w.alloc_owned(static_cast<size_t>(groups) * 2));
-  int4_group_from_q4_0(static_cast<const uint8_t*>(v.data), v.rows, v.cols,
-                       std::span<uint8_t>(packed, static_cast<size_t>(v.rows * v.cols / 2)),
-                       std::span<uint16_t>(scales, static_cast<size_t>(groups)));
-  return int4_group_view_f16(packed, scales, v.rows, v.cols);
+  std::vector<uint8_t> packed(static_cast<size_t>(v.rows * v.cols / 2));
+  std::vector<uint16_t> scales(static_cast<size_t>(v.rows * (v.cols / 32)));
+  int4_group_from_q4_0(static_cast<const uint8_t*>(v.data), v.rows, v.cols, packed, scales);
+  return w.adopt(int4_group_view_f16(packed.data(), scales.data(), v.rows, v.cols));
 }
 
 WeightView repack_q8_0(ModelWeights& w, const WeightView& v) {
@@ -132,7 +133,10 @@ int repack_ggml_for_kernels(ModelWeights& w) {
 
 int move_matrices_to_arena(ModelWeights& w) {
   int n = 0;
-  const auto in_arena = [&](const WeightView& v) { return w.arena.contains(v.data); };
+  // In the arena already: only a row-major INT4 g32 copy the kernels want tiled moves again.
+  const auto in_arena = [&](const WeightView& v) {
+    return w.arena.contains(v.data) && !(w.int4_tiles && int4_group_tileable(v));
+  };
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
     if (v.empty() || in_arena(v)) return;
     v = w.adopt(v);

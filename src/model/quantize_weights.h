@@ -38,7 +38,9 @@ int repack_ggml_for_kernels(ModelWeights& w);
 // Copies every quantizable matrix and lm_head that still lies in a mapped file (or anywhere
 // outside w.arena) into the arena, so the streams decode reads every step sit in huge pages
 // (core/huge_page_arena.h) instead of 4 KiB page-cache pages. Values and formats unchanged; a
-// tied lm_head and the embeddings share the copy. Returns how many matrices moved.
+// tied lm_head and the embeddings share the copy. With w.int4_tiles, INT4 g32 matrices are
+// laid out in 8-row tiles on the way (ModelWeights::adopt), row-major ones already in the
+// arena included. Returns how many matrices moved.
 int move_matrices_to_arena(ModelWeights& w);
 
 }  // namespace densa

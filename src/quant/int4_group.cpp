@@ -77,12 +77,42 @@ WeightView int4_group_view_f16(const uint8_t* packed, const uint16_t* scales_f16
   return v;
 }
 
+bool int4_group_tileable(const WeightView& w) {
+  return w.dtype == DType::kI4 && w.layout == WeightLayout::kRows && w.data != nullptr &&
+         (w.scales_bf16 == nullptr) != (w.scales_f16 == nullptr) && w.scale_rows == 1 && w.scale_cols == 32 &&
+         w.rows > 0 && w.rows % kInt4TileRows == 0 && w.cols > 0 && w.cols % kInt4TileCols == 0;
+}
+
+WeightView int4_group_tile8(const WeightView& w, std::span<uint8_t> tiles) {
+  CHECK(int4_group_tileable(w)) << "int4 tiles: " << w.rows << "x" << w.cols << " g" << w.scale_cols;
+  CHECK(static_cast<int64_t>(tiles.size()) == int4_group_tile8_bytes(w));
+  CHECK(reinterpret_cast<uintptr_t>(tiles.data()) % 64 == 0) << "int4 tiles: unaligned destination";
+  constexpr int64_t kCodeBytes = kInt4TileCols / 2, kScales = kInt4TileCols / 32;
+  const int64_t chunks = w.cols / kInt4TileCols, groups = w.cols / 32;
+  const uint16_t* scales = w.scales_f16 != nullptr ? w.scales_f16 : w.scales_bf16;
+  uint8_t* out = tiles.data();
+  for (int64_t r0 = 0; r0 < w.rows; r0 += kInt4TileRows) {
+    for (int64_t c = 0; c < chunks; ++c, out += kInt4TileChunkBytes) {
+      for (int64_t r = 0; r < kInt4TileRows; ++r) {
+        std::memcpy(out + r * kCodeBytes, w.row_ptr(r0 + r) + c * kCodeBytes, kCodeBytes);
+        std::memcpy(out + kInt4TileRows * kCodeBytes + r * 2 * kScales, scales + (r0 + r) * groups + c * kScales,
+                    2 * kScales);
+      }
+    }
+  }
+  WeightView t = w;
+  t.layout = WeightLayout::kInt4Tiles8;
+  t.data = tiles.data();
+  const auto* first_scale = reinterpret_cast<const uint16_t*>(tiles.data() + kInt4TileRows * kCodeBytes);
+  (w.scales_f16 != nullptr ? t.scales_f16 : t.scales_bf16) = first_scale;
+  return t;
+}
+
 void int4_group_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out) {
   DCHECK(w.dtype == DType::kI4 && (w.scales_bf16 != nullptr || w.scales_f16 != nullptr) && w.scale_cols > 0 &&
          begin % 2 == 0);
-  const uint8_t* p = w.row_ptr(row);
   for (int64_t j = begin; j < begin + count; ++j) {
-    const int nib = (p[j / 2] >> ((j & 1) * 4)) & 0x0f;
+    const int nib = (*int4_group_code_byte(w, row, j / 2) >> ((j & 1) * 4)) & 0x0f;
     out[j - begin] = static_cast<float>(nib - kInt4Offset) * int4_group_scale(w, row, j / w.scale_cols);
   }
 }

@@ -47,13 +47,44 @@ void int4_group_from_q4_0(const uint8_t* q4_0, int64_t rows, int64_t cols, std::
 // A WeightView over INT4 g32 storage with f16 scales (as int4_group_from_q4_0 writes).
 WeightView int4_group_view_f16(const uint8_t* packed, const uint16_t* scales_f16, int64_t rows, int64_t cols);
 
+// The 8-row tile layout (WeightLayout::kInt4Tiles8, described in core/tensor_view.h).
+inline constexpr int64_t kInt4TileRows = 8;
+inline constexpr int64_t kInt4TileCols = 128;
+inline constexpr int64_t kInt4TileChunkBytes = kInt4TileRows * (kInt4TileCols / 2 + 2 * kInt4TileCols / 32);  // 576
+
+// Whether w (INT4 g32, row-major, either scale format) can be laid out in 8-row tiles.
+bool int4_group_tileable(const WeightView& w);
+
+// Bytes of w's codes and scales together: what int4_group_tile8 writes.
+inline int64_t int4_group_tile8_bytes(const WeightView& w) { return w.bytes() + w.scale_bytes(); }
+
+// Copies w (int4_group_tileable) into `tiles` (int4_group_tile8_bytes(w) bytes, 64-byte
+// aligned for the kernel's aligned loads) in the 8-row tile layout and returns the view over
+// them: the same values, the same scale format.
+WeightView int4_group_tile8(const WeightView& w, std::span<uint8_t> tiles);
+
+// Where row `row`'s element pair (2 j, 2 j + 1) lives, in either layout: the byte of codes.
+inline const uint8_t* int4_group_code_byte(const WeightView& w, int64_t row, int64_t j) {
+  if (w.layout == WeightLayout::kRows) return w.row_ptr(row) + j;
+  const int64_t chunks = w.cols / kInt4TileCols, c = 2 * j / kInt4TileCols;
+  return static_cast<const uint8_t*>(w.data) + (row / kInt4TileRows * chunks + c) * kInt4TileChunkBytes +
+         row % kInt4TileRows * (kInt4TileCols / 2) + j % (kInt4TileCols / 2);
+}
+
 // The scale of group `group` of row `row`, from bf16 or f16 storage, as fp32 (exact).
 inline float int4_group_scale(const WeightView& w, int64_t row, int64_t group) {
-  const int64_t at = row * (w.cols / w.scale_cols) + group;
+  int64_t at = row * (w.cols / w.scale_cols) + group;
+  if (w.layout == WeightLayout::kInt4Tiles8) {  // inside the tiles, counted from the first scale
+    constexpr int64_t kPerChunk = kInt4TileCols / 32;
+    const int64_t chunks = w.cols / kInt4TileCols, c = group / kPerChunk;
+    at = ((row / kInt4TileRows * chunks + c) * kInt4TileChunkBytes +
+          (row % kInt4TileRows * kPerChunk + group % kPerChunk) * 2) / 2;
+  }
   return w.scales_f16 != nullptr ? f16_to_f32(w.scales_f16[at]) : bf16_to_f32(w.scales_bf16[at]);
 }
 
-// Reference dequantization of elements [begin, begin + count) of row `row` (begin even):
+// Reference dequantization of elements [begin, begin + count) of row `row` (begin even), in
+// either layout:
 // out[j] = (nibble - 8) * scale of the element's group.
 void int4_group_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out);
 

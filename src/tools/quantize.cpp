@@ -64,6 +64,7 @@ void append_matrix(std::vector<SafetensorsOut>& out, const std::string& name, co
     }
     case DType::kI4: {
       CHECK(v.scales_bf16 != nullptr) << name << ": INT4 with f16 scales (repacked Q4_0) has no compressed-tensors form";
+      CHECK(v.layout == WeightLayout::kRows) << name << ": INT4 in 8-row tiles (a load prepared for the kernels)";
       const int64_t groups = v.cols / v.scale_cols;
       const int32_t dims[2] = {static_cast<int32_t>(v.rows), static_cast<int32_t>(v.cols)};
       out.push_back({name + ".weight_packed", "I32", {v.rows, v.cols / 8}, bytes_of(v.data, static_cast<size_t>(v.bytes()))});
@@ -71,8 +72,11 @@ void append_matrix(std::vector<SafetensorsOut>& out, const std::string& name, co
       out.push_back({name + ".weight_shape", "I32", {2}, bytes_of(dims, 8)});
       return;
     }
+    case DType::kI8:  // GGUF Q8_0 repacked, which a load for quantize never does
+      CHECK(false) << name << ": INT8 (repacked Q8_0) has no compressed-tensors form";
+      return;
     case DType::kF32: case DType::kF16: case DType::kQ8_0: case DType::kQ4_0:
-    case DType::kI8: case DType::kI32: case DType::kU8: break;
+    case DType::kI32: case DType::kU8: break;
   }
 }
 

@@ -6,7 +6,8 @@
 // 254); bit-identical results across n (1 vs 37) and thread counts (1 vs 2); odd row counts,
 // partial FP8 blocks, partial INT4 chunks and NaN codes; INT4 bf16 scales of every sign and
 // outside fp16's range; INT4 f16 scales (GGUF Q4_0 repacked) against the same checks and the
-// bf16 path; INT4 codes and scales ending at an unmapped page (no read past them).
+// bf16 path; INT4 codes and scales ending at an unmapped page (no read past them); INT4 g32 in
+// 8-row tiles against the row-major kernel, bit for bit.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -269,6 +270,38 @@ TEST(MatmulQuantAvx512, Int4F16ScalesMatchReferenceAndBf16Path) {
         matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, b.view, x.data(), n, y16.data(), nullptr);
         matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, bf, x.data(), n, ybf.data(), nullptr);
         EXPECT_EQ(0, std::memcmp(y16.data(), ybf.data(), y16.size() * 4)) << "n " << n;
+      }
+    }
+  }
+}
+
+// INT4 g32 in 8-row tiles (WeightLayout::kInt4Tiles8): the tiled kernel passes check_matrix
+// (twin, exact bound, invariance over n and threads) and gives the row-major kernel's bits for
+// GEMV (n = 1) and GEMM (n = 2..7, x tails of 1 and 2), with bf16 and f16 scales, one tile and
+// several; the exact fallback reads the tiles too and gives its row-major bits.
+TEST(MatmulQuantAvx512, Int4TilesMatchRowMajorBitForBit) {
+  if (!matmul_internal::matmul_quant_avx512_int4_tiles_supported()) GTEST_SKIP() << "no AVX-512 with VBMI and GFNI";
+  for (bool f16 : {false, true}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{64, 384}, {8, 128}, {40, 1024}}) {
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + (f16 ? " f16" : " bf16"));
+      const uint32_t seed = static_cast<uint32_t>(rows + cols + f16);
+      const QuantMatrix m = f16 ? random_int4_f16(rows, cols, 32, seed) : random_int4(rows, cols, 32, seed);
+      ASSERT_TRUE(int4_group_tileable(m.view));
+      const int64_t bytes = int4_group_tile8_bytes(m.view);
+      std::vector<uint8_t> storage(static_cast<size_t>(bytes + 64));
+      uint8_t* aligned = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+      const WeightView t = int4_group_tile8(m.view, std::span<uint8_t>(aligned, static_cast<size_t>(bytes)));
+      check_matrix(t);
+      ThreadPool pool(2);
+      for (int64_t n : {1, 2, 3, 4, 5, 7}) {
+        const std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n));
+        std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, want.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t, x.data(), n, got.data(), &pool);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "n " << n;
+        matmul_internal::matmul_with_isa(CpuIsa::kScalar, m.view, x.data(), n, want.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kScalar, t, x.data(), n, got.data(), nullptr);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "fallback, n " << n;
       }
     }
   }

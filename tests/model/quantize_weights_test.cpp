@@ -18,6 +18,7 @@
 #include "exec/runner.h"
 #include "io/gguf_file.h"
 #include "io/test_file_writers.h"
+#include "kernels/matmul.h"
 #include "kv/contiguous_kv_cache.h"
 #include "model/forward.h"
 #include "model/model_loader.h"
@@ -381,6 +382,47 @@ TEST(MoveMatricesToArena, DefaultLoadCopiesStreamedMatricesOutOfTheFile) {
   EXPECT_FALSE(in_file(moved.layers[1].expert_up[3].data));
   ModelWeights again = load_ok(path);
   EXPECT_EQ(move_matrices_to_arena(again), 0);  // nothing left outside
+}
+
+// INT4 g32 loads lay the matrices out in 8-row tiles where the kernel reads them
+// (matmul_prefers_int4_tiles): quantized on load (HF BF16 -> INT4 g32 with an INT4 head) and
+// repacked (GGUF Q4_0, f16 scales). The tiled views sit in the arena, hold the same values,
+// and the prefill + decode logits equal a --int4-layout rows load of the same file bit for
+// bit; the tiled load takes no more arena than the row-major one (no row-major copy left over).
+TEST(Int4Tiles, LoadLaysOutTilesWithTheSameLogits) {
+  const bool tiles = matmul_prefers_int4_tiles();
+  const std::filesystem::path path = model_dir(kMoe) / "hf";
+  for (const char* target : {"int4-g32", "q4_0"}) {
+    SCOPED_TRACE(target);
+    LoadOptions opts;
+    const WeightQuantSpec spec = spec_of(target);
+    opts.weight_dtype = spec.dtype;
+    opts.weight_group_size = 32;
+    opts.lm_head = spec;
+    const ModelWeights tiled = load_ok(path, opts);
+    opts.int4_tiles = false;
+    const ModelWeights rows = load_ok(path, opts);
+    int checked = 0;
+    auto check = [&](const WeightView& a, const WeightView& b) {
+      EXPECT_EQ(a.layout, tiles ? WeightLayout::kInt4Tiles8 : WeightLayout::kRows);
+      EXPECT_EQ(b.layout, WeightLayout::kRows);
+      EXPECT_TRUE(tiled.arena.contains(a.data));
+      EXPECT_EQ(a.scales_f16 != nullptr, std::string(target) == "q4_0");
+      EXPECT_EQ(dequantize_matrix(a), dequantize_matrix(b));
+      ++checked;
+    };
+    check(tiled.lm_head, rows.lm_head);
+    check(tiled.layers[1].wk, rows.layers[1].wk);
+    check(tiled.layers[2].wo, rows.layers[2].wo);
+    check(tiled.layers[3].expert_down[6], rows.layers[3].expert_down[6]);
+    EXPECT_EQ(checked, 4);
+    EXPECT_LE(tiled.arena.allocated(), rows.arena.allocated());
+    const std::vector<TokenId> toks = tokens(24);
+    const std::vector<float> a = batched_then_decode_logits(tiled, toks, 16);
+    const std::vector<float> b = batched_then_decode_logits(rows, toks, 16);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+  }
 }
 
 }  // namespace

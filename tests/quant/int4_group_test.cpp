@@ -212,6 +212,55 @@ TEST(Int4Group, FromQ4_0KeepsEveryValue) {
   EXPECT_EQ(packed[8] & 0x0f, q4[2 + 0] >> 4);
 }
 
+// 8-row tiles (WeightLayout::kInt4Tiles8): every value and scale reads back the same in both
+// layouts and both scale formats, the bytes sit where core/tensor_view.h says, and only INT4
+// g32 with whole tiles (rows % 8, cols % 128) is tileable.
+TEST(Int4Group, Tiles8KeepEveryValueWhereTheLayoutSays) {
+  const int64_t rows = 24, cols = 384, groups = cols / 32;
+  std::mt19937 rng(17);
+  std::vector<uint8_t> packed(static_cast<size_t>(rows * cols / 2));
+  for (auto& b : packed) b = static_cast<uint8_t>(rng());
+  std::vector<uint16_t> scales(static_cast<size_t>(rows * groups));
+  for (size_t i = 0; i < scales.size(); ++i) {
+    scales[i] = i < std::size(testing::kSpecialF16Scales) ? testing::kSpecialF16Scales[i]
+                                                           : static_cast<uint16_t>(rng() & 0x7bff);
+  }
+  WeightView f16 = int4_group_view_f16(packed.data(), scales.data(), rows, cols);
+  WeightView bf16 = int4_group_view(packed.data(), scales.data(), rows, cols, 32);  // the same bits as bf16
+  for (const WeightView& v : {f16, bf16}) {
+    SCOPED_TRACE(v.scales_f16 != nullptr ? "f16" : "bf16");
+    ASSERT_TRUE(int4_group_tileable(v));
+    const int64_t n = int4_group_tile8_bytes(v);
+    EXPECT_EQ(n, rows / 8 * (cols / 128) * 576);
+    std::vector<uint8_t> storage(static_cast<size_t>(n + 64));
+    uint8_t* aligned = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+    const WeightView t = int4_group_tile8(v, std::span<uint8_t>(aligned, static_cast<size_t>(n)));
+    EXPECT_EQ(t.layout, WeightLayout::kInt4Tiles8);
+    EXPECT_EQ(t.dtype, DType::kI4);
+    EXPECT_EQ(t.bytes() + t.scale_bytes(), n);
+    EXPECT_EQ(t.scales_f16 != nullptr, v.scales_f16 != nullptr);
+    EXPECT_FALSE(int4_group_tileable(t));  // already tiled
+    std::vector<float> want(static_cast<size_t>(cols)), got(want.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(v, r, want.data());
+      dequantize_row(t, r, got.data());
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "row " << r;
+      for (int64_t g = 0; g < groups; ++g) {
+        ASSERT_EQ(int4_group_scale(v, r, g), int4_group_scale(t, r, g)) << r << "," << g;
+      }
+    }
+    // By hand: tile 1 (rows 8-15), chunk 2 (columns 256-383) starts at (1 * 3 + 2) * 576; its
+    // row 3 (row 11) has code bytes 128-191 at +192, its scales (groups 8-11) at +512 + 24.
+    const uint8_t* chunk = aligned + 5 * 576;
+    EXPECT_EQ(0, std::memcmp(chunk + 3 * 64, packed.data() + 11 * cols / 2 + 128, 64));
+    EXPECT_EQ(0, std::memcmp(chunk + 512 + 3 * 8, scales.data() + 11 * groups + 8, 8));
+  }
+  // Not tileable: rows not a multiple of 8, columns not a multiple of 128, groups of 128.
+  EXPECT_FALSE(int4_group_tileable(int4_group_view_f16(packed.data(), scales.data(), 20, cols)));
+  EXPECT_FALSE(int4_group_tileable(int4_group_view_f16(packed.data(), scales.data(), 16, 96)));
+  EXPECT_FALSE(int4_group_tileable(int4_group_view(packed.data(), scales.data(), 16, 256, 128)));
+}
+
 TEST(Int4Group, MinusEightDecodes) {
   // Checkpoints from other tools may use q = -8 (nibble 0); it must decode to -8 * scale.
   std::vector<uint8_t> packed(16, 0x00);

@@ -15,6 +15,9 @@ namespace densa::matmul_internal {
 // AVX512-VBMI, INT4 with scale_rows == 1, group % 32 == 0 dividing cols, and group dividing 128
 // or a multiple of it. Otherwise use the fallback.
 bool matmul_quant_avx512_supports(const WeightView& w);
+// Whether this CPU runs the INT4 8-row tile layout (WeightLayout::kInt4Tiles8): AVX-512 with
+// VNNI, VBMI and GFNI.
+bool matmul_quant_avx512_int4_tiles_supported();
 
 // The kernel in two steps, so that matmul() can split rows of several products over one
 // thread-pool call: prepare rounds the activations once (x: [n, w.cols] into xp, 64-byte

@@ -32,7 +32,6 @@ void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
   for (int64_t i = 0; i < n; ++i) {
     activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
     for (int64_t r = 0; r < w.rows; ++r) {
-      const uint8_t* row = w.row_ptr(r);
       double acc = 0.0;
       // Sum exact integer products over each (x block, weight group) intersection.
       for (int64_t k0 = 0; k0 < cols;) {
@@ -40,7 +39,7 @@ void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
         const int64_t k1 = std::min({cols, (b + 1) * kActQ8Block, (grp + 1) * g});
         int64_t isum = 0;
         for (int64_t k = k0; k < k1; ++k) {
-          const int nibble = (row[k / 2] >> (4 * (k % 2))) & 0x0f;
+          const int nibble = (*int4_group_code_byte(w, r, k / 2) >> (4 * (k % 2))) & 0x0f;  // either layout
           isum += static_cast<int64_t>(nibble - 8) * q[static_cast<size_t>(k)];
         }
         const double ws = int4_group_scale(w, r, grp);
