@@ -22,6 +22,7 @@
 #include "core/thread_pool.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/matmul.h"
+#include "quant/int4_group.h"
 
 namespace densa {
 namespace {
@@ -127,8 +128,11 @@ struct QuantWeightSet {
   std::vector<WeightView> views;
   int64_t bytes = 0;
 
-  // f16: INT4 scales as f16 (GGUF Q4_0 repacked at load) instead of bf16.
-  QuantWeightSet(DType dtype, int64_t group, Shape s, bool f16 = false) {
+  std::vector<std::unique_ptr<uint8_t[]>> tiles;  // INT4 g32 in 8-row tiles (64-byte aligned inside)
+
+  // f16: INT4 scales as f16 (GGUF Q4_0 repacked at load) instead of bf16. tiled: INT4 g32
+  // copied into the 8-row tile layout load_model uses where the CPU has GFNI.
+  QuantWeightSet(DType dtype, int64_t group, Shape s, bool f16 = false, bool tiled = false) {
     const bool fp8 = dtype == DType::kFP8E4M3;
     const int64_t code_bytes = s.rows * dtype_row_bytes(dtype, s.cols);
     const int64_t num_scales = fp8 ? ((s.rows + 127) / 128) * ((s.cols + 127) / 128) : s.rows * (s.cols / group);
@@ -152,14 +156,21 @@ struct QuantWeightSet {
       }
       v.scale_rows = fp8 ? 128 : 1;
       v.scale_cols = fp8 ? 128 : group;
+      if (tiled) {
+        const int64_t n = int4_group_tile8_bytes(v);
+        tiles.emplace_back(new uint8_t[static_cast<size_t>(n + 64)]);
+        uint8_t* at = tiles.back().get() + (64 - reinterpret_cast<uintptr_t>(tiles.back().get()) % 64) % 64;
+        v = int4_group_tile8(v, std::span<uint8_t>(at, static_cast<size_t>(n)));
+        codes.back().reset();  // only the tiles stay
+      }
       views.push_back(v);
     }
   }
 };
 
 void run_quant_matmul(benchmark::State& state, CpuIsa isa, DType dtype, int64_t group, Shape shape, int64_t n,
-                      int threads, bool f16) {
-  QuantWeightSet ws(dtype, group, shape, f16);
+                      int threads, bool f16, bool tiled) {
+  QuantWeightSet ws(dtype, group, shape, f16, tiled);
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;
   for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
@@ -184,17 +195,21 @@ void register_quant(const std::vector<int>& thread_counts) {
     int64_t group;
     const char* name;
     bool f16 = false;  // INT4 scales as f16: GGUF Q4_0 as repacked at load
+    bool tiled = false;  // INT4 g32 in 8-row tiles (WeightLayout::kInt4Tiles8)
   };
   constexpr QuantCase kCases[] = {{DType::kFP8E4M3, 128, "fp8_b128"},
                                   {DType::kI4, 32, "int4_g32"},
                                   {DType::kI4, 128, "int4_g128"},
-                                  {DType::kI4, 32, "q4_0_repacked", true}};
+                                  {DType::kI4, 32, "q4_0_repacked", true},
+                                  {DType::kI4, 32, "int4_g32_tiles", false, true},
+                                  {DType::kI4, 32, "q4_0_repacked_tiles", true, true}};
   const CpuIsa best = cpu_isa();
   for (const QuantCase& q : kCases) {
+    if (q.tiled && !matmul_prefers_int4_tiles()) continue;
     for (const Shape& s : {kShapes[1], kShapes[2]}) {
       for (int t : thread_counts) {
         const std::string name = std::string("gemv/") + q.name + "/" + s.note + "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, s, 1, t, q.f16)
+        benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, s, 1, t, q.f16, q.tiled)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
@@ -202,7 +217,7 @@ void register_quant(const std::vector<int>& thread_counts) {
     // Prefill: 512 tokens through a Kimi K2 expert (GFLOP/s; FP8 vs INT4 vs bf16 below).
     for (int t : thread_counts) {
       const std::string name = std::string("gemm/n:512/") + q.name + "/" + kShapes[2].note + "/threads:" + std::to_string(t);
-      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kShapes[2], 512, t, q.f16)
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kShapes[2], 512, t, q.f16, q.tiled)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
@@ -210,7 +225,7 @@ void register_quant(const std::vector<int>& thread_counts) {
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;
       const std::string name = "isa/" + std::string(cpu_isa_name(isa)) + "/gemv/" + q.name + "/" + kShapes[1].note + "/threads:1";
-      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, isa, q.dtype, q.group, kShapes[1], 1, 1, q.f16)
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, isa, q.dtype, q.group, kShapes[1], 1, 1, q.f16, q.tiled)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
