@@ -353,6 +353,46 @@ void kv_store(const KvView& kv, int layer, const float* k, const float* v,
   }
 }
 
+bool paged_attention_prefetch(const KvView& kv, int layer, std::span<const int32_t> seq_idx,
+                              std::span<const int32_t> positions, int64_t max_bytes) {
+  attention_internal::check_view(kv);
+  const KvLayout& L = kv.layout;
+  const int64_t row_bytes = static_cast<int64_t>(L.head_dim) * L.elem_bytes();
+  const bool dynamic = L.dtype == DType::kFP8E4M3 && L.scale_mode == KvScaleMode::kDynamic;
+  // The tokens of one sequence come together (a decode token, or a prefill chunk in order):
+  // attention reads positions 0 .. the last one of each such group.
+  auto for_each_sequence = [&](auto&& fn) {
+    for (size_t i = 0; i < positions.size();) {
+      size_t j = i;
+      int32_t last = positions[i];
+      while (j + 1 < positions.size() && seq_idx[j + 1] == seq_idx[i]) last = std::max(last, positions[++j]);
+      fn(seq_idx[i], last);
+      i = j + 1;
+    }
+  };
+  int64_t bytes = 0;
+  for_each_sequence([&](int seq, int32_t last) {
+    (void)seq;
+    bytes += (static_cast<int64_t>(last) + 1) * L.num_kv_heads * 2 * (row_bytes + (dynamic ? 4 : 0));
+  });
+  if (bytes > max_bytes) return false;
+  for_each_sequence([&](int seq, int32_t last) {
+    const int32_t* pages = kv.block_table.data() + kv.block_offsets[seq];
+    for (int32_t p0 = 0; p0 <= last; p0 += L.page_size) {
+      const uint8_t* page = kv.page_ptr(pages[p0 / L.page_size]);
+      const int32_t n = std::min<int32_t>(L.page_size, last + 1 - p0);
+      for (int h = 0; h < L.num_kv_heads; ++h) {
+        for (int which = 0; which < 2; ++which) {
+          const uint8_t* rows = page + L.data_offset(layer, which, h, 0);
+          for (int64_t b = 0; b < n * row_bytes; b += 64) __builtin_prefetch(rows + b, 0, 2);
+          if (dynamic) __builtin_prefetch(page + L.scale_offset(layer, which, h, 0), 0, 2);
+        }
+      }
+    }
+  });
+  return true;
+}
+
 void paged_attention(const KvView& kv, int layer, const float* q, int num_heads, float scale,
                      std::span<const int32_t> seq_idx, std::span<const int32_t> positions,
                      float* out, ThreadPool* pool) {

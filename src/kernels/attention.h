@@ -20,4 +20,12 @@ void paged_attention(const KvView& kv, int layer, const float* q, int num_heads,
                      std::span<const int32_t> seq_idx, std::span<const int32_t> positions,
                      float* out, ThreadPool* pool);
 
+// Asks the memory system for the K and V rows (and dynamic FP8 scales) that paged_attention of
+// `layer` will read for these tokens, without waiting for them: decode can issue it one layer
+// ahead, so the rows arrive while that layer's weights stream instead of when attention needs
+// them. Does nothing, and returns false, when they exceed max_bytes (long contexts and large
+// batches read too much to park in cache). Changes no value.
+bool paged_attention_prefetch(const KvView& kv, int layer, std::span<const int32_t> seq_idx,
+                              std::span<const int32_t> positions, int64_t max_bytes);
+
 }  // namespace densa

@@ -17,6 +17,10 @@ namespace densa {
 
 namespace {
 
+// Largest K / V read of one layer that forward() prefetches a layer ahead: well inside a core's
+// L2 (1-2 MiB), so the rows are still cached when attention reads them.
+constexpr int64_t kKvPrefetchBytes = 256 * 1024;
+
 template <typename T>
 T* grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -83,6 +87,11 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
     matmul(lw.wo, attn, n, proj, pool);
     for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
 
+    // The next layer's K / V rows, asked for now so they arrive while this FFN's weights stream
+    // (at short context attention otherwise waits on DRAM for each page in turn).
+    if (l + 1 < cfg.num_layers) {
+      paged_attention_prefetch(kv, l + 1, batch.seq_idx, batch.positions, kKvPrefetchBytes);
+    }
     ffn_sublayer(cfg, lw, l, x, xn, proj, n, s, selected + static_cast<int64_t>(l) * n * top_k, pool);
   }
 

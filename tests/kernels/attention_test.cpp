@@ -233,6 +233,27 @@ TEST(PagedAttentionPageSize, BitIdenticalAcrossPageSizes) {
   }
 }
 
+// paged_attention_prefetch asks for exactly the rows attention will read: positions 0 .. the
+// last of each sequence in the batch (a 3-token chunk of one and a decode token of another),
+// K and V of every kv head, plus a dynamic FP8 row's scale; within max_bytes it prefetches and
+// says so, one byte over it does nothing. The cache is unchanged either way.
+TEST(PagedAttentionPrefetch, CountsTheRowsAttentionReadsAndChangesNothing) {
+  for (auto [dtype, mode] : {std::pair{DType::kBF16, KvScaleMode::kNone}, {DType::kFP8E4M3, KvScaleMode::kDynamic}}) {
+    const int kvh = 2, hd = 32;
+    std::mt19937 rng(9);
+    TestCache cache(KvLayout{2, kvh, hd, 16, dtype, mode}, {40, 7}, rng);
+    for (int64_t i = 0; i < cache.layout.page_bytes() * 4; ++i) cache.bytes[i] = static_cast<uint8_t>(rng());
+    const std::vector<uint8_t> before(cache.bytes.get(), cache.bytes.get() + cache.layout.page_bytes() * 4);
+    const std::vector<int32_t> seq = {0, 0, 0, 1}, pos = {37, 38, 39, 6};
+    const int64_t row = hd * (dtype == DType::kBF16 ? 2 : 1) + (mode == KvScaleMode::kDynamic ? 4 : 0);
+    const int64_t want = (40 + 7) * kvh * 2 * row;
+    EXPECT_FALSE(paged_attention_prefetch(cache.view(), 1, seq, pos, want - 1));
+    EXPECT_TRUE(paged_attention_prefetch(cache.view(), 1, seq, pos, want));
+    EXPECT_TRUE(paged_attention_prefetch(cache.view(), 0, seq, pos, want));
+    EXPECT_EQ(0, std::memcmp(before.data(), cache.bytes.get(), before.size()));
+  }
+}
+
 // ---- Tile primitives, each ISA against the scalar twin. ----
 
 std::vector<const attention_internal::AttnTileOps*> tile_ops() {
