@@ -137,20 +137,31 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   for (const RowsJob& j : jobs) total += j.row_cost * j.job->w.rows;
   const int threads = pool == nullptr ? 1 : pool->num_threads();
   // Split over output rows only: each y[i, r] is computed whole by one thread, so which thread
-  // takes which part changes no result. Equal shares of cost, kPartsPerThread per thread (as
-  // long as each gets kMinTaskBytes), claimed dynamically: a thread that falls behind (an
+  // takes which part changes no result. Equal shares of cost, kPartsPerThread per thread for
+  // GEMMs (as long as each gets kMinTaskBytes), claimed dynamically: a thread that falls behind (an
   // interrupt, a slower share of bandwidth) takes fewer parts instead of holding up the step.
   // Parts come in whole multiples of the thread count: 3 parts on 2 threads would leave one
   // thread alone for the last third (a batch-1 QKV projection of the preset shapes did).
-  const int64_t max_parts = threads == 1 ? 1 : threads * kPartsPerThread;
+  // Decode GEMVs (every job n = 1) take one part per thread: interleaved A/Bs on the preset
+  // shapes (docs/benchmarks.md, session 8) ran batch-1 decode 3-10% faster than with four,
+  // each thread streaming one run of rows per product with one claim. Prefill keeps four.
+  bool gemv = true;
+  for (const RowsJob& j : jobs) gemv = gemv && j.job->n == 1;
+  const int64_t max_parts = threads == 1 ? 1 : threads * (gemv ? 1 : kPartsPerThread);
   int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, max_parts);
   if (parts > 1) parts = std::min(max_parts, (parts + threads - 1) / threads * threads);
   if (parts == 1) {
     for (const RowsJob& j : jobs) j.run(0, j.job->w.rows);
     return;
   }
-  pool->parallel_for_dynamic(parts, [&](int64_t p_begin, int64_t p_end) {
-    for (int64_t p = p_begin; p < p_end; ++p) {
+  // Claim k (in claiming order) takes part (k % threads) * per + k / threads: when the threads
+  // claim in turn, thread t runs parts t * per .. t * per + per - 1, one contiguous run of rows
+  // (with 8-row INT4 tiles one sequential stream) instead of every threads-th part; a thread
+  // that falls behind still leaves its later parts to the others.
+  const int64_t per = parts / threads;
+  pool->parallel_for_dynamic(parts, [&](int64_t k_begin, int64_t k_end) {
+    for (int64_t k = k_begin; k < k_end; ++k) {
+      const int64_t p = k % threads * per + k / threads;
       auto [j, r] = part_start(jobs, total, parts, p);
       const auto [j_end, r_end] = part_start(jobs, total, parts, p + 1);
       for (; j < jobs.size() && (j < j_end || (j == j_end && r < r_end)); ++j, r = 0) {
