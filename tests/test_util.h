@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ inline std::vector<int32_t> validation_ids(const std::string& model) {
 // smallest and largest subnormal, the largest finite (+-), +-0, and two ordinary values.
 inline constexpr uint16_t kSpecialF16Scales[] = {0x3c01, 0xbc01, 0x0001, 0x83ff, 0x7bff,
                                                  0xfbff, 0x0000, 0x8000, 0x2e66, 0xb555};
+
+// `bytes` of `storage` (resized to fit) starting at a 64-byte boundary, for buffers that the
+// kernels read with aligned loads (e.g. INT4 8-row tiles).
+inline std::span<uint8_t> aligned_bytes(std::vector<uint8_t>& storage, int64_t bytes) {
+  storage.assign(static_cast<size_t>(bytes + 64), 0);
+  const size_t skip = (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  return std::span<uint8_t>(storage.data() + skip, static_cast<size_t>(bytes));
+}
 
 // `blocks` GGUF-style blocks of `block_bytes` (Q4_0: 18, Q8_0: 34) that start with an f16
 // scale: random payload bytes; block b's scale is kSpecialF16Scales[b] for the first ten, then

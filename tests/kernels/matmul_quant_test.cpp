@@ -288,9 +288,8 @@ TEST(MatmulQuantAvx512, Int4TilesMatchRowMajorBitForBit) {
       const QuantMatrix m = f16 ? random_int4_f16(rows, cols, 32, seed) : random_int4(rows, cols, 32, seed);
       ASSERT_TRUE(int4_group_tileable(m.view));
       const int64_t bytes = int4_group_tile8_bytes(m.view);
-      std::vector<uint8_t> storage(static_cast<size_t>(bytes + 64));
-      uint8_t* aligned = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
-      const WeightView t = int4_group_tile8(m.view, std::span<uint8_t>(aligned, static_cast<size_t>(bytes)));
+      std::vector<uint8_t> storage;
+      const WeightView t = int4_group_tile8(m.view, testing::aligned_bytes(storage, bytes));
       check_matrix(t);
       ThreadPool pool(2);
       for (int64_t n : {1, 2, 3, 4, 5, 7}) {
@@ -304,6 +303,23 @@ TEST(MatmulQuantAvx512, Int4TilesMatchRowMajorBitForBit) {
         ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "fallback, n " << n;
       }
     }
+  }
+}
+
+// GEMMs take x in blocks that fit in L2 (~256 KiB of prepared x): with 8,192 columns a block
+// is 12-30 rows, so 37 rows run as several blocks and a partial one. check_matrix compares them
+// with the twins and, bit for bit, with one-row calls; every format and layout.
+TEST(MatmulQuantAvx512, GemmInXBlocksChangesNoResult) {
+  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+  const int64_t rows = 16, cols = 8192;
+  if (have_fp8_kernel()) check_matrix(random_fp8(rows, cols, 41).view);
+  check_matrix(random_int4(rows, cols, 32, 42).view);
+  check_matrix(random_int4_f16(rows, cols, 32, 43).view);
+  check_matrix(random_int8(rows, cols, 44).view);
+  if (matmul_internal::matmul_quant_avx512_int4_tiles_supported()) {
+    const QuantMatrix m = random_int4(rows, cols, 32, 45);
+    std::vector<uint8_t> storage;
+    check_matrix(int4_group_tile8(m.view, testing::aligned_bytes(storage, int4_group_tile8_bytes(m.view))));
   }
 }
 

@@ -232,9 +232,10 @@ TEST(Int4Group, Tiles8KeepEveryValueWhereTheLayoutSays) {
     ASSERT_TRUE(int4_group_tileable(v));
     const int64_t n = int4_group_tile8_bytes(v);
     EXPECT_EQ(n, rows / 8 * (cols / 128) * 576);
-    std::vector<uint8_t> storage(static_cast<size_t>(n + 64));
-    uint8_t* aligned = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
-    const WeightView t = int4_group_tile8(v, std::span<uint8_t>(aligned, static_cast<size_t>(n)));
+    std::vector<uint8_t> storage;
+    const std::span<uint8_t> tiles = testing::aligned_bytes(storage, n);
+    const uint8_t* aligned = tiles.data();
+    const WeightView t = int4_group_tile8(v, tiles);
     EXPECT_EQ(t.layout, WeightLayout::kInt4Tiles8);
     EXPECT_EQ(t.dtype, DType::kI4);
     EXPECT_EQ(t.bytes() + t.scale_bytes(), n);
