@@ -59,16 +59,13 @@ WeightView ModelWeights::adopt(const WeightView& v) {
     const int64_t n = int4_group_tile8_bytes(v);
     return int4_group_tile8(v, std::span<uint8_t>(alloc_owned(static_cast<size_t>(n)), static_cast<size_t>(n)));
   }
-  WeightView out = v;
   if (v.layout == WeightLayout::kInt4Tiles8) {  // codes and scales are one block: copy it whole
     const int64_t n = int4_group_tile8_bytes(v);
     uint8_t* data = alloc_owned(static_cast<size_t>(n));
     std::memcpy(data, v.data, static_cast<size_t>(n));
-    out.data = data;
-    const uint16_t* first_scale = reinterpret_cast<const uint16_t*>(data + kInt4TileRows * kInt4TileCols / 2);
-    (v.scales_f16 != nullptr ? out.scales_f16 : out.scales_bf16) = first_scale;
-    return out;
+    return int4_group_tiled_view(v, data);
   }
+  WeightView out = v;
   uint8_t* data = alloc_owned(static_cast<size_t>(v.bytes()));
   std::memcpy(data, v.data, static_cast<size_t>(v.bytes()));
   out.data = data;

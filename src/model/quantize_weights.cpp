@@ -133,16 +133,16 @@ int repack_ggml_for_kernels(ModelWeights& w) {
 
 int move_matrices_to_arena(ModelWeights& w) {
   int n = 0;
-  // In the arena already: only a row-major INT4 g32 copy the kernels want tiled moves again.
-  const auto in_arena = [&](const WeightView& v) {
+  // Done: in the arena, and not a row-major INT4 g32 copy that the kernels want in tiles.
+  const auto settled = [&](const WeightView& v) {
     return w.arena.contains(v.data) && !(w.int4_tiles && int4_group_tileable(v));
   };
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
-    if (v.empty() || in_arena(v)) return;
+    if (v.empty() || settled(v)) return;
     v = w.adopt(v);
     ++n;
   });
-  if (!w.lm_head.empty() && !in_arena(w.lm_head)) {
+  if (!w.lm_head.empty() && !settled(w.lm_head)) {
     const bool tied = w.lm_head.data == w.tok_embeddings.data;
     w.lm_head = w.adopt(w.lm_head);
     if (tied) w.tok_embeddings = w.lm_head;

@@ -100,10 +100,14 @@ WeightView int4_group_tile8(const WeightView& w, std::span<uint8_t> tiles) {
       }
     }
   }
+  return int4_group_tiled_view(w, tiles.data());
+}
+
+WeightView int4_group_tiled_view(const WeightView& w, const uint8_t* tiles) {
   WeightView t = w;
   t.layout = WeightLayout::kInt4Tiles8;
-  t.data = tiles.data();
-  const auto* first_scale = reinterpret_cast<const uint16_t*>(tiles.data() + kInt4TileRows * kCodeBytes);
+  t.data = tiles;
+  const auto* first_scale = reinterpret_cast<const uint16_t*>(tiles + kInt4TileRows * kInt4TileCols / 2);
   (w.scales_f16 != nullptr ? t.scales_f16 : t.scales_bf16) = first_scale;
   return t;
 }

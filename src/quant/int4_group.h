@@ -58,6 +58,10 @@ bool int4_group_tileable(const WeightView& w);
 // Bytes of w's codes and scales together: what int4_group_tile8 writes.
 inline int64_t int4_group_tile8_bytes(const WeightView& w) { return w.bytes() + w.scale_bytes(); }
 
+// A view of w's matrix held in the 8-row tile layout at `tiles`: w's shape and scale format,
+// data = tiles, the scale pointer at the first tile's scales.
+WeightView int4_group_tiled_view(const WeightView& w, const uint8_t* tiles);
+
 // Copies w (int4_group_tileable) into `tiles` (int4_group_tile8_bytes(w) bytes, 64-byte
 // aligned for the kernel's aligned loads) in the 8-row tile layout and returns the view over
 // them: the same values, the same scale format.
