@@ -115,9 +115,18 @@ WeightView int4_group_tiled_view(const WeightView& w, const uint8_t* tiles) {
 void int4_group_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out) {
   DCHECK(w.dtype == DType::kI4 && (w.scales_bf16 != nullptr || w.scales_f16 != nullptr) && w.scale_cols > 0 &&
          begin % 2 == 0);
-  for (int64_t j = begin; j < begin + count; ++j) {
-    const int nib = (*int4_group_code_byte(w, row, j / 2) >> ((j & 1) * 4)) & 0x0f;
-    out[j - begin] = static_cast<float>(nib - kInt4Offset) * int4_group_scale(w, row, j / w.scale_cols);
+  const int64_t end = begin + count;
+  for (int64_t j = begin; j < end;) {
+    // Elements j .. stop - 1 share a group: one scale and one contiguous run of code bytes in
+    // either layout (a g32 group never crosses a tile's 128 columns). j stays even.
+    const int64_t stop = std::min(end, (j / w.scale_cols + 1) * w.scale_cols);
+    const float scale = int4_group_scale(w, row, j / w.scale_cols);
+    const uint8_t* p = int4_group_code_byte(w, row, j / 2);
+    for (int64_t k = j; k < stop; ++k) {
+      const int nib = (p[(k - j) / 2] >> ((k & 1) * 4)) & 0x0f;
+      out[k - begin] = static_cast<float>(nib - kInt4Offset) * scale;
+    }
+    j = stop;
   }
 }
 
