@@ -251,7 +251,17 @@ struct Args {
   int64_t pre_row_stride = 0;  // bytes per decoded row
 };
 
-// y[i0 + i, r0 + r] = hsum(acc[r][i]): every tile kernel ends here (the fixed reduction tree).
+// Every tile kernel starts its accumulators here ...
+template <int R, int NX>
+DENSA_AVX512_INLINE void zero_tile(__m512 (&acc)[R][NX]) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
+  }
+}
+
+// ... and ends here: y[i0 + i, r0 + r] = hsum(acc[r][i]) (the fixed reduction tree).
 template <int R, int NX>
 DENSA_AVX512_INLINE void store_tile(const Args& a, int64_t r0, int64_t i0, const __m512 (&acc)[R][NX]) {
 #pragma GCC unroll 16
@@ -277,19 +287,11 @@ DENSA_AVX512_INLINE void fp8_tile(const Args& a, int64_t r0, int64_t i0) {
   }
   const int64_t next_tile = R * w.row_bytes();  // the same spot in the next row tile
   __m512 acc[R][NX];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
-  }
+  zero_tile<R, NX>(acc);
   for (int64_t k0 = 0, blk = 0; k0 < cols; k0 += sc, ++blk) {
     const int64_t kend = std::min(cols, k0 + sc);
     __m512 bacc[R][NX];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-      for (int i = 0; i < NX; ++i) bacc[r][i] = _mm512_setzero_ps();
-    }
+    zero_tile<R, NX>(bacc);
     for (int64_t k = k0; k < kend; k += kFp8Step) {
       const __mmask64 m = byte_mask(kend - k);
       __m512i x0[NX], x1[NX];
@@ -361,11 +363,7 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
   constexpr __mmask32 kHighWords = 0xaaaaaaaau;
   const __m512i nib = _mm512_set1_epi8(0x0f);
   __m512 acc[R][NX];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
-  }
+  zero_tile<R, NX>(acc);
   // Scale index of the chunk's first element, kept without a division in the loop:
   // g < 128 advances 128 / g groups per chunk, g >= 128 one group every g / 128 chunks.
   const int64_t groups_per_chunk = small_groups ? kInt4Chunk / g : 0;
@@ -447,11 +445,7 @@ DENSA_AVX512_INLINE void int8_tile(const Args& a, int64_t r0, int64_t i0) {
   const __m512i lane_group = _mm512_load_si512(idx);
   const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[R][NX];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
-  }
+  zero_tile<R, NX>(acc);
   for (int64_t k = 0; k < cols; k += kInt8Chunk) {
     const bool tail = cols - k < kInt8Chunk;  // 32 columns: one group, half the lanes
     const __mmask64 m = tail ? byte_mask(cols - k) : ~__mmask64{0};
@@ -524,11 +518,7 @@ DENSA_AVX512_GFNI_INLINE void int4_tiles_tile(const Args& a, int64_t r0, int64_t
     row_idx[r] = _mm512_load_si512(idx);
   }
   __m512 acc[R][NX];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) acc[r][i] = _mm512_setzero_ps();
-  }
+  zero_tile<R, NX>(acc);
   for (int64_t c = 0; c < chunks; ++c) {
     const uint8_t* cp = tp + c * kInt4TileChunkBytes;
     const __m512i sv = _mm512_load_si512(cp + kInt4TileRows * 64);
