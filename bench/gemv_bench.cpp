@@ -132,12 +132,13 @@ struct QuantWeightSet {
 
   // f16: INT4 scales as f16 (GGUF Q4_0 repacked at load) instead of bf16. tiled: INT4 g32
   // copied into the 8-row tile layout load_model uses where the CPU has GFNI.
-  QuantWeightSet(DType dtype, int64_t group, Shape s, bool f16 = false, bool tiled = false) {
+  // hot: one copy only (no replication past the caches), to measure the kernel's compute ceiling.
+  QuantWeightSet(DType dtype, int64_t group, Shape s, bool f16 = false, bool tiled = false, bool hot = false) {
     const bool fp8 = dtype == DType::kFP8E4M3;
     const int64_t code_bytes = s.rows * dtype_row_bytes(dtype, s.cols);
     const int64_t num_scales = fp8 ? ((s.rows + 127) / 128) * ((s.cols + 127) / 128) : s.rows * (s.cols / group);
     bytes = code_bytes + num_scales * (fp8 ? 4 : 2);
-    const int64_t num = std::max<int64_t>(1, (kMinStreamBytes + bytes - 1) / bytes);
+    const int64_t num = hot ? 1 : std::max<int64_t>(1, (kMinStreamBytes + bytes - 1) / bytes);
     for (int64_t c = 0; c < num; ++c) {
       codes.emplace_back(new uint8_t[code_bytes]);
       uint32_t seed = static_cast<uint32_t>(c + 1);
@@ -169,8 +170,8 @@ struct QuantWeightSet {
 };
 
 void run_quant_matmul(benchmark::State& state, CpuIsa isa, DType dtype, int64_t group, Shape shape, int64_t n,
-                      int threads, bool f16, bool tiled) {
-  QuantWeightSet ws(dtype, group, shape, f16, tiled);
+                      int threads, bool f16, bool tiled, bool hot = false) {
+  QuantWeightSet ws(dtype, group, shape, f16, tiled, hot);
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;
   for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
@@ -209,15 +210,24 @@ void register_quant(const std::vector<int>& thread_counts) {
     for (const Shape& s : {kShapes[1], kShapes[2]}) {
       for (int t : thread_counts) {
         const std::string name = std::string("gemv/") + q.name + "/" + s.note + "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, s, 1, t, q.f16, q.tiled)
+        benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, s, 1, t, q.f16, q.tiled, false)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
     }
+    // In cache: a 1024x1024 matrix (INT4 g32: 576 KiB) that stays in L2, one thread. The
+    // kernel's compute ceiling; the layout that streams from memory fastest needs headroom here.
+    {
+      constexpr Shape kHot{1024, 1024, "1024x1024"};
+      const std::string name = std::string("gemv_hot/") + q.name + "/" + kHot.note + "/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kHot, 1, 1, q.f16, q.tiled, true)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
     // Prefill: 512 tokens through a Kimi K2 expert (GFLOP/s; FP8 vs INT4 vs bf16 below).
     for (int t : thread_counts) {
       const std::string name = std::string("gemm/n:512/") + q.name + "/" + kShapes[2].note + "/threads:" + std::to_string(t);
-      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kShapes[2], 512, t, q.f16, q.tiled)
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kShapes[2], 512, t, q.f16, q.tiled, false)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
@@ -225,7 +235,7 @@ void register_quant(const std::vector<int>& thread_counts) {
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;
       const std::string name = "isa/" + std::string(cpu_isa_name(isa)) + "/gemv/" + q.name + "/" + kShapes[1].note + "/threads:1";
-      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, isa, q.dtype, q.group, kShapes[1], 1, 1, q.f16, q.tiled)
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, isa, q.dtype, q.group, kShapes[1], 1, 1, q.f16, q.tiled, false)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

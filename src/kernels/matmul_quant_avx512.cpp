@@ -499,6 +499,12 @@ DENSA_AVX512_GFNI_INLINE __m512 widen_scales(__m256i h) {
   }
 }
 
+// Software prefetch distances of the tiled decode kernel, in bytes of its stream: 4 chunks
+// (2,304 B) into L1 and 8 KiB into L2 (measured on a 2-core Emerald Rapids VM, bench/ and
+// docs/benchmarks.md "Session 9"; no prefetch, near only, and 12-16 KiB far were slower).
+constexpr int64_t kTilesPrefetchNear = 4 * kInt4TileChunkBytes;
+constexpr int64_t kTilesPrefetchFar = 8192;
+
 template <int R, int NX, bool kF16>
 DENSA_AVX512_GFNI_INLINE void int4_tiles_tile(const Args& a, int64_t r0, int64_t i0) {
   static_assert(R == 8 || R == 4);
@@ -521,6 +527,16 @@ DENSA_AVX512_GFNI_INLINE void int4_tiles_tile(const Args& a, int64_t r0, int64_t
   zero_tile<R, NX>(acc);
   for (int64_t c = 0; c < chunks; ++c) {
     const uint8_t* cp = tp + c * kInt4TileChunkBytes;
+    if constexpr (NX == 1) {
+      // Decode reads one stream per thread; the hardware prefetchers alone keep too few lines
+      // in flight for it on some cores (Intel: ~9 of 15 GB/s per core). The next chunks into
+      // L1, and the chunk kTilesPrefetchFar ahead into L2.
+#pragma GCC unroll 9
+      for (int l = 0; l < kInt4TileChunkBytes / 64; ++l) {
+        _mm_prefetch(reinterpret_cast<const char*>(cp + kTilesPrefetchNear + 64 * l), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(cp + kTilesPrefetchFar + 64 * l), _MM_HINT_T1);
+      }
+    }
     const __m512i sv = _mm512_load_si512(cp + kInt4TileRows * 64);
     __m512 ws[2];  // rows 0-3 and 4-7 of the tile (R = 4: only the half in use)
     if constexpr (R == 8) {
