@@ -203,6 +203,7 @@ void register_quant(const std::vector<int>& thread_counts) {
                                   {DType::kI4, 128, "int4_g128"},
                                   {DType::kI4, 32, "q4_0_repacked", true},
                                   {DType::kI4, 32, "int4_g32_tiles", false, true},
+                                  {DType::kI8, 32, "int8_g32", true},  // GGUF Q8_0 as repacked at load
                                   {DType::kI4, 32, "q4_0_repacked_tiles", true, true}};
   const CpuIsa best = cpu_isa();
   for (const QuantCase& q : kCases) {

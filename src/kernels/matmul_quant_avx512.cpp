@@ -17,11 +17,11 @@
 //    word permute places each lane's scale in the high half of the lane, which is its exact
 //    fp32 value. GGUF Q4_0 repacked at load keeps its f16 scales: a word permute puts lane l's
 //    scale in word l and vcvtph2ps widens all 16 exactly.
-//  - INT8 (W8A8; GGUF Q8_0 repacked at load, f16 scales per 32): x quantized as for INT4 and
-//    stored as unsigned q + 128; vpdpbusd of x with the signed codes minus vpdpbusd of 128
-//    with the codes is the exact int32 sum of w * q over each lane's 4 elements, added as
-//    fma(float(sum), w_scale * x_scale, acc) per 64-column chunk (lanes 0-7: the chunk's
-//    first group and x block, 8-15: the second).
+//  - INT8 (W8A8; GGUF Q8_0 repacked at load, f16 scales per 32): x quantized as for INT4.
+//    Per 128 columns the two 64-byte halves of codes and x are regrouped (128-bit lane j of
+//    each: 16 elements of group j) and the codes flipped to unsigned (code + 128); two
+//    vpdpbusd started from -128 * sum(x_q) give the exact int32 sum of w * q over each lane's
+//    8 elements, added as fma(float(sum), w_scale * x_scale, acc) (lane l: group l / 4).
 // Error: |y - y_exact| <= 2^-8 * sum|w x| (FP8, the bf16 unit roundoff) and sum_k |w_k| * amax(x block of k) / 254
 // (INT4 and INT8), plus fp32 accumulation rounding; the twins in kernels/reference/matmul_quant_ref.h
 // compute the same products from the same rounded activations in double.
@@ -34,12 +34,13 @@
 //    the even elements, 64 of the odd ones, 16 fp32 x scales (lane l covers elements
 //    8l .. 8l+7, x block l / 4) and 16 int32 of -8 * the lane's sum of x_q.
 //
-//  - INT8: per 64 elements, 64 bytes of q + 128, then 16 fp32 x scales (lane l covers
-//    elements 4l .. 4l+3, x block l / 8).
+//  - INT8: per 128 elements, 64 int8 of q with 128-bit lane j holding elements 0-15 of x
+//    block j, 64 with elements 16-31, 16 fp32 x scales (lane l: x block l / 4) and 16 int32 of
+//    -128 * the lane's sum of q over both.
 //
 // Reduction order per (i, r), fixed by this file alone: FP8: per scale block, 64-column steps
 // in order, two vdpbf16ps each into one block sum, then one fma into the row accumulator;
-// INT4 (INT8): per 128-column (64-column) chunk, exact int32 lane sums, one fma into the row accumulator; at the
+// INT4 and INT8: per 128-column chunk, exact int32 lane sums, one fma into the row accumulator; at the
 // end y = hsum(acc) with a fixed tree. Tiles over rows and x rows only interleave independent
 // (i, r) chains, the activation rounding depends on the x row alone, and threads split over
 // rows only, so y[i, r] does not depend on n, the other rows of x, or the thread count.
@@ -81,12 +82,12 @@ constexpr int64_t kFp8Step = 64;          // columns per FP8 step (one 64-byte l
 constexpr int64_t kFp8StepBytes = 128;    // prepared activations per step (64 bf16)
 constexpr int64_t kInt4Chunk = 128;       // columns per INT4 chunk (one 64-byte load)
 constexpr int64_t kInt4ChunkBytes = 256;  // prepared activations per chunk
-constexpr int64_t kInt8Chunk = 64;        // columns per INT8 chunk (one 64-byte load)
-constexpr int64_t kInt8ChunkBytes = 128;  // prepared activations per chunk
+constexpr int64_t kInt8Step = 128;        // columns per INT8 step (two 64-byte loads)
+constexpr int64_t kInt8StepBytes = 256;   // prepared activations per step
 
 int64_t fp8_x_stride(int64_t cols) { return (cols + kFp8Step - 1) / kFp8Step * kFp8StepBytes; }
 int64_t int4_x_stride(int64_t cols) { return (cols + kInt4Chunk - 1) / kInt4Chunk * kInt4ChunkBytes; }
-int64_t int8_x_stride(int64_t cols) { return (cols + kInt8Chunk - 1) / kInt8Chunk * kInt8ChunkBytes; }
+int64_t int8_x_stride(int64_t cols) { return (cols + kInt8Step - 1) / kInt8Step * kInt8StepBytes; }
 int64_t x_stride(const WeightView& w) {
   return w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : w.dtype == DType::kI8 ? int8_x_stride(w.cols) : int4_x_stride(w.cols);
 }
@@ -193,22 +194,27 @@ DENSA_AVX512 void prepare_x_int4(const float* x, int64_t cols, uint8_t* out) {
   }
 }
 
-// quantize_x128 in the per-64 INT8 layout described at the top: q + 128 as unsigned bytes,
-// then each lane's x scale (lane l covers elements 4l .. 4l+3, x block l / 8).
+// quantize_x128 in the per-128 INT8 layout described at the top: the two 64-byte halves
+// regrouped so that 128-bit lane j of each holds 16 elements of x block j, the lanes' x
+// scales, and -128 * each lane's sum of q (the start of its int32 sums).
 DENSA_AVX512 void prepare_x_int8(const float* x, int64_t cols, uint8_t* out) {
   alignas(64) int32_t block_of_lane[16];
-  for (int l = 0; l < 16; ++l) block_of_lane[l] = l / 8;
+  for (int l = 0; l < 16; ++l) block_of_lane[l] = l / 4;
   const __m512i lane_block = _mm512_load_si512(block_of_lane);
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t k0 = 0; k0 < cols; k0 += 2 * kInt8Chunk) {
-    alignas(64) int8_t q[2 * kInt8Chunk];
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t k0 = 0; k0 < cols; k0 += kInt8Step, out += kInt8StepBytes) {
+    alignas(64) int8_t q[kInt8Step];
     alignas(16) float sx[4];
     quantize_x128(x, cols, k0, q, sx);
-    for (int h = 0; h < 2 && k0 + h * kInt8Chunk < cols; ++h, out += kInt8ChunkBytes) {
-      _mm512_storeu_si512(out, _mm512_xor_si512(_mm512_load_si512(q + h * kInt8Chunk), bias));  // q + 128
-      const __m512 s = _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_load_ps(sx + 2 * h)));
-      _mm512_storeu_ps(out + 64, s);
-    }
+    const __m512i q0 = _mm512_load_si512(q), q1 = _mm512_load_si512(q + 64);
+    const __m512i first = _mm512_shuffle_i64x2(q0, q1, 0x88);   // elements 0-15 of blocks 0..3
+    const __m512i second = _mm512_shuffle_i64x2(q0, q1, 0xdd);  // elements 16-31
+    const __m512i lane_sum =
+        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, first), ones, second);
+    _mm512_storeu_si512(out, first);
+    _mm512_storeu_si512(out + 64, second);
+    _mm512_storeu_ps(out + 128, _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_load_ps(sx))));
+    _mm512_storeu_si512(out + 192, _mm512_mullo_epi32(lane_sum, _mm512_set1_epi32(-128)));
   }
 }
 
@@ -424,11 +430,14 @@ DENSA_AVX512_INLINE void int4_tile(const Args& a, int64_t r0, int64_t i0) {
   store_tile<R, NX>(a, r0, i0, acc);
 }
 
-// INT8 (W8A8): per 64-column chunk, vpdpbusd of the unsigned x (q + 128) with the signed
-// codes, minus vpdpbusd of 128 with the codes (128 * sum w), is the exact int32 sum of w * q
-// over each lane's 4 elements; lanes 0-7 belong to group 2c, 8-15 to group 2c + 1 (32 wide,
-// the x blocks too). Scales: the chunk's two f16 weight scales widened by vcvtph2ps and spread
-// by a lane permute, times the prepared per-lane x scales.
+// INT8 (W8A8): per 128-column step, the row's two 64-byte loads regrouped as x was
+// (vshufi64x2: 128-bit lane j of each holds 16 codes of group j) and flipped to unsigned
+// (code + 128, one xor); two vpdpbusd with x, started from -128 * sum(x_q), give the exact
+// int32 sum of w * q over each lane's 8 elements, all of group l / 4. Scales: the step's four
+// f16 weight scales widened by vcvtph2ps and spread by a lane permute, times the prepared
+// per-lane x scales. Per row and x row a step costs two vpdpbusd, a multiply, a conversion
+// and an fma (the per-64 form this replaced: a vpdpbusd, a subtraction, a multiply, a
+// conversion and an fma per 64 columns).
 template <int R, int NX>
 DENSA_AVX512_INLINE void int8_tile(const Args& a, int64_t r0, int64_t i0) {
   const WeightView& w = *a.w;
@@ -441,38 +450,41 @@ DENSA_AVX512_INLINE void int8_tile(const Args& a, int64_t r0, int64_t i0) {
   }
   const int64_t next_tile = R * w.row_bytes();
   alignas(64) int32_t idx[16];
-  for (int l = 0; l < 16; ++l) idx[l] = l / 8;
+  for (int l = 0; l < 16; ++l) idx[l] = l / 4;
   const __m512i lane_group = _mm512_load_si512(idx);
-  const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[R][NX];
   zero_tile<R, NX>(acc);
-  for (int64_t k = 0; k < cols; k += kInt8Chunk) {
-    const bool tail = cols - k < kInt8Chunk;  // 32 columns: one group, half the lanes
-    const __mmask64 m = tail ? byte_mask(cols - k) : ~__mmask64{0};
+  for (int64_t k = 0; k < cols; k += kInt8Step) {
+    const int64_t left = cols - k;  // a multiple of 32: whole groups
+    const __mmask64 m0 = byte_mask(left);
+    const __mmask64 m1 = left > 64 ? byte_mask(left - 64) : __mmask64{0};
+    // Exactly the scales this step covers: never past the row's.
+    const __mmask8 gm = static_cast<__mmask8>((1u << std::min<int64_t>(4, left / kActQ8Block)) - 1u);
     const uint8_t* xs[NX];
 #pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) xs[i] = a.xp + (i0 + i) * a.x_stride + k / kInt8Chunk * kInt8ChunkBytes;
+    for (int i = 0; i < NX; ++i) xs[i] = a.xp + (i0 + i) * a.x_stride + k / kInt8Step * kInt8StepBytes;
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       if constexpr (NX == 1) {
         _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + kPrefetchBytes + 64), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + next_tile), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(rp[r] + k + next_tile + 64), _MM_HINT_T1);
       }
-      const __m512i v = _mm512_maskz_loadu_epi8(m, rp[r] + k);
-      const __m512i wsum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, v);
-      // Exactly the scales this chunk covers (two, or one in the tail): never past the row's.
-      uint32_t sbits = 0;
-      if (tail) {  // constant sizes: both compile to one load, no call
-        std::memcpy(&sbits, sp[r] + k / kActQ8Block, 2);
-      } else {
-        std::memcpy(&sbits, sp[r] + k / kActQ8Block, 4);
-      }
+      const __m512i v0 = _mm512_maskz_loadu_epi8(m0, rp[r] + k);
+      const __m512i v1 = _mm512_maskz_loadu_epi8(m1, rp[r] + k + 64);
+      // Codes past the row end load as 0 and become 128 here; x is 0 there.
+      const __m512i wa = _mm512_xor_si512(_mm512_shuffle_i64x2(v0, v1, 0x88), flip);
+      const __m512i wb = _mm512_xor_si512(_mm512_shuffle_i64x2(v0, v1, 0xdd), flip);
       const __m512 ws = _mm512_permutexvar_ps(
-          lane_group, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(sbits)))));
+          lane_group, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_maskz_loadu_epi16(gm, sp[r] + k / kActQ8Block))));
 #pragma GCC unroll 16
       for (int i = 0; i < NX; ++i) {
-        const __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(xs[i]), v), wsum);
-        const __m512 scale = _mm512_mul_ps(ws, _mm512_loadu_ps(reinterpret_cast<const float*>(xs[i] + 64)));
+        __m512i s = _mm512_loadu_si512(xs[i] + 192);
+        s = _mm512_dpbusd_epi32(s, wa, _mm512_loadu_si512(xs[i]));
+        s = _mm512_dpbusd_epi32(s, wb, _mm512_loadu_si512(xs[i] + 64));
+        const __m512 scale = _mm512_mul_ps(ws, _mm512_loadu_ps(reinterpret_cast<const float*>(xs[i] + 128)));
         acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[r][i]);
       }
     }

@@ -324,15 +324,16 @@ TEST(MatmulQuantAvx512, GemmInXBlocksChangesNoResult) {
 }
 
 // INT8 (repacked Q8_0, W8A8): against the twin and the exact reference, invariant over n and
-// threads; column counts with a 32-wide tail chunk (224, 96, 32) and without; scales of every
-// kind (subnormal, the largest, +-0, not exact in bf16) in both lane halves; extreme codes
+// threads; column counts whose last 128-column step holds 1, 2 or 3 groups (160, 192, 224,
+// 96, 32) and none; scales of every kind (subnormal, the largest, +-0, not exact in bf16) in
+// every lane group; extreme codes
 // (all -128, all 127) where the 128-offset correction matters most; and codes and scales
 // ending before an unmapped page (the kernel reads exactly its bytes and scales).
 TEST(MatmulQuantAvx512, Int8MatchesReferenceAndIsInvariant) {
   if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
   const auto& special = testing::kSpecialF16Scales;
   const size_t num_special = std::size(special);
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 512}, {37, 224}, {13, 384}, {11, 96}, {9, 32}}) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 512}, {37, 224}, {13, 384}, {11, 96}, {9, 32}, {10, 160}, {12, 192}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(rows * cols));
     check_matrix(m.view);
