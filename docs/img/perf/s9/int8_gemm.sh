@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 9 (#10): the INT8 (GGUF Q8_0) GEMM tile with -128 * sum w as the vpdpbusd start (one
-# subtraction per weight chunk instead of one per x row). BASE vs NEW, interleaved: 64 parallel
+# Session 9 (#10): the INT8 (GGUF Q8_0) kernel in 128-column steps (two vpdpbusd per conversion
+# and fma instead of one; ea0cd5a). BASE vs NEW, interleaved: 64 parallel
 # decode on the MoE shape (128 in / 32 out, FP8 KV, as the row) and prefill 512 of the
 # dense and MoE Q8_0 files. Usage: int8_gemm.sh BASE NEW OUT [ROUNDS]
 set -u
