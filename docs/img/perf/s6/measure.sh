@@ -7,7 +7,7 @@ set -u
 BASE=$1; NEW=$2; OUT=$3
 M=${MODEL_DIR:-/tmp/densa-perf-models}
 MEMBW=${MEMBW:-./build/membw_bench}
-bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep 'threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
+bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep '1GiB/threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
 bw
 D1="--batch 1 --prompt-len 16 --gen-len 128 --repeats 3 --lm-head-dtype int4-g32"
 for i in 1 2 3 4 5; do

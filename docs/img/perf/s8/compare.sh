@@ -7,7 +7,7 @@ set -u
 BASE=$1; NEW=$2; OUT=$3; ROUNDS=${4:-5}
 M=${MODEL_DIR:-/tmp/densa-perf-models}
 MEMBW=${MEMBW:-./build/membw_bench}
-bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep 'threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
+bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep '1GiB/threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
 run() {  # label binary model extra...
   local label=$1 bin=$2 model=$3; shift 3
   echo "$label | load $(uptime | sed 's/.*load average: //') | $($bin bench offline -m $M/$model "$@" 2>&1 | grep -E 'prefill:|decode:|achieved:' | tr '\n' ' ')" | tee -a "$OUT"

@@ -6,7 +6,7 @@ set -u
 B=$1; OUT=$2
 M=${MODEL_DIR:-/tmp/densa-perf-models}
 MEMBW=${MEMBW:-./build/membw_bench}
-bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep 'threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
+bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep '1GiB/threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
 run() {  # label model extra...
   local label=$1 model=$2; shift 2
   echo "$label | load $(uptime | sed 's/.*load average: //') | $($B bench offline -m $M/$model --batch 1 --prompt-len 4096 --gen-len 128 --repeats 1 "$@" 2>&1 | grep -E 'decode:' | tr '\n' ' ')" | tee -a "$OUT"

@@ -6,7 +6,7 @@ set -u
 B=$1; OUT=$2; ROUNDS=${3:-5}
 M=${MODEL_DIR:-/tmp/densa-perf-models}
 MEMBW=${MEMBW:-./build/membw_bench}
-bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep 'threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
+bw() { echo "membw | $($MEMBW --benchmark_min_time=0.5 2>&1 | grep '1GiB/threads:2' | sed 's/.*GB=/GB=/')" | tee -a "$OUT"; }
 D="--batch 1 --prompt-len 16 --gen-len 128 --repeats 3"
 P="--batch 1 --prompt-len 512 --gen-len 1 --repeats 3"
 run() {  # label model extra...
