@@ -512,8 +512,8 @@ DENSA_AVX512_GFNI_INLINE __m512 widen_scales(__m256i h) {
 }
 
 // Software prefetch distances of the tiled decode kernel, in bytes of its stream: 4 chunks
-// (2,304 B) into L1 and 8 KiB into L2 (measured on a 2-core Emerald Rapids VM, bench/ and
-// docs/benchmarks.md "Session 9"; no prefetch, near only, and 12-16 KiB far were slower).
+// (2,304 B) into L1 and 8 KiB into L2 (`densa bench offline` on a 2-core Emerald Rapids VM,
+// docs/benchmarks.md "Session 9": no prefetch and near only were slower, 12-16 KiB far no better).
 constexpr int64_t kTilesPrefetchNear = 4 * kInt4TileChunkBytes;
 constexpr int64_t kTilesPrefetchFar = 8192;
 
