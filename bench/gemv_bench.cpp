@@ -170,7 +170,7 @@ struct QuantWeightSet {
 };
 
 void run_quant_matmul(benchmark::State& state, CpuIsa isa, DType dtype, int64_t group, Shape shape, int64_t n,
-                      int threads, bool f16, bool tiled, bool hot = false) {
+                      int threads, bool f16, bool tiled, bool hot) {
   QuantWeightSet ws(dtype, group, shape, f16, tiled, hot);
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;

@@ -50,14 +50,14 @@ uint64_t read_scalar(const uint8_t* p, int64_t bytes) {
   return s;
 }
 
-void read_bandwidth(benchmark::State& state, int threads, int64_t kBufferBytes) {
+void read_bandwidth(benchmark::State& state, int threads, int64_t buffer_bytes) {
   auto deleter = [](uint8_t* p) { std::free(p); };
   std::unique_ptr<uint8_t, decltype(deleter)> buf(
-      static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(kBufferBytes))), deleter);
-  std::memset(buf.get(), 1, static_cast<size_t>(kBufferBytes));  // fault every page in
+      static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(buffer_bytes))), deleter);
+  std::memset(buf.get(), 1, static_cast<size_t>(buffer_bytes));  // fault every page in
   const bool avx512 = cpu_isa_hardware() == CpuIsa::kAvx512Bf16;
   ThreadPool pool(threads);
-  const int64_t num_chunks = kBufferBytes / kChunkBytes;
+  const int64_t num_chunks = buffer_bytes / kChunkBytes;
   const int64_t grain = num_chunks / 64;
   uint64_t sink[64] = {};  // one slot per grain-sized chunk start
   for (auto _ : state) {
@@ -70,7 +70,7 @@ void read_bandwidth(benchmark::State& state, int threads, int64_t kBufferBytes) 
     benchmark::DoNotOptimize(sink);
   }
   state.counters["GB"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * static_cast<double>(kBufferBytes) * 1e-9,
+      static_cast<double>(state.iterations()) * static_cast<double>(buffer_bytes) * 1e-9,
       benchmark::Counter::kIsRate);
 }
 

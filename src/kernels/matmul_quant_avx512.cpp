@@ -167,30 +167,41 @@ DENSA_AVX512_INLINE void quantize_x128(const float* x, int64_t cols, int64_t k0,
   }
 }
 
+// The 256 bytes of one prepared INT4 or INT8 step: the int8 vectors a and b (32-bit lane l of
+// each holds elements of x block l / 4 only), lane l's x scale, and `offset` (the weight codes'
+// unsigned offset, negated) times the lane's sum of q over a and b: the start of its int32 sums.
+DENSA_AVX512_INLINE void store_x_step(uint8_t* out, __m512i a, __m512i b, const float* sx, int32_t offset) {
+  const __m512i lane_block = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const __m512i ones = _mm512_set1_epi8(1);
+  const __m512i lane_sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, a), ones, b);
+  _mm512_storeu_si512(out, a);
+  _mm512_storeu_si512(out + 64, b);
+  _mm512_storeu_ps(out + 128, _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_loadu_ps(sx))));
+  _mm512_storeu_si512(out + 192, _mm512_mullo_epi32(lane_sum, _mm512_set1_epi32(offset)));
+}
+
+// INT8: 128 bytes as two 64-byte vectors lo, hi (groups 0-1, 2-3 of 32) regrouped so that
+// 128-bit lane j of `first` holds bytes 0-15 of group j and of `second` bytes 16-31. The
+// weight codes and x go through this same permutation.
+DENSA_AVX512_INLINE void int8_regroup(__m512i lo, __m512i hi, __m512i& first, __m512i& second) {
+  first = _mm512_shuffle_i64x2(lo, hi, 0x88);
+  second = _mm512_shuffle_i64x2(lo, hi, 0xdd);
+}
+
 // quantize_x128 in the per-128 layout described at the top.
 DENSA_AVX512 void prepare_x_int4(const float* x, int64_t cols, uint8_t* out) {
   alignas(64) uint8_t even_idx[64], odd_idx[64];
-  alignas(64) int32_t block_of_lane[16];
   for (int j = 0; j < 64; ++j) {
     even_idx[j] = static_cast<uint8_t>(2 * j);
     odd_idx[j] = static_cast<uint8_t>(2 * j + 1);
   }
-  for (int l = 0; l < 16; ++l) block_of_lane[l] = l / 4;
   const __m512i ie = _mm512_load_si512(even_idx), io = _mm512_load_si512(odd_idx);
-  const __m512i lane_block = _mm512_load_si512(block_of_lane);
   for (int64_t k0 = 0; k0 < cols; k0 += kInt4Chunk, out += kInt4ChunkBytes) {
     alignas(64) int8_t q[kInt4Chunk];
     alignas(16) float sx[4];
     quantize_x128(x, cols, k0, q, sx);
     const __m512i q0 = _mm512_load_si512(q), q1 = _mm512_load_si512(q + 64);
-    const __m512i even = _mm512_permutex2var_epi8(q0, ie, q1);
-    const __m512i odd = _mm512_permutex2var_epi8(q0, io, q1);
-    const __m512i ones = _mm512_set1_epi8(1);
-    const __m512i lane_sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, even), ones, odd);
-    _mm512_storeu_si512(out, even);
-    _mm512_storeu_si512(out + 64, odd);
-    _mm512_storeu_ps(out + 128, _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_load_ps(sx))));
-    _mm512_storeu_si512(out + 192, _mm512_mullo_epi32(lane_sum, _mm512_set1_epi32(-8)));
+    store_x_step(out, _mm512_permutex2var_epi8(q0, ie, q1), _mm512_permutex2var_epi8(q0, io, q1), sx, -8);
   }
 }
 
@@ -198,23 +209,13 @@ DENSA_AVX512 void prepare_x_int4(const float* x, int64_t cols, uint8_t* out) {
 // regrouped so that 128-bit lane j of each holds 16 elements of x block j, the lanes' x
 // scales, and -128 * each lane's sum of q (the start of its int32 sums).
 DENSA_AVX512 void prepare_x_int8(const float* x, int64_t cols, uint8_t* out) {
-  alignas(64) int32_t block_of_lane[16];
-  for (int l = 0; l < 16; ++l) block_of_lane[l] = l / 4;
-  const __m512i lane_block = _mm512_load_si512(block_of_lane);
-  const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t k0 = 0; k0 < cols; k0 += kInt8Step, out += kInt8StepBytes) {
     alignas(64) int8_t q[kInt8Step];
     alignas(16) float sx[4];
     quantize_x128(x, cols, k0, q, sx);
-    const __m512i q0 = _mm512_load_si512(q), q1 = _mm512_load_si512(q + 64);
-    const __m512i first = _mm512_shuffle_i64x2(q0, q1, 0x88);   // elements 0-15 of blocks 0..3
-    const __m512i second = _mm512_shuffle_i64x2(q0, q1, 0xdd);  // elements 16-31
-    const __m512i lane_sum =
-        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, first), ones, second);
-    _mm512_storeu_si512(out, first);
-    _mm512_storeu_si512(out + 64, second);
-    _mm512_storeu_ps(out + 128, _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_load_ps(sx))));
-    _mm512_storeu_si512(out + 192, _mm512_mullo_epi32(lane_sum, _mm512_set1_epi32(-128)));
+    __m512i first, second;
+    int8_regroup(_mm512_load_si512(q), _mm512_load_si512(q + 64), first, second);
+    store_x_step(out, first, second, sx, -128);
   }
 }
 
@@ -475,8 +476,10 @@ DENSA_AVX512_INLINE void int8_tile(const Args& a, int64_t r0, int64_t i0) {
       const __m512i v0 = _mm512_maskz_loadu_epi8(m0, rp[r] + k);
       const __m512i v1 = _mm512_maskz_loadu_epi8(m1, rp[r] + k + 64);
       // Codes past the row end load as 0 and become 128 here; x is 0 there.
-      const __m512i wa = _mm512_xor_si512(_mm512_shuffle_i64x2(v0, v1, 0x88), flip);
-      const __m512i wb = _mm512_xor_si512(_mm512_shuffle_i64x2(v0, v1, 0xdd), flip);
+      __m512i wa, wb;
+      int8_regroup(v0, v1, wa, wb);
+      wa = _mm512_xor_si512(wa, flip);
+      wb = _mm512_xor_si512(wb, flip);
       const __m512 ws = _mm512_permutexvar_ps(
           lane_group, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_maskz_loadu_epi16(gm, sp[r] + k / kActQ8Block))));
 #pragma GCC unroll 16
