@@ -1,7 +1,14 @@
 #include "core/cpu_features.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace densa {
 
@@ -32,6 +39,40 @@ CpuIsa cpu_isa() {
     return hw;
   }();
   return isa;
+}
+
+bool cpu_has_amx_bf16() {
+  static const bool ok = [] {
+#if defined(__x86_64__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid_count(1, 0, a, b, c, d);
+    if ((c >> 27 & 1u) == 0) return false;  // OSXSAVE: xgetbv is usable
+    __cpuid_count(7, 0, a, b, c, d);
+    if ((d >> 22 & 1u) == 0 || (d >> 24 & 1u) == 0) return false;  // AMX-BF16, AMX-TILE
+    uint32_t lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    const uint64_t xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
+    constexpr uint64_t kTileState = (uint64_t{1} << 17) | (uint64_t{1} << 18);  // XTILECFG, XTILEDATA
+    if ((xcr0 & kTileState) != kTileState) return false;
+    // Linux hands out the 8 KiB of tile data per process on request (kernel 5.16+); a kernel
+    // that does not know the request refuses it and the tiles stay off.
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return ok;
+}
+
+bool cpu_use_amx() {
+  static const bool use = [] {
+    const char* v = std::getenv("DENSA_AMX");
+    if (v != nullptr && std::string(v) == "0") return false;
+    return cpu_has_amx_bf16();
+  }();
+  return use;
 }
 
 std::string_view cpu_isa_name(CpuIsa isa) {

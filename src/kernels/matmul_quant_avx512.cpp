@@ -53,6 +53,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -71,6 +72,9 @@
 #define DENSA_AVX512_GFNI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx512vbmi,fma,f16c,gfni")))
 #define DENSA_AVX512_GFNI_INLINE DENSA_AVX512_GFNI __attribute__((always_inline)) inline
+#define DENSA_AMX \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx512vbmi,fma,f16c,amx-tile,amx-bf16")))
+#define DENSA_AMX_INLINE DENSA_AMX __attribute__((always_inline)) inline
 
 namespace densa::matmul_internal {
 namespace {
@@ -688,6 +692,397 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
   }
 }
 
+// ---- FP8 on AMX tiles (CPUs with AMX-BF16, cpu_use_amx()) ----
+//
+// W8A16 by tdpbf16ps, with the block scale folded into the weights: each weight becomes
+// bf16(value * scale) (the fp32 product rounded to nearest even, as dequantize_row then
+// f32_to_bf16 give it), x becomes bf16(x) in the per-64 unpack order of prepare_x_fp8, and one
+// C tile sums a row's products over all K. Folding costs nothing in the decode (a 128-entry
+// table of bf16(value * scale) per scale block, used by the same two vpermi2b as fp8_to_bf16)
+// and leaves no per-block fixup between tile chains (per-block sums with an fp32 fma each, as
+// the vdpbf16ps path does, held the GEMV at ~7 GB/s: every block ended a tile chain).
+//  - A tile = 16 weight rows x 32 of their columns (64 bytes of bf16 per row), decoded into a
+//    per-thread buffer [K-step][2 row tiles][16 rows][64 bytes].
+//  - B tile = the same 32 columns of x for N tokens in the VNNI layout tdpbf16ps reads: row p
+//    holds, per token, the bf16 pair (2p, 2p+1) of that K-step (prepare_x_fp8_amx).
+//  - C tile = 16 rows x N tokens, fp32: C[r][i] = y[i, r] (the transpose of y).
+// Per (i, r) the order is fixed by this code alone: K-steps in order on one C tile from zero,
+// the tile unit's own summation inside each tdpbf16ps. C[r][i] depends only on weight row r and
+// x row i, so the tiling (row tiles, token tiles, x blocks), n and the thread split change no
+// bit. N is 1 for n = 1 (decode) and 16 otherwise (tails padded with zero tokens); tests check
+// that both give the same bits. Error: |y - y_exact| <= (2^-8 + 2^-18) * sum|w x| plus the
+// sums' fp32 rounding (two bf16 roundings per product); twin ref::matmul_fp8_scaled_x_bf16.
+// The bits differ from the vdpbf16ps path, so one process uses one of the two for every n
+// (matmul_quant_fp8_amx()).
+constexpr int64_t kAmxRows = 16;              // rows of an A or C tile
+constexpr int64_t kAmxTileBytes = 1024;       // a full 16 x 64-byte tile
+constexpr int64_t kAmxXBlockBytes = 1 << 20;  // prepared x per block (L2 keeps it; see fp8_amx_gemm)
+constexpr int64_t kAmxChunkSteps = 8;         // GEMV: 64-column steps per pipelined chunk
+
+int64_t amx_tokens_per_tile(int64_t n) { return n == 1 ? 1 : 16; }
+int64_t amx_ksteps(int64_t cols) { return (cols + kFp8Step - 1) / kFp8Step * 2; }  // always even
+int64_t amx_x_tiles_bytes(int64_t cols, int64_t n) {
+  const int64_t per_tile = amx_tokens_per_tile(n);
+  return (n + per_tile - 1) / per_tile * amx_ksteps(cols) * 64 * per_tile;
+}
+// The B tiles of every token tile, then one row of prepare_x_fp8 scratch (only when N > 1).
+int64_t amx_x_bytes(const WeightView& w, int64_t n) {
+  return amx_x_tiles_bytes(w.cols, n) + (n == 1 ? 0 : fp8_x_stride(w.cols));
+}
+
+DENSA_AVX512 void prepare_x_fp8_amx(const float* x, int64_t n, int64_t cols, uint8_t* xp) {
+  if (n == 1) {  // one token: B row p is pair p of the step, which is prepare_x_fp8's own layout
+    prepare_x_fp8(x, cols, xp);
+    return;
+  }
+  const int64_t q_steps = amx_ksteps(cols), tiles_bytes = amx_x_tiles_bytes(cols, n);
+  std::memset(xp, 0, static_cast<size_t>(tiles_bytes));  // tokens past n are zero
+  uint8_t* row = xp + tiles_bytes;
+  // Pair p of a step goes to dword 16 p + j of the token tile's B tile (token j of the tile).
+  const __m512i pair_to_dword = _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80, 64, 48, 32, 16, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    prepare_x_fp8(x + i * cols, cols, row);
+    uint8_t* tile0 = xp + (i / 16) * q_steps * kAmxTileBytes + (i % 16) * 4;
+    for (int64_t q = 0; q < q_steps; ++q) {
+      _mm512_i32scatter_epi32(tile0 + q * kAmxTileBytes, pair_to_dword, _mm512_load_si512(row + q * 64), 4);
+    }
+  }
+}
+
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// All 8 tiles 16 rows; A tiles (a_mask) 64 bytes wide, the others (B and C) 4 * tokens.
+AmxTileConfig amx_config(int64_t tokens, unsigned a_mask) {
+  AmxTileConfig c;
+  for (int t = 0; t < 8; ++t) {
+    c.rows[t] = 16;
+    c.colsb[t] = static_cast<uint16_t>((a_mask >> t & 1u) ? 64 : 4 * tokens);
+  }
+  return c;
+}
+
+// The compiler does not see the tile instructions touch memory: order the buffer stores before
+// tile loads, and tile stores before the loads that read them.
+#define DENSA_MEMORY_BARRIER() __asm__ volatile("" ::: "memory")
+
+// bf16 bytes of value(code) * scale for the codes 0x00 .. 0x7f of one scale block.
+struct alignas(64) ScaledLut {
+  uint8_t hi[128];
+  uint8_t lo[128];
+};
+
+struct AmxScratch {
+  uint8_t* a = nullptr;       // GEMM: [K-step][2 row tiles][16 rows][64 bytes]; GEMV: two chunks of that
+  ScaledLut* luts = nullptr;  // [row block - lut_rb0][scale block]: the tables of one row pair
+  int64_t lut_rb0 = 0;
+  float* c = nullptr;         // 4 C tiles as stored, [16 rows][16 tokens] each
+};
+
+DENSA_AVX512 void build_scaled_luts(const WeightView& w, int64_t row_block, ScaledLut* luts) {
+  const float* table = fp8_e4m3_decode_table();  // codes 0..127: the non-negative values
+  const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
+  const float* srow = w.scales_f32 + row_block * blocks;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m512 sc = _mm512_set1_ps(srow[b]);
+    for (int k = 0; k < 4; ++k) {  // codes 32 k .. 32 k + 31
+      const __m512 v0 = _mm512_mul_ps(_mm512_loadu_ps(table + 32 * k), sc);
+      const __m512 v1 = _mm512_mul_ps(_mm512_loadu_ps(table + 32 * k + 16), sc);
+      const __m512bh h = _mm512_cvtne2ps_pbh(v1, v0);  // round to nearest even; NaN stays NaN
+      const __m512i words = reinterpret_cast<const __m512i&>(h);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(luts[b].hi + 32 * k), _mm512_cvtepi16_epi8(_mm512_srli_epi16(words, 8)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(luts[b].lo + 32 * k), _mm512_cvtepi16_epi8(words));
+    }
+  }
+}
+
+// Row blocks a row pair from r0 can touch (the tables kept at once).
+int64_t amx_lut_sets(const WeightView& w) { return std::min<int64_t>(2 * kAmxRows, (2 * kAmxRows - 1) / w.scale_rows + 2); }
+
+// The tables of the row blocks of rows [r0, r_hi).
+void amx_build_pair_luts(const WeightView& w, int64_t r0, int64_t r_hi, AmxScratch& s) {
+  const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
+  s.lut_rb0 = r0 / w.scale_rows;
+  for (int64_t rb = s.lut_rb0; rb <= (r_hi - 1) / w.scale_rows; ++rb) {
+    build_scaled_luts(w, rb, s.luts + (rb - s.lut_rb0) * blocks);
+  }
+}
+
+// Decodes 64-column steps [st_begin, st_end) of rows [r0, r0 + 16 * ra) (those below r_end;
+// the rest zero) into a, whose first K-step is 2 * st_begin. The pair's tables are built.
+DENSA_AVX512 void amx_decode_rows(const WeightView& w, int64_t r0, int64_t r_end, int ra, int64_t st_begin,
+                                  int64_t st_end, uint8_t* a, const AmxScratch& s) {
+  const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
+  const int64_t per_block = w.scale_cols / kFp8Step;
+  const int64_t first_block = st_begin / per_block, first_in = st_begin % per_block;
+  int64_t rb = r0 / w.scale_rows, next_rb_row = (rb + 1) * w.scale_rows;
+  for (int h = 0; h < ra; ++h) {
+    for (int64_t rr = 0; rr < 16; ++rr) {
+      const int64_t r = r0 + 16 * h + rr;
+      uint8_t* out = a + h * kAmxTileBytes + rr * 64;
+      if (r >= r_end) {
+        for (int64_t st = 0; st < st_end - st_begin; ++st) {
+          _mm512_store_si512(out + (2 * st) * 2 * kAmxTileBytes, _mm512_setzero_si512());
+          _mm512_store_si512(out + (2 * st + 1) * 2 * kAmxTileBytes, _mm512_setzero_si512());
+        }
+        continue;
+      }
+      while (r >= next_rb_row) {
+        ++rb;
+        next_rb_row += w.scale_rows;
+      }
+      const ScaledLut* luts = s.luts + (rb - s.lut_rb0) * blocks;
+      const uint8_t* rp = w.row_ptr(r);
+      int64_t blk = first_block, in = first_in;
+      for (int64_t st = st_begin; st < st_end; ++st) {
+        _mm_prefetch(reinterpret_cast<const char*>(rp + st * kFp8Step + kPrefetchBytes), _MM_HINT_T0);
+        const ScaledLut& t = luts[blk];
+        const __m512i lut[4] = {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+                                _mm512_load_si512(t.lo + 64)};
+        __m512i w0, w1;
+        fp8_to_bf16(_mm512_maskz_loadu_epi8(byte_mask(w.cols - st * kFp8Step), rp + st * kFp8Step), lut, w0, w1);
+        uint8_t* o = out + (st - st_begin) * 4 * kAmxTileBytes;
+        _mm512_store_si512(o, w0);
+        _mm512_store_si512(o + 2 * kAmxTileBytes, w1);
+        if (++in == per_block) {
+          in = 0;
+          ++blk;
+        }
+      }
+    }
+  }
+}
+
+// Per-thread scratch: the A buffer (GEMM: 2 row tiles over all K, 176 KiB at 2,816 columns;
+// GEMV: two chunks), the tables of one row pair and 4 C tiles.
+AmxScratch amx_scratch(const WeightView& w, int64_t a_bytes) {
+  const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
+  const size_t lut_bytes = static_cast<size_t>(amx_lut_sets(w) * blocks) * sizeof(ScaledLut);
+  thread_local std::vector<uint8_t> storage;
+  storage.resize(static_cast<size_t>(a_bytes) + lut_bytes + 4 * kAmxTileBytes + 64);
+  uint8_t* base = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  AmxScratch s;
+  s.a = base;
+  s.luts = reinterpret_cast<ScaledLut*>(base + a_bytes);
+  s.c = reinterpret_cast<float*>(base + a_bytes + lut_bytes);
+  return s;
+}
+
+// GEMM (N = 16): RA row tiles x TB token tiles (C tile 2 h + u; A tiles 4, 5; B tiles 6, 7) over
+// all K, then y from the stored C tiles.
+template <int RA, int TB>
+DENSA_AMX void amx_pass(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r0, int64_t r_end,
+                        int64_t t0, const AmxScratch& s) {
+  const int64_t q_steps = amx_ksteps(w.cols);
+  const uint8_t* b0 = xp + t0 * q_steps * kAmxTileBytes;
+  const uint8_t* b1 = b0 + q_steps * kAmxTileBytes;
+  _tile_zero(0);
+  if constexpr (TB > 1) _tile_zero(1);
+  if constexpr (RA > 1) _tile_zero(2);
+  if constexpr (RA > 1 && TB > 1) _tile_zero(3);
+  for (int64_t q = 0; q < q_steps; ++q) {
+    _tile_loadd(4, s.a + (2 * q) * kAmxTileBytes, 64);
+    _tile_loadd(6, b0 + q * kAmxTileBytes, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (TB > 1) {
+      _tile_loadd(7, b1 + q * kAmxTileBytes, 64);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (RA > 1) {
+      _tile_loadd(5, s.a + (2 * q + 1) * kAmxTileBytes, 64);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (TB > 1) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  constexpr int64_t kC = 256;  // floats per stored C tile
+  _tile_stored(0, s.c, 64);
+  if constexpr (TB > 1) _tile_stored(1, s.c + kC, 64);
+  if constexpr (RA > 1) _tile_stored(2, s.c + 2 * kC, 64);
+  if constexpr (RA > 1 && TB > 1) _tile_stored(3, s.c + 3 * kC, 64);
+  DENSA_MEMORY_BARRIER();
+  for (int t = 0; t < 4; ++t) {
+    const int h = t / 2, u = t % 2;
+    if (h >= RA || u >= TB) continue;
+    const int64_t rb = r0 + 16 * h;
+    const int64_t rows = std::min<int64_t>(16, r_end - rb);
+    const int64_t tok0 = (t0 + u) * 16;
+    const int64_t toks = std::min<int64_t>(16, n - tok0);
+    const float* c = s.c + t * kC;
+    for (int64_t j = 0; j < toks; ++j) {
+      float* yr = y + (tok0 + j) * w.rows + rb;
+      for (int64_t r = 0; r < rows; ++r) yr[r] = c[r * 16 + j];
+    }
+  }
+  DENSA_MEMORY_BARRIER();  // these reads of s.c come before the next pass's tile stores
+}
+
+DENSA_AMX void fp8_amx_gemm(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
+                            int64_t r_end) {
+  const int64_t q_steps = amx_ksteps(w.cols), steps = q_steps / 2;
+  const int64_t token_tiles = (n + 15) / 16;
+  AmxScratch s = amx_scratch(w, 2 * q_steps * kAmxTileBytes);
+  const AmxTileConfig cfg = amx_config(16, 0x30);
+  _tile_loadconfig(&cfg);
+  // A block of token tiles whose B tiles stay in L2 while every row pair of this thread runs
+  // over them (the weights are decoded once per block; 512 tokens at 1,024 columns is one).
+  const int64_t block_tiles = std::max<int64_t>(2, kAmxXBlockBytes / (q_steps * kAmxTileBytes) / 2 * 2);
+  for (int64_t tb = 0; tb < token_tiles; tb += block_tiles) {
+    const int64_t tb_end = std::min(token_tiles, tb + block_tiles);
+    for (int64_t r0 = r_begin; r0 < r_end; r0 += 2 * kAmxRows) {
+      const int ra = r_end - r0 > kAmxRows ? 2 : 1;
+      amx_build_pair_luts(w, r0, std::min(r_end, r0 + 2 * kAmxRows), s);
+      amx_decode_rows(w, r0, r_end, ra, 0, steps, s.a, s);
+      DENSA_MEMORY_BARRIER();
+      for (int64_t t0 = tb; t0 < tb_end; t0 += 2) {
+        const bool two = t0 + 1 < tb_end;
+        if (ra == 2) {
+          two ? amx_pass<2, 2>(w, xp, n, y, r0, r_end, t0, s) : amx_pass<2, 1>(w, xp, n, y, r0, r_end, t0, s);
+        } else {
+          two ? amx_pass<1, 2>(w, xp, n, y, r0, r_end, t0, s) : amx_pass<1, 1>(w, xp, n, y, r0, r_end, t0, s);
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
+// GEMV tile work: K-step q (the j-th of its chunk, whose A tiles start at a) for row tile h,
+// into C tile h. x goes to B tile 6 or 7 and the rows to A tiles 2, 3 or 4, 5 by the parity of
+// j, so a tile is loaded again only two K-steps after the products that read it.
+DENSA_AMX_INLINE void amx_gemv_op(const uint8_t* a, const uint8_t* x, int64_t q, int j, int h) {
+  const uint8_t* at = a + (2 * j + h) * kAmxTileBytes;
+  switch ((j & 1) * 2 + h) {
+    case 0:
+      _tile_loadd(6, x + q * 64, 4);
+      _tile_loadd(2, at, 64);
+      _tile_dpbf16ps(0, 2, 6);
+      break;
+    case 1:
+      _tile_loadd(3, at, 64);
+      _tile_dpbf16ps(1, 3, 6);
+      break;
+    case 2:
+      _tile_loadd(7, x + q * 64, 4);
+      _tile_loadd(4, at, 64);
+      _tile_dpbf16ps(0, 4, 7);
+      break;
+    default:
+      _tile_loadd(5, at, 64);
+      _tile_dpbf16ps(1, 5, 7);
+      break;
+  }
+}
+
+// One row's steps [st_begin, st_end) decoded to bf16(value * scale) into out (K-step 2 (st -
+// st_begin) at out + 4 (st - st_begin) tiles, as amx_decode_rows lays them out).
+DENSA_AVX512_INLINE void amx_decode_row(const uint8_t* rp, int64_t cols, int64_t st_begin, int64_t st_end,
+                                        int64_t per_block, const ScaledLut* luts, uint8_t* out) {
+  int64_t blk = st_begin / per_block;
+  __m512i lut[4] = {_mm512_load_si512(luts[blk].hi), _mm512_load_si512(luts[blk].hi + 64),
+                    _mm512_load_si512(luts[blk].lo), _mm512_load_si512(luts[blk].lo + 64)};
+  for (int64_t st = st_begin; st < st_end; ++st, out += 4 * kAmxTileBytes) {
+    if (st / per_block != blk) {
+      blk = st / per_block;
+      lut[0] = _mm512_load_si512(luts[blk].hi);
+      lut[1] = _mm512_load_si512(luts[blk].hi + 64);
+      lut[2] = _mm512_load_si512(luts[blk].lo);
+      lut[3] = _mm512_load_si512(luts[blk].lo + 64);
+    }
+    _mm_prefetch(reinterpret_cast<const char*>(rp + st * kFp8Step + kPrefetchBytes), _MM_HINT_T0);
+    const __m512i codes = (st + 1) * kFp8Step <= cols ? _mm512_loadu_si512(rp + st * kFp8Step)
+                                                      : _mm512_maskz_loadu_epi8(byte_mask(cols - st * kFp8Step), rp + st * kFp8Step);
+    __m512i w0, w1;
+    fp8_to_bf16(codes, lut, w0, w1);
+    _mm512_store_si512(out, w0);
+    _mm512_store_si512(out + 2 * kAmxTileBytes, w1);
+  }
+}
+
+// GEMV (n = 1, N = 1), software-pipelined in chunks of kAmxChunkSteps 64-column steps of a row
+// pair: the vector units decode the next chunk (of this pair, or the first of the next pair)
+// into the other of two chunk buffers (which stay in L1) while the tile work of this chunk is
+// spread between its rows, so the tile unit and the decode overlap (issued one after the other
+// they added up: ~5 GB/s instead of ~15 from L2).
+DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, int64_t r_begin, int64_t r_end) {
+  const int64_t steps = (w.cols + kFp8Step - 1) / kFp8Step;
+  const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
+  const int64_t per_block = w.scale_cols / kFp8Step;
+  const int64_t chunk_bytes = kAmxChunkSteps * 4 * kAmxTileBytes;
+  const int64_t row_bytes = w.row_bytes();
+  const uint8_t* data = static_cast<const uint8_t*>(w.data);
+  AmxScratch s = amx_scratch(w, 2 * chunk_bytes);
+  const AmxTileConfig cfg = amx_config(1, 0x3c);
+  _tile_loadconfig(&cfg);
+  auto ra_of = [&](int64_t r0) { return r_end - r0 > kAmxRows ? 2 : 1; };
+  amx_build_pair_luts(w, r_begin, std::min(r_end, r_begin + 2 * kAmxRows), s);
+  amx_decode_rows(w, r_begin, r_end, ra_of(r_begin), 0, std::min(steps, kAmxChunkSteps), s.a, s);
+  int buf = 0;
+  for (int64_t r0 = r_begin; r0 < r_end; r0 += 2 * kAmxRows) {
+    const int ra = ra_of(r0);
+    const int64_t r1 = r0 + 2 * kAmxRows;
+    _tile_zero(0);
+    _tile_zero(1);
+    for (int64_t st = 0; st < steps; st += kAmxChunkSteps, buf ^= 1) {
+      DENSA_MEMORY_BARRIER();  // the chunk's decode stores come before its tile loads
+      const uint8_t* a = s.a + buf * chunk_bytes;
+      const int nq = static_cast<int>(2 * (std::min(steps, st + kAmxChunkSteps) - st));
+      const int ops = nq * ra;
+      // What to decode meanwhile: the next chunk of this pair, or the first of the next pair.
+      int64_t d_r0 = r0, d_st = st + kAmxChunkSteps;
+      if (d_st >= steps) {
+        d_r0 = r1;
+        d_st = 0;
+        if (d_r0 < r_end) amx_build_pair_luts(w, d_r0, std::min(r_end, d_r0 + 2 * kAmxRows), s);
+      }
+      int op = 0;
+      if (d_r0 < r_end) {
+        const int64_t d_end = std::min(steps, d_st + kAmxChunkSteps);
+        uint8_t* next = s.a + (buf ^ 1) * chunk_bytes;
+        const int d_rows = 16 * ra_of(d_r0);
+        int64_t rb = d_r0 / w.scale_rows, next_rb_row = (rb + 1) * w.scale_rows;
+        for (int i = 0; i < d_rows; ++i) {
+          const int64_t r = d_r0 + i;
+          uint8_t* out = next + (i / 16) * kAmxTileBytes + (i % 16) * 64;
+          if (r >= r_end) {
+            for (int64_t k = 0; k < d_end - d_st; ++k) {
+              _mm512_store_si512(out + 4 * k * kAmxTileBytes, _mm512_setzero_si512());
+              _mm512_store_si512(out + (4 * k + 2) * kAmxTileBytes, _mm512_setzero_si512());
+            }
+          } else {
+            while (r >= next_rb_row) {
+              ++rb;
+              next_rb_row += w.scale_rows;
+            }
+            amx_decode_row(data + r * row_bytes, w.cols, d_st, d_end, per_block, s.luts + (rb - s.lut_rb0) * blocks, out);
+          }
+          // The tile work of this chunk, one op per d_rows / ops rows.
+          if (op < ops && (i + 1) * ops >= (op + 1) * d_rows) {
+            amx_gemv_op(a, xp, 2 * st + op / ra, op / ra, op % ra);
+            ++op;
+          }
+        }
+      }
+      for (; op < ops; ++op) amx_gemv_op(a, xp, 2 * st + op / ra, op / ra, op % ra);
+    }
+    _tile_stored(0, s.c, 4);
+    _tile_stored(1, s.c + 16, 4);
+    DENSA_MEMORY_BARRIER();
+    _mm512_mask_storeu_ps(y + r0, float_mask(r_end - r0), _mm512_load_ps(s.c));
+    if (ra > 1) _mm512_mask_storeu_ps(y + r0 + 16, float_mask(r_end - r0 - 16), _mm512_load_ps(s.c + 16));
+  }
+  _tile_release();
+}
+
+void fp8_amx_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin, int64_t r_end) {
+  if (n == 1) return fp8_amx_gemv(w, xp, y, r_begin, r_end);
+  fp8_amx_gemm(w, xp, n, y, r_begin, r_end);
+}
+
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   if (a.w->layout == WeightLayout::kInt4Tiles8) {
     return a.w->scales_f16 != nullptr ? int4_tiles_rows<true>(a, n, r_begin, r_end)
@@ -719,6 +1114,13 @@ bool have_gfni() {
   return v;
 }
 
+// -1: cpu_use_amx(); 0 / 1: forced by matmul_quant_fp8_force_amx.
+std::atomic<int> g_fp8_amx_forced{-1};
+
+bool fp8_on_amx(const WeightView& w) {
+  return w.dtype == DType::kFP8E4M3 && matmul_quant_fp8_amx();
+}
+
 }  // namespace
 
 bool matmul_quant_avx512_supports(const WeightView& w) {
@@ -741,7 +1143,18 @@ bool matmul_quant_avx512_int4_tiles_supported() {
   return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16) && have_vbmi() && have_gfni();
 }
 
+bool matmul_quant_fp8_amx() {
+  const int forced = g_fp8_amx_forced.load(std::memory_order_relaxed);
+  return forced >= 0 ? forced == 1 : cpu_use_amx();
+}
+
+void matmul_quant_fp8_force_amx(std::optional<bool> on) {
+  CHECK(!on.value_or(false) || cpu_has_amx_bf16()) << "matmul: AMX forced on without AMX-BF16";
+  g_fp8_amx_forced.store(on.has_value() ? (*on ? 1 : 0) : -1, std::memory_order_relaxed);
+}
+
 int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n) {
+  if (fp8_on_amx(w)) return amx_x_bytes(w, n);
   return n * x_stride(w);
 }
 
@@ -749,6 +1162,7 @@ void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n,
   CHECK(matmul_quant_avx512_supports(w)) << "matmul avx512 quant: dtype " << dtype_name(w.dtype)
                                          << ", scale block " << w.scale_rows << "x" << w.scale_cols;
   CHECK(reinterpret_cast<uintptr_t>(xp) % 64 == 0) << "matmul avx512 quant: unaligned activations";
+  if (fp8_on_amx(w)) return prepare_x_fp8_amx(x, n, w.cols, xp);
   const int64_t stride = x_stride(w);
   for (int64_t i = 0; i < n; ++i) {
     if (w.dtype == DType::kFP8E4M3) {
@@ -764,6 +1178,7 @@ void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n,
 void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
                               int64_t r_end) {
   if (n <= 0 || r_begin >= r_end) return;
+  if (fp8_on_amx(w)) return fp8_amx_rows(w, xp, n, y, r_begin, r_end);  // blocks x itself
   // A GEMM sweeps all its x rows once per weight row tile. With many x rows (a prefill step of
   // many prompts: 8,192 x 1,024 columns is 16 MB prepared) that sweep runs from L3 or DRAM for
   // every tile, so x is taken in blocks of ~kXBlockBytes that stay in L2, and the thread's

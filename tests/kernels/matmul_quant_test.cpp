@@ -7,13 +7,16 @@
 // partial FP8 blocks, partial INT4 chunks and NaN codes; INT4 bf16 scales of every sign and
 // outside fp16's range; INT4 f16 scales (GGUF Q4_0 repacked) against the same checks and the
 // bf16 path; INT4 codes and scales ending at an unmapped page (no read past them); INT4 g32 in
-// 8-row tiles against the row-major kernel, bit for bit.
+// 8-row tiles against the row-major kernel, bit for bit. FP8 runs both of its paths where the
+// CPU has them: vdpbf16ps, and AMX tiles (block scale folded into bf16 weights; twin
+// ref::matmul_fp8_scaled_x_bf16, bound (2^-8 + 2^-18) * sum|w x|), each invariant on its own.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -42,6 +45,21 @@ bool have_fp8_kernel() {
   const uint8_t code = 0;
   return matmul_internal::matmul_quant_avx512_supports(fp8_block_view(&code, &scale, 1, 1));
 }
+
+// The FP8 paths this CPU runs: vdpbf16ps (false) and, with AMX-BF16 granted, AMX tiles (true).
+std::vector<bool> fp8_amx_modes() {
+  std::vector<bool> v{false};
+  if (cpu_has_amx_bf16()) v.push_back(true);
+  return v;
+}
+
+// Forces one FP8 path for a scope, then back to the process default.
+struct ForceFp8Amx {
+  explicit ForceFp8Amx(bool on) { matmul_internal::matmul_quant_fp8_force_amx(on); }
+  ~ForceFp8Amx() { matmul_internal::matmul_quant_fp8_force_amx(std::nullopt); }
+  ForceFp8Amx(const ForceFp8Amx&) = delete;
+  ForceFp8Amx& operator=(const ForceFp8Amx&) = delete;
+};
 
 struct QuantMatrix {
   std::vector<uint8_t> codes;
@@ -110,14 +128,16 @@ std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
 
 // Checks accuracy against the twin and the exact reference, and invariance over n and threads
 // on the AVX-512 path.
-void check_matrix(const WeightView& w) {
+void check_matrix(const WeightView& w, int64_t n = 37) {
   ASSERT_TRUE(matmul_internal::matmul_quant_avx512_supports(w));
   const bool fp8 = w.dtype == DType::kFP8E4M3;
-  const int64_t n = 37;
+  const bool amx = fp8 && matmul_internal::matmul_quant_fp8_amx();
   const std::vector<float> x = random_x(n, w.cols, 3);
   std::vector<float> y(static_cast<size_t>(n * w.rows)), ytwin(y.size()), yexact(y.size());
   matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, w, x.data(), n, y.data(), nullptr);
-  if (fp8) {
+  if (amx) {
+    ref::matmul_fp8_scaled_x_bf16(w, x.data(), n, ytwin.data());
+  } else if (fp8) {
     ref::matmul_fp8_x_bf16(w, x.data(), n, ytwin.data());
   } else if (w.dtype == DType::kI8) {
     ref::matmul_int8_x_q8(w, x.data(), n, ytwin.data());
@@ -140,7 +160,7 @@ void check_matrix(const WeightView& w) {
           bound += std::fabs(static_cast<double>(wrow[k])) * amax / 254.0;
         }
       }
-      if (fp8) bound = mag * 0x1p-8;  // bf16 unit roundoff
+      if (fp8) bound = mag * (amx ? 0x1p-8 + 0x1p-18 : 0x1p-8);  // bf16 unit roundoff (AMX: two roundings)
       const size_t at = static_cast<size_t>(i * w.rows + r);
       ASSERT_LE(std::fabs(y[at] - ytwin[at]), 1e-5 * mag + 1e-30) << "twin " << i << "," << r;
       ASSERT_LE(std::fabs(y[at] - yexact[at]), bound * (1 + 1e-6) + 1e-5 * mag + 1e-30) << "exact " << i << "," << r;
@@ -179,10 +199,66 @@ TEST(MatmulQuantAvx512, Fp8DecoderMatchesTableForAllCodes) {
 
 TEST(MatmulQuantAvx512, Fp8MatchesReferenceAndIsInvariant) {
   if (!have_fp8_kernel()) GTEST_SKIP() << "no AVX-512 with VBMI";
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 384}, {37, 256}, {131, 300}, {9, 130}, {5, 17}}) {
-    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
-    QuantMatrix m = random_fp8(rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+  for (bool amx : fp8_amx_modes()) {
+    ForceFp8Amx force(amx);
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 384}, {37, 256}, {131, 300}, {9, 130}, {5, 17}, {48, 64}}) {
+      SCOPED_TRACE(std::string(amx ? "amx " : "vdpbf16ps ") + std::to_string(rows) + "x" + std::to_string(cols));
+      QuantMatrix m = random_fp8(rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+      check_matrix(m.view);
+      check_matrix(m.view, 2);  // one token tile, 14 tokens of padding (AMX)
+    }
+  }
+}
+
+// AMX tiles only: several x blocks (300 tokens at 4,096 columns: 128 tokens per block) and
+// every row range the thread split can make (whole 8-row tiles, not 16- or 32-row ones), bit for
+// bit against n = 1; scales of every kind (0, negative, tiny, large, 64-row scale blocks)
+// against the twin; and the two paths differ (the AMX path really ran).
+TEST(MatmulQuantAvx512, Fp8AmxTilesBlocksAndScales) {
+  if (!have_fp8_kernel() || !cpu_has_amx_bf16()) GTEST_SKIP() << "no AMX-BF16 (CPU or OS)";
+  ForceFp8Amx force(true);
+  check_matrix(random_fp8(40, 4096, 61).view, 300);
+  {
+    QuantMatrix m = random_fp8(75, 512, 62);
+    const float special[] = {0.0f, -1.5f, 1e-30f, 3e30f, -0x1p-100f, 0x1.234568p-3f};
+    for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = special[i % std::size(special)];
+    {
+      SCOPED_TRACE("special scales");
+      check_matrix(m.view);
+    }
+    SCOPED_TRACE("64-row scale blocks");
+    m.scales.resize(static_cast<size_t>(((75 + 63) / 64) * 4));
+    m.view.scales_f32 = m.scales.data();
+    m.view.scale_rows = 64;  // scale blocks of 64 rows: a 32-row pair may straddle two
+    for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = std::exp2(static_cast<float>(i % 7) - 3.0f);
     check_matrix(m.view);
+  }
+  const QuantMatrix m = random_fp8(64, 1024, 63);
+  const std::vector<float> x = random_x(5, 1024, 64);
+  std::vector<float> y_amx(5 * 64), y_dp(5 * 64);
+  matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), 5, y_amx.data(), nullptr);
+  {
+    ForceFp8Amx dp(false);
+    matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), 5, y_dp.data(), nullptr);
+  }
+  EXPECT_NE(0, std::memcmp(y_amx.data(), y_dp.data(), y_amx.size() * 4)) << "AMX and vdpbf16ps gave the same bits";
+  // Row ranges from every 8-row start: the same bits as the whole matrix.
+  std::vector<float> part(5 * 64);
+  for (int64_t r0 = 0; r0 < 64; r0 += 8) {
+    for (int64_t r1 = r0 + 8; r1 <= 64; r1 += 24) {
+      std::fill(part.begin(), part.end(), -7.0f);
+      const int64_t bytes = matmul_internal::matmul_quant_avx512_x_bytes(m.view, 5);
+      std::vector<uint8_t> xp_storage;
+      uint8_t* xp = testing::aligned_bytes(xp_storage, bytes).data();
+      matmul_internal::matmul_quant_avx512_prepare(m.view, x.data(), 5, xp);
+      matmul_internal::matmul_quant_avx512_rows(m.view, xp, 5, part.data(), r0, r1);
+      for (int64_t i = 0; i < 5; ++i) {
+        for (int64_t r = 0; r < 64; ++r) {
+          const float want = r >= r0 && r < r1 ? y_amx[i * 64 + r] : -7.0f;
+          ASSERT_EQ(std::memcmp(&want, &part[i * 64 + r], 4), 0) << "rows " << r0 << ".." << r1 << " at " << i << "," << r;
+        }
+      }
+    }
   }
 }
 
@@ -432,10 +508,17 @@ TEST(MatmulQuantAvx512, Fp8NanCodePropagates) {
   m.codes[3 * 256 + 200] = 0xff;
   m.codes[7 * 256 + 1] = 0x7f;
   const std::vector<float> x = random_x(2, 256, 6);
-  std::vector<float> y(2 * 10);
-  matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), 2, y.data(), nullptr);
-  for (int64_t i = 0; i < 2; ++i) {
-    for (int64_t r = 0; r < 10; ++r) EXPECT_EQ(std::isnan(y[i * 10 + r]), r == 3 || r == 7) << i << "," << r;
+  for (bool amx : fp8_amx_modes()) {
+    ForceFp8Amx force(amx);
+    for (int64_t n : {1, 2}) {
+      std::vector<float> y(static_cast<size_t>(n * 10));
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, y.data(), nullptr);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t r = 0; r < 10; ++r) {
+          EXPECT_EQ(std::isnan(y[i * 10 + r]), r == 3 || r == 7) << (amx ? "amx " : "") << i << "," << r;
+        }
+      }
+    }
   }
 }
 

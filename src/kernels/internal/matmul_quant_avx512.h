@@ -5,6 +5,7 @@
 // cpu_isa_hardware() >= kAvx512Bf16 (+ AVX512-VBMI for FP8). Same batch-invariance contract as
 // kernels/matmul.h; the per-(i, r) order is described in matmul_quant_avx512.cpp.
 #include <cstdint>
+#include <optional>
 
 #include "core/tensor_view.h"
 #include "core/thread_pool.h"
@@ -29,6 +30,14 @@ void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n,
                               int64_t r_end);
 // Cost of one row in byte-equivalents, for the thread split (see matmul.cpp).
 int64_t matmul_quant_avx512_row_cost(const WeightView& w, int64_t n);
+
+// Whether FP8 matrices run on AMX tiles in this process: cpu_use_amx() (AMX-BF16 granted,
+// DENSA_AMX not 0) unless a test forced a path. One process uses one path for every n: the
+// two round the sums differently.
+bool matmul_quant_fp8_amx();
+// Test hook: force FP8 onto AMX (true; needs cpu_has_amx_bf16()) or onto vdpbf16ps (false),
+// or back to the default (nullopt). Call only while no matmul runs.
+void matmul_quant_fp8_force_amx(std::optional<bool> on);
 
 // Test hook: decodes 16 e4m3 codes to fp32 with the kernel's in-register decoder (table to
 // bf16, sign or-ed in; NaN codes give NaN). Requires AVX-512 and AVX512-VBMI.

@@ -24,6 +24,20 @@ void matmul_fp8_x_bf16(const WeightView& w, const float* x, int64_t n, float* y)
   }
 }
 
+void matmul_fp8_scaled_x_bf16(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(w.dtype == DType::kFP8E4M3) << "matmul_fp8_scaled_x_bf16: dtype " << dtype_name(w.dtype);
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w, r, row.data());
+    for (float& v : row) v = bf16_to_f32(f32_to_bf16(v));
+    for (int64_t i = 0; i < n; ++i) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < w.cols; ++k) acc += static_cast<double>(row[k]) * bf16_to_f32(f32_to_bf16(x[i * w.cols + k]));
+      y[i * w.rows + r] = static_cast<float>(acc);
+    }
+  }
+}
+
 void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) {
   CHECK(w.dtype == DType::kI4 && w.scale_rows == 1) << "matmul_int4_x_q8: dtype " << dtype_name(w.dtype);
   const int64_t cols = w.cols, g = w.scale_cols;

@@ -11,6 +11,10 @@ namespace densa::ref {
 // FP8 weights, x rounded to bf16: y[i, r] = sum_k dequantize(w)[r, k] * bf16(x[i, k]).
 void matmul_fp8_x_bf16(const WeightView& w, const float* x, int64_t n, float* y);
 
+// FP8 weights with their scale rounded to bf16, x rounded to bf16 (the AMX path):
+// y[i, r] = sum_k bf16(dequantize(w)[r, k]) * bf16(x[i, k]).
+void matmul_fp8_scaled_x_bf16(const WeightView& w, const float* x, int64_t n, float* y);
+
 // INT4 weights, x quantized by activation_q8_quantize (quant/activation_q8.h):
 // y[i, r] = sum over x blocks b and weight groups g of w_scale[r, g] (bf16) * x_scale[i, b] *
 // sum_{k in b and g} (nibble - 8) * x_q[i, k].
