@@ -1,6 +1,7 @@
 #pragma once
 // AVX-512 matmul for FP8 e4m3 block-scaled and INT4 group-wise weights (quant/fp8_block.h,
-// quant/int4_group.h): FP8 x bf16(x) by vdpbf16ps, INT4 x int8(x) by vpdpbusd (activations
+// quant/int4_group.h): FP8 x bf16(x) by vdpbf16ps (or by tdpbf16ps on AMX tiles, see
+// matmul_quant_fp8_amx), INT4 x int8(x) by vpdpbusd (activations
 // rounded once per call; error bounds and twins in matmul_quant_avx512.cpp). Requires
 // cpu_isa_hardware() >= kAvx512Bf16 (+ AVX512-VBMI for FP8). Same batch-invariance contract as
 // kernels/matmul.h; the per-(i, r) order is described in matmul_quant_avx512.cpp.
