@@ -702,7 +702,7 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
 // and leaves no per-block fixup between tile chains (per-block sums with an fp32 fma each, as
 // the vdpbf16ps path does, held the GEMV at ~7 GB/s: every block ended a tile chain).
 //  - A tile = 16 weight rows x 32 of their columns (64 bytes of bf16 per row), decoded into a
-//    per-thread buffer [K-step][2 row tiles][16 rows][64 bytes].
+//    per-thread buffer of 32 row-major bf16 rows (a tile loads 16 of them at the row stride).
 //  - B tile = the same 32 columns of x for N tokens in the VNNI layout tdpbf16ps reads: row p
 //    holds, per token, the bf16 pair (2p, 2p+1) of that K-step (prepare_x_fp8_amx).
 //  - C tile = 16 rows x N tokens, fp32: C[r][i] = y[i, r] (the transpose of y).
@@ -778,7 +778,7 @@ struct alignas(64) ScaledLut {
 };
 
 struct AmxScratch {
-  uint8_t* a = nullptr;       // GEMM: [K-step][2 row tiles][16 rows][64 bytes]; GEMV: two chunks of that
+  uint8_t* a = nullptr;       // 32 decoded rows (GEMM: all K; GEMV: two buffers of one chunk)
   ScaledLut* luts = nullptr;  // [row block - lut_rb0][scale block]: the tables of one row pair
   int64_t lut_rb0 = 0;
   float* c = nullptr;         // 4 C tiles as stored, [16 rows][16 tokens] each
@@ -813,48 +813,53 @@ void amx_build_pair_luts(const WeightView& w, int64_t r0, int64_t r_hi, AmxScrat
   }
 }
 
+// One row's steps [st_begin, st_end) decoded to bf16(value * scale) into out, 128 bytes per
+// step: a row of an A buffer.
+DENSA_AVX512_INLINE void amx_decode_row(const uint8_t* rp, int64_t cols, int64_t st_begin, int64_t st_end,
+                                        int64_t per_block, const ScaledLut* luts, uint8_t* out) {
+  int64_t blk = st_begin / per_block;
+  __m512i lut[4] = {_mm512_load_si512(luts[blk].hi), _mm512_load_si512(luts[blk].hi + 64),
+                    _mm512_load_si512(luts[blk].lo), _mm512_load_si512(luts[blk].lo + 64)};
+  for (int64_t st = st_begin; st < st_end; ++st, out += 128) {
+    if (st / per_block != blk) {
+      blk = st / per_block;
+      lut[0] = _mm512_load_si512(luts[blk].hi);
+      lut[1] = _mm512_load_si512(luts[blk].hi + 64);
+      lut[2] = _mm512_load_si512(luts[blk].lo);
+      lut[3] = _mm512_load_si512(luts[blk].lo + 64);
+    }
+    _mm_prefetch(reinterpret_cast<const char*>(rp + st * kFp8Step + kPrefetchBytes), _MM_HINT_T0);
+    const __m512i codes = (st + 1) * kFp8Step <= cols ? _mm512_loadu_si512(rp + st * kFp8Step)
+                                                      : _mm512_maskz_loadu_epi8(byte_mask(cols - st * kFp8Step), rp + st * kFp8Step);
+    __m512i w0, w1;
+    fp8_to_bf16(codes, lut, w0, w1);
+    _mm512_store_si512(out, w0);
+    _mm512_store_si512(out + 64, w1);
+  }
+}
+
 // Decodes 64-column steps [st_begin, st_end) of rows [r0, r0 + 16 * ra) (those below r_end;
-// the rest zero) into a, whose first K-step is 2 * st_begin. The pair's tables are built.
+// the rest zero) into a: row i of the pair at a + i * stride (an A tile is 16 of these rows,
+// 64 bytes each, loaded at that stride). The pair's tables are built (amx_build_pair_luts).
 DENSA_AVX512 void amx_decode_rows(const WeightView& w, int64_t r0, int64_t r_end, int ra, int64_t st_begin,
-                                  int64_t st_end, uint8_t* a, const AmxScratch& s) {
+                                  int64_t st_end, uint8_t* a, int64_t stride, const AmxScratch& s) {
   const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
   const int64_t per_block = w.scale_cols / kFp8Step;
-  const int64_t first_block = st_begin / per_block, first_in = st_begin % per_block;
+  const int64_t row_bytes = w.row_bytes();
   int64_t rb = r0 / w.scale_rows, next_rb_row = (rb + 1) * w.scale_rows;
-  for (int h = 0; h < ra; ++h) {
-    for (int64_t rr = 0; rr < 16; ++rr) {
-      const int64_t r = r0 + 16 * h + rr;
-      uint8_t* out = a + h * kAmxTileBytes + rr * 64;
-      if (r >= r_end) {
-        for (int64_t st = 0; st < st_end - st_begin; ++st) {
-          _mm512_store_si512(out + (2 * st) * 2 * kAmxTileBytes, _mm512_setzero_si512());
-          _mm512_store_si512(out + (2 * st + 1) * 2 * kAmxTileBytes, _mm512_setzero_si512());
-        }
-        continue;
-      }
-      while (r >= next_rb_row) {
-        ++rb;
-        next_rb_row += w.scale_rows;
-      }
-      const ScaledLut* luts = s.luts + (rb - s.lut_rb0) * blocks;
-      const uint8_t* rp = w.row_ptr(r);
-      int64_t blk = first_block, in = first_in;
-      for (int64_t st = st_begin; st < st_end; ++st) {
-        _mm_prefetch(reinterpret_cast<const char*>(rp + st * kFp8Step + kPrefetchBytes), _MM_HINT_T0);
-        const ScaledLut& t = luts[blk];
-        const __m512i lut[4] = {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
-                                _mm512_load_si512(t.lo + 64)};
-        __m512i w0, w1;
-        fp8_to_bf16(_mm512_maskz_loadu_epi8(byte_mask(w.cols - st * kFp8Step), rp + st * kFp8Step), lut, w0, w1);
-        uint8_t* o = out + (st - st_begin) * 4 * kAmxTileBytes;
-        _mm512_store_si512(o, w0);
-        _mm512_store_si512(o + 2 * kAmxTileBytes, w1);
-        if (++in == per_block) {
-          in = 0;
-          ++blk;
-        }
-      }
+  for (int64_t i = 0; i < 16 * ra; ++i) {
+    const int64_t r = r0 + i;
+    uint8_t* out = a + i * stride;
+    if (r >= r_end) {
+      std::memset(out, 0, static_cast<size_t>(128 * (st_end - st_begin)));
+      continue;
     }
+    while (r >= next_rb_row) {
+      ++rb;
+      next_rb_row += w.scale_rows;
+    }
+    amx_decode_row(static_cast<const uint8_t*>(w.data) + r * row_bytes, w.cols, st_begin, st_end, per_block,
+                   s.luts + (rb - s.lut_rb0) * blocks, out);
   }
 }
 
@@ -877,7 +882,7 @@ AmxScratch amx_scratch(const WeightView& w, int64_t a_bytes) {
 // all K, then y from the stored C tiles.
 template <int RA, int TB>
 DENSA_AMX void amx_pass(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r0, int64_t r_end,
-                        int64_t t0, const AmxScratch& s) {
+                        int64_t t0, int64_t a_stride, const AmxScratch& s) {
   const int64_t q_steps = amx_ksteps(w.cols);
   const uint8_t* b0 = xp + t0 * q_steps * kAmxTileBytes;
   const uint8_t* b1 = b0 + q_steps * kAmxTileBytes;
@@ -886,7 +891,7 @@ DENSA_AMX void amx_pass(const WeightView& w, const uint8_t* xp, int64_t n, float
   if constexpr (RA > 1) _tile_zero(2);
   if constexpr (RA > 1 && TB > 1) _tile_zero(3);
   for (int64_t q = 0; q < q_steps; ++q) {
-    _tile_loadd(4, s.a + (2 * q) * kAmxTileBytes, 64);
+    _tile_loadd(4, s.a + q * 64, a_stride);
     _tile_loadd(6, b0 + q * kAmxTileBytes, 64);
     _tile_dpbf16ps(0, 4, 6);
     if constexpr (TB > 1) {
@@ -894,7 +899,7 @@ DENSA_AMX void amx_pass(const WeightView& w, const uint8_t* xp, int64_t n, float
       _tile_dpbf16ps(1, 4, 7);
     }
     if constexpr (RA > 1) {
-      _tile_loadd(5, s.a + (2 * q + 1) * kAmxTileBytes, 64);
+      _tile_loadd(5, s.a + 16 * a_stride + q * 64, a_stride);
       _tile_dpbf16ps(2, 5, 6);
       if constexpr (TB > 1) _tile_dpbf16ps(3, 5, 7);
     }
@@ -925,7 +930,9 @@ DENSA_AMX void fp8_amx_gemm(const WeightView& w, const uint8_t* xp, int64_t n, f
                             int64_t r_end) {
   const int64_t q_steps = amx_ksteps(w.cols), steps = q_steps / 2;
   const int64_t token_tiles = (n + 15) / 16;
-  AmxScratch s = amx_scratch(w, 2 * q_steps * kAmxTileBytes);
+  // Row-major bf16 rows, padded by a line so that a tile's 16 rows do not share cache sets.
+  const int64_t a_stride = q_steps * 64 + 64;
+  AmxScratch s = amx_scratch(w, 2 * kAmxRows * a_stride);
   const AmxTileConfig cfg = amx_config(16, 0x30);
   _tile_loadconfig(&cfg);
   // A block of token tiles whose B tiles stay in L2 while every row pair of this thread runs
@@ -936,14 +943,14 @@ DENSA_AMX void fp8_amx_gemm(const WeightView& w, const uint8_t* xp, int64_t n, f
     for (int64_t r0 = r_begin; r0 < r_end; r0 += 2 * kAmxRows) {
       const int ra = r_end - r0 > kAmxRows ? 2 : 1;
       amx_build_pair_luts(w, r0, std::min(r_end, r0 + 2 * kAmxRows), s);
-      amx_decode_rows(w, r0, r_end, ra, 0, steps, s.a, s);
+      amx_decode_rows(w, r0, r_end, ra, 0, steps, s.a, a_stride, s);
       DENSA_MEMORY_BARRIER();
       for (int64_t t0 = tb; t0 < tb_end; t0 += 2) {
         const bool two = t0 + 1 < tb_end;
         if (ra == 2) {
-          two ? amx_pass<2, 2>(w, xp, n, y, r0, r_end, t0, s) : amx_pass<2, 1>(w, xp, n, y, r0, r_end, t0, s);
+          two ? amx_pass<2, 2>(w, xp, n, y, r0, r_end, t0, a_stride, s) : amx_pass<2, 1>(w, xp, n, y, r0, r_end, t0, a_stride, s);
         } else {
-          two ? amx_pass<1, 2>(w, xp, n, y, r0, r_end, t0, s) : amx_pass<1, 1>(w, xp, n, y, r0, r_end, t0, s);
+          two ? amx_pass<1, 2>(w, xp, n, y, r0, r_end, t0, a_stride, s) : amx_pass<1, 1>(w, xp, n, y, r0, r_end, t0, a_stride, s);
         }
       }
     }
@@ -954,52 +961,27 @@ DENSA_AMX void fp8_amx_gemm(const WeightView& w, const uint8_t* xp, int64_t n, f
 // GEMV tile work: K-step q (the j-th of its chunk, whose A tiles start at a) for row tile h,
 // into C tile h. x goes to B tile 6 or 7 and the rows to A tiles 2, 3 or 4, 5 by the parity of
 // j, so a tile is loaded again only two K-steps after the products that read it.
-DENSA_AMX_INLINE void amx_gemv_op(const uint8_t* a, const uint8_t* x, int64_t q, int j, int h) {
-  const uint8_t* at = a + (2 * j + h) * kAmxTileBytes;
+DENSA_AMX_INLINE void amx_gemv_op(const uint8_t* a, int64_t stride, const uint8_t* x, int64_t q, int j, int h) {
+  const uint8_t* at = a + 16 * h * stride + 64 * j;
   switch ((j & 1) * 2 + h) {
     case 0:
       _tile_loadd(6, x + q * 64, 4);
-      _tile_loadd(2, at, 64);
+      _tile_loadd(2, at, stride);
       _tile_dpbf16ps(0, 2, 6);
       break;
     case 1:
-      _tile_loadd(3, at, 64);
+      _tile_loadd(3, at, stride);
       _tile_dpbf16ps(1, 3, 6);
       break;
     case 2:
       _tile_loadd(7, x + q * 64, 4);
-      _tile_loadd(4, at, 64);
+      _tile_loadd(4, at, stride);
       _tile_dpbf16ps(0, 4, 7);
       break;
     default:
-      _tile_loadd(5, at, 64);
+      _tile_loadd(5, at, stride);
       _tile_dpbf16ps(1, 5, 7);
       break;
-  }
-}
-
-// One row's steps [st_begin, st_end) decoded to bf16(value * scale) into out (K-step 2 (st -
-// st_begin) at out + 4 (st - st_begin) tiles, as amx_decode_rows lays them out).
-DENSA_AVX512_INLINE void amx_decode_row(const uint8_t* rp, int64_t cols, int64_t st_begin, int64_t st_end,
-                                        int64_t per_block, const ScaledLut* luts, uint8_t* out) {
-  int64_t blk = st_begin / per_block;
-  __m512i lut[4] = {_mm512_load_si512(luts[blk].hi), _mm512_load_si512(luts[blk].hi + 64),
-                    _mm512_load_si512(luts[blk].lo), _mm512_load_si512(luts[blk].lo + 64)};
-  for (int64_t st = st_begin; st < st_end; ++st, out += 4 * kAmxTileBytes) {
-    if (st / per_block != blk) {
-      blk = st / per_block;
-      lut[0] = _mm512_load_si512(luts[blk].hi);
-      lut[1] = _mm512_load_si512(luts[blk].hi + 64);
-      lut[2] = _mm512_load_si512(luts[blk].lo);
-      lut[3] = _mm512_load_si512(luts[blk].lo + 64);
-    }
-    _mm_prefetch(reinterpret_cast<const char*>(rp + st * kFp8Step + kPrefetchBytes), _MM_HINT_T0);
-    const __m512i codes = (st + 1) * kFp8Step <= cols ? _mm512_loadu_si512(rp + st * kFp8Step)
-                                                      : _mm512_maskz_loadu_epi8(byte_mask(cols - st * kFp8Step), rp + st * kFp8Step);
-    __m512i w0, w1;
-    fp8_to_bf16(codes, lut, w0, w1);
-    _mm512_store_si512(out, w0);
-    _mm512_store_si512(out + 2 * kAmxTileBytes, w1);
   }
 }
 
@@ -1012,7 +994,8 @@ DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, in
   const int64_t steps = (w.cols + kFp8Step - 1) / kFp8Step;
   const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
   const int64_t per_block = w.scale_cols / kFp8Step;
-  const int64_t chunk_bytes = kAmxChunkSteps * 4 * kAmxTileBytes;
+  const int64_t a_stride = kAmxChunkSteps * 128 + 64;  // padded as in fp8_amx_gemm
+  const int64_t chunk_bytes = 2 * kAmxRows * a_stride;
   const int64_t row_bytes = w.row_bytes();
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   AmxScratch s = amx_scratch(w, 2 * chunk_bytes);
@@ -1020,7 +1003,7 @@ DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, in
   _tile_loadconfig(&cfg);
   auto ra_of = [&](int64_t r0) { return r_end - r0 > kAmxRows ? 2 : 1; };
   amx_build_pair_luts(w, r_begin, std::min(r_end, r_begin + 2 * kAmxRows), s);
-  amx_decode_rows(w, r_begin, r_end, ra_of(r_begin), 0, std::min(steps, kAmxChunkSteps), s.a, s);
+  amx_decode_rows(w, r_begin, r_end, ra_of(r_begin), 0, std::min(steps, kAmxChunkSteps), s.a, a_stride, s);
   int buf = 0;
   for (int64_t r0 = r_begin; r0 < r_end; r0 += 2 * kAmxRows) {
     const int ra = ra_of(r0);
@@ -1047,12 +1030,9 @@ DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, in
         int64_t rb = d_r0 / w.scale_rows, next_rb_row = (rb + 1) * w.scale_rows;
         for (int i = 0; i < d_rows; ++i) {
           const int64_t r = d_r0 + i;
-          uint8_t* out = next + (i / 16) * kAmxTileBytes + (i % 16) * 64;
+          uint8_t* out = next + i * a_stride;
           if (r >= r_end) {
-            for (int64_t k = 0; k < d_end - d_st; ++k) {
-              _mm512_store_si512(out + 4 * k * kAmxTileBytes, _mm512_setzero_si512());
-              _mm512_store_si512(out + (4 * k + 2) * kAmxTileBytes, _mm512_setzero_si512());
-            }
+            std::memset(out, 0, static_cast<size_t>(128 * (d_end - d_st)));
           } else {
             while (r >= next_rb_row) {
               ++rb;
@@ -1062,12 +1042,12 @@ DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, in
           }
           // The tile work of this chunk, one op per d_rows / ops rows.
           if (op < ops && (i + 1) * ops >= (op + 1) * d_rows) {
-            amx_gemv_op(a, xp, 2 * st + op / ra, op / ra, op % ra);
+            amx_gemv_op(a, a_stride, xp, 2 * st + op / ra, op / ra, op % ra);
             ++op;
           }
         }
       }
-      for (; op < ops; ++op) amx_gemv_op(a, xp, 2 * st + op / ra, op / ra, op % ra);
+      for (; op < ops; ++op) amx_gemv_op(a, a_stride, xp, 2 * st + op / ra, op / ra, op % ra);
     }
     _tile_stored(0, s.c, 4);
     _tile_stored(1, s.c + 16, 4);
