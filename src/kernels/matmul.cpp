@@ -172,6 +172,38 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   });
 }
 
+// Rounds every listed job's x into its buffer. Prefill-sized work (x rows times columns summed
+// over the jobs >= kMinPrepareElems) is split over the pool in runs of x rows, so the other
+// threads do not wait on one; the bytes are the same either way.
+constexpr int64_t kMinPrepareElems = 64 * 1024;
+constexpr int64_t kPrepareRows = 16;
+
+struct PrepareJob {
+  const MatmulJob* job;
+  uint8_t* xp;
+};
+
+void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
+  int64_t elems = 0, units = 0;
+  for (const PrepareJob& p : jobs) {
+    elems += p.job->n * p.job->w.cols;
+    units += (p.job->n + kPrepareRows - 1) / kPrepareRows;
+  }
+  auto run_units = [&](int64_t u_begin, int64_t u_end) {
+    int64_t u = 0;
+    for (const PrepareJob& p : jobs) {
+      const MatmulJob& j = *p.job;
+      const int64_t count = (j.n + kPrepareRows - 1) / kPrepareRows;
+      for (int64_t k = std::max(u_begin - u, int64_t{0}); k < std::min(count, u_end - u); ++k) {
+        matmul_quant_avx512_prepare_rows(j.w, j.x, j.n, k * kPrepareRows, std::min(j.n, (k + 1) * kPrepareRows), p.xp);
+      }
+      u += count;
+    }
+  };
+  if (pool == nullptr || pool->num_threads() == 1 || elems < kMinPrepareElems) return run_units(0, units);
+  pool->parallel_for_dynamic(units, run_units);
+}
+
 }  // namespace
 
 }  // namespace matmul_internal
@@ -214,16 +246,26 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
   }
   if (run.empty()) return;
   // The one allocation: every quantized job's activations, rounded once for all its rows.
+  // Products of the same x in the same layout (Q, K and V; gate and up) share one copy.
   std::unique_ptr<uint8_t[]> buf;
   if (x_bytes > 0) {
     buf.reset(new uint8_t[static_cast<size_t>(x_bytes + 64)]);
     uint8_t* at = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
+    std::vector<PrepareJob> to_prepare;
     for (RowsJob& r : run) {
       if (r.kind != RowsJob::Kind::kQuantAvx512) continue;
-      matmul_quant_avx512_prepare(r.job->w, r.job->x, r.job->n, at);
+      for (const PrepareJob& p : to_prepare) {
+        if (p.job->x == r.job->x && p.job->n == r.job->n && matmul_quant_avx512_same_x_layout(p.job->w, r.job->w)) {
+          r.xp = p.xp;
+          break;
+        }
+      }
+      if (r.xp != nullptr) continue;
+      to_prepare.push_back({r.job, at});
       r.xp = at;
       at += (matmul_quant_avx512_x_bytes(r.job->w, r.job->n) + 63) / 64 * 64;
     }
+    prepare_x(to_prepare, pool);
   }
   run_jobs(run, pool);
 }

@@ -704,7 +704,7 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
 //  - A tile = 16 weight rows x 32 of their columns (64 bytes of bf16 per row), decoded into a
 //    per-thread buffer of 32 row-major bf16 rows (a tile loads 16 of them at the row stride).
 //  - B tile = the same 32 columns of x for N tokens in the VNNI layout tdpbf16ps reads: row p
-//    holds, per token, the bf16 pair (2p, 2p+1) of that K-step (prepare_x_fp8_amx).
+//    holds, per token, the bf16 pair (2p, 2p+1) of that K-step (prepare_x_fp8_amx_rows).
 //  - C tile = 16 rows x N tokens, fp32: C[r][i] = y[i, r] (the transpose of y).
 // Per (i, r) the order is fixed by this code alone: K-steps in order on one C tile from zero,
 // the tile unit's own summation inside each tdpbf16ps. C[r][i] depends only on weight row r and
@@ -725,26 +725,28 @@ int64_t amx_x_tiles_bytes(int64_t cols, int64_t n) {
   const int64_t per_tile = amx_tokens_per_tile(n);
   return (n + per_tile - 1) / per_tile * amx_ksteps(cols) * 64 * per_tile;
 }
-// The B tiles of every token tile, then one row of prepare_x_fp8 scratch (only when N > 1).
-int64_t amx_x_bytes(const WeightView& w, int64_t n) {
-  return amx_x_tiles_bytes(w.cols, n) + (n == 1 ? 0 : fp8_x_stride(w.cols));
-}
+int64_t amx_x_bytes(const WeightView& w, int64_t n) { return amx_x_tiles_bytes(w.cols, n); }
 
-DENSA_AVX512 void prepare_x_fp8_amx(const float* x, int64_t n, int64_t cols, uint8_t* xp) {
+// Rows [i_begin, i_end) of x into their B tiles (token i: dword 16 p + i % 16 of each B tile of
+// token tile i / 16); the call that ends at n also zeroes the padding tokens of the last tile.
+DENSA_AVX512 void prepare_x_fp8_amx_rows(const float* x, int64_t n, int64_t cols, int64_t i_begin, int64_t i_end,
+                                         uint8_t* xp) {
   if (n == 1) {  // one token: B row p is pair p of the step, which is prepare_x_fp8's own layout
     prepare_x_fp8(x, cols, xp);
     return;
   }
-  const int64_t q_steps = amx_ksteps(cols), tiles_bytes = amx_x_tiles_bytes(cols, n);
-  std::memset(xp, 0, static_cast<size_t>(tiles_bytes));  // tokens past n are zero
-  uint8_t* row = xp + tiles_bytes;
-  // Pair p of a step goes to dword 16 p + j of the token tile's B tile (token j of the tile).
+  const int64_t q_steps = amx_ksteps(cols);
+  thread_local std::vector<uint8_t> scratch;
+  scratch.resize(static_cast<size_t>(fp8_x_stride(cols) + 64));
+  uint8_t* row = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
   const __m512i pair_to_dword = _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80, 64, 48, 32, 16, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    prepare_x_fp8(x + i * cols, cols, row);
+  const int64_t i_stop = i_end == n ? (n + 15) / 16 * 16 : i_end;
+  for (int64_t i = i_begin; i < i_stop; ++i) {
+    if (i < n) prepare_x_fp8(x + i * cols, cols, row);
     uint8_t* tile0 = xp + (i / 16) * q_steps * kAmxTileBytes + (i % 16) * 4;
     for (int64_t q = 0; q < q_steps; ++q) {
-      _mm512_i32scatter_epi32(tile0 + q * kAmxTileBytes, pair_to_dword, _mm512_load_si512(row + q * 64), 4);
+      const __m512i v = i < n ? _mm512_load_si512(row + q * 64) : _mm512_setzero_si512();
+      _mm512_i32scatter_epi32(tile0 + q * kAmxTileBytes, pair_to_dword, v, 4);
     }
   }
 }
@@ -1139,12 +1141,18 @@ int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n) {
 }
 
 void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n, uint8_t* xp) {
+  matmul_quant_avx512_prepare_rows(w, x, n, 0, n, xp);
+}
+
+void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64_t n, int64_t i_begin, int64_t i_end,
+                                      uint8_t* xp) {
   CHECK(matmul_quant_avx512_supports(w)) << "matmul avx512 quant: dtype " << dtype_name(w.dtype)
                                          << ", scale block " << w.scale_rows << "x" << w.scale_cols;
   CHECK(reinterpret_cast<uintptr_t>(xp) % 64 == 0) << "matmul avx512 quant: unaligned activations";
-  if (fp8_on_amx(w)) return prepare_x_fp8_amx(x, n, w.cols, xp);
+  CHECK(0 <= i_begin && i_begin <= i_end && i_end <= n) << "matmul avx512 quant: rows " << i_begin << ".." << i_end;
+  if (fp8_on_amx(w)) return prepare_x_fp8_amx_rows(x, n, w.cols, i_begin, i_end, xp);
   const int64_t stride = x_stride(w);
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = i_begin; i < i_end; ++i) {
     if (w.dtype == DType::kFP8E4M3) {
       prepare_x_fp8(x + i * w.cols, w.cols, xp + i * stride);
     } else if (w.dtype == DType::kI8) {
@@ -1170,6 +1178,11 @@ void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n,
     const Args a{&w, xp + i0 * stride, stride, y + i0 * w.rows};
     rows(a, std::min(block, n - i0), r_begin, r_end);
   }
+}
+
+bool matmul_quant_avx512_same_x_layout(const WeightView& a, const WeightView& b) {
+  // The preparation reads w only for its dtype, cols and (FP8) which path runs.
+  return a.dtype == b.dtype && a.cols == b.cols;
 }
 
 int64_t matmul_quant_avx512_row_cost(const WeightView& w, int64_t n) { return w.row_bytes() + n * w.cols / 4; }

@@ -566,5 +566,39 @@ TEST(MatmulMany, EqualsOneMatmulPerJob) {
   }
 }
 
+// Products of one x (Q, K, V; gate, up) share its prepared activations, and prefill-sized
+// preparation runs split over the pool: every output equals the one-product, one-thread matmul
+// bit for bit, on each FP8 path, with a same-x product of another dtype (its own layout) and
+// one of a different x between them.
+TEST(MatmulMany, SharedXAndParallelPreparationChangeNoResult) {
+  if (!have_fp8_kernel()) GTEST_SKIP() << "no AVX-512 with VBMI";
+  const int64_t n = 100, cols = 1024;  // 100 x 1,024 elements: above the parallel threshold
+  const QuantMatrix q = random_fp8(96, cols, 71), k = random_fp8(40, cols, 72), v = random_fp8(40, cols, 73);
+  const QuantMatrix i4 = random_int4(48, cols, 32, 74), other = random_fp8(24, cols, 75);
+  const std::vector<float> x = random_x(n, cols, 76), x2 = random_x(n, cols, 77);
+  const WeightView views[5] = {q.view, k.view, i4.view, other.view, v.view};
+  const float* xs[5] = {x.data(), x.data(), x.data(), x2.data(), x.data()};
+  for (bool amx : fp8_amx_modes()) {
+    ForceFp8Amx force(amx);
+    std::vector<std::vector<float>> want;
+    for (int j = 0; j < 5; ++j) {
+      want.emplace_back(static_cast<size_t>(n * views[j].rows));
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, views[j], xs[j], n, want[j].data(), nullptr);
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<std::vector<float>> got;
+      std::vector<MatmulJob> jobs;
+      for (int j = 0; j < 5; ++j) got.emplace_back(want[j].size(), -7.0f);
+      for (int j = 0; j < 5; ++j) jobs.push_back({views[j], xs[j], n, got[j].data()});
+      matmul_internal::matmul_many_with_isa(CpuIsa::kAvx512Bf16, jobs, &pool);
+      for (int j = 0; j < 5; ++j) {
+        ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), want[j].size() * 4))
+            << (amx ? "amx" : "vdpbf16ps") << " threads " << threads << " job " << j;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace densa

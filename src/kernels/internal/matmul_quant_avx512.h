@@ -27,6 +27,12 @@ bool matmul_quant_avx512_int4_tiles_supported();
 // of y ([n, w.rows]) from them.
 int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n);
 void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n, uint8_t* xp);
+// The same for x rows [i_begin, i_end) only (n is still x's row count): disjoint ranges that
+// cover [0, n) may run on different threads and give the buffer prepare gives.
+void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64_t n, int64_t i_begin, int64_t i_end,
+                                      uint8_t* xp);
+// Whether two products' prepared activations are the same bytes when they share x and n.
+bool matmul_quant_avx512_same_x_layout(const WeightView& a, const WeightView& b);
 void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
                               int64_t r_end);
 // Cost of one row in byte-equivalents, for the thread split (see matmul.cpp).
