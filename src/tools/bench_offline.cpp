@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_features.h"
 #include "engine/engine.h"
+#include "kernels/internal/matmul_quant_avx512.h"
 #include "quant/quantize_matrix.h"
 #include "kv/contiguous_kv_cache.h"
 #include "model/forward.h"
@@ -172,6 +174,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   BenchOfflineReport rep;
   rep.config = cfg;
   rep.model = w.source;
+  rep.kernels = std::string(cpu_isa_name(cpu_isa())) + (matmul_internal::matmul_quant_fp8_amx() ? "+amx" : "");
   rep.weight_dtype = std::string(weight_view_format_name(w.layers.empty() ? w.lm_head : w.layers[0].wq));
   rep.lm_head_dtype = std::string(weight_view_format_name(w.lm_head));
   rep.total_params = w.num_params();
@@ -310,6 +313,7 @@ std::string bench_offline_json(const BenchOfflineReport& r) {
   j["gen_len"] = c.gen_len;
   j["repeats"] = c.repeats;
   j["threads"] = r.num_threads;
+  j["kernels"] = r.kernels;
   j["page_size"] = r.config.page_size;
   j["cpu_share"] = r.cpu_share;
   j["prompt_tokens"] = r.prompt_tokens;
@@ -344,7 +348,7 @@ std::string bench_offline_summary(const BenchOfflineReport& r) {
                 "decode:  %.2f tok/s aggregate, %.2f ms/step\n"
                 "bytes per decode step: weights %.1f MB (all weights %.1f MB%s), KV %.1f MB\n"
                 "achieved: weights %.2f GB/s, weights + KV %.2f GB/s\n"
-                "CPU share: %.2f of %d threads' cores (process CPU time / (wall x threads))\n",
+                "CPU share: %.2f of %d threads' cores (process CPU time / (wall x threads)); kernels %s\n",
                 r.model.c_str(), r.total_params / 1e6, r.weight_dtype.c_str(), r.lm_head_dtype.c_str(),
                 std::string(dtype_name(c.kv_dtype)).c_str(), c.batch, c.prompt_len, c.gen_len, c.repeats,
                 r.prefill_tok_s, r.decode_tok_s, r.decode_step_ms, r.weight_bytes_per_step / 1e6,
@@ -353,7 +357,7 @@ std::string bench_offline_summary(const BenchOfflineReport& r) {
                     ? (", " + std::to_string(r.experts_per_layer_step).substr(0, 4) + " experts/layer/step" +
                        (r.routing_measured ? " routed" : " assumed")).c_str()
                     : "",
-                r.kv_bytes_per_step / 1e6, r.weight_gbs, r.total_gbs, r.cpu_share, r.num_threads);
+                r.kv_bytes_per_step / 1e6, r.weight_gbs, r.total_gbs, r.cpu_share, r.num_threads, r.kernels.c_str());
   return buf;
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/cpu_features.h"
+#include "kernels/internal/matmul_quant_avx512.h"
 #include "model/model_loader.h"
 #include "test_util.h"
 
@@ -83,6 +85,8 @@ TEST(BenchOffline, MoeReportCountsRoutedExperts) {
   EXPECT_EQ(j["runs"].size(), 2u);
   EXPECT_EQ(j["runs"][0]["generated_tokens"], 18);
   EXPECT_EQ(j["kv_dtype"], "bf16");
+  // The kernels that ran: the ISA level, "+amx" where FP8 runs on AMX tiles in this process.
+  EXPECT_EQ(j["kernels"], std::string(cpu_isa_name(cpu_isa())) + (matmul_internal::matmul_quant_fp8_amx() ? "+amx" : ""));
   EXPECT_DOUBLE_EQ(j["decode_tok_s"].get<double>(), r->decode_tok_s);
   EXPECT_NE(bench_offline_summary(*r).find("decode:"), std::string::npos);
 }
