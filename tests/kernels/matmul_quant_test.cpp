@@ -485,6 +485,40 @@ TEST(MatmulQuantAvx512, Int4ReadsNothingPastCodesOrScales) {
   munmap(mem, 4 * page);
 }
 
+// FP8 on both paths reads exactly its codes and scales: a matrix ending right before an
+// unmapped page (partial last 64-column step, rows not a multiple of 16) gives the bits of the
+// same matrix in ordinary memory, for n = 1 and n = 3.
+TEST(MatmulQuantAvx512, Fp8ReadsNothingPastCodesOrScales) {
+  if (!have_fp8_kernel()) GTEST_SKIP() << "no AVX-512 with VBMI";
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* base = static_cast<uint8_t*>(mem);
+  ASSERT_EQ(mprotect(base + page, page, PROT_NONE), 0);      // after the codes
+  ASSERT_EQ(mprotect(base + 3 * page, page, PROT_NONE), 0);  // after the scales
+  for (int64_t cols : {int64_t{200}, int64_t{256}}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const int64_t rows = 15;  // 15 x 256 codes fit the page
+    const QuantMatrix m = random_fp8(rows, cols, static_cast<uint32_t>(cols + 5));
+    uint8_t* codes = base + page - m.codes.size();
+    float* scales = reinterpret_cast<float*>(base + 3 * page) - m.scales.size();
+    std::memcpy(codes, m.codes.data(), m.codes.size());
+    std::memcpy(scales, m.scales.data(), m.scales.size() * 4);
+    const WeightView edge = fp8_block_view(codes, scales, rows, cols);
+    for (bool amx : fp8_amx_modes()) {
+      ForceFp8Amx force(amx);
+      for (int64_t n : {1, 3}) {
+        const std::vector<float> x = random_x(n, cols, 10);
+        std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, edge, x.data(), n, y.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, want.data(), nullptr);
+        EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4)) << (amx ? "amx" : "vdpbf16ps") << " n " << n;
+      }
+    }
+  }
+  munmap(mem, 4 * page);
+}
+
 // The fallback (every ISA below AVX-512) keeps x exact: it agrees with ref::matmul within
 // fp32 rounding, for FP8 and INT4.
 TEST(MatmulQuantFallback, MatchesExactReference) {
