@@ -781,8 +781,8 @@ struct alignas(64) ScaledLut {
 
 struct AmxScratch {
   uint8_t* a = nullptr;       // 32 decoded rows (GEMM: all K; GEMV: two buffers of one chunk)
-  ScaledLut* luts = nullptr;  // [row block - lut_rb0][scale block]: the tables of one row pair
-  int64_t lut_rb0 = 0;
+  ScaledLut* luts = nullptr;  // [row block of the pair][scale block]: the tables of one row pair
+  const ScaledLut* row_luts[32] = {};  // row i of the pair: its row block's tables
   float* c = nullptr;         // 4 C tiles as stored, [16 rows][16 tokens] each
 };
 
@@ -806,13 +806,12 @@ DENSA_AVX512 void build_scaled_luts(const WeightView& w, int64_t row_block, Scal
 // Row blocks a row pair from r0 can touch (the tables kept at once).
 int64_t amx_lut_sets(const WeightView& w) { return std::min<int64_t>(2 * kAmxRows, (2 * kAmxRows - 1) / w.scale_rows + 2); }
 
-// The tables of the row blocks of rows [r0, r_hi).
+// The tables of the row blocks of the pair's rows [r0, r_hi), and each row's pointer to them.
 void amx_build_pair_luts(const WeightView& w, int64_t r0, int64_t r_hi, AmxScratch& s) {
   const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
-  s.lut_rb0 = r0 / w.scale_rows;
-  for (int64_t rb = s.lut_rb0; rb <= (r_hi - 1) / w.scale_rows; ++rb) {
-    build_scaled_luts(w, rb, s.luts + (rb - s.lut_rb0) * blocks);
-  }
+  const int64_t rb0 = r0 / w.scale_rows;
+  for (int64_t rb = rb0; rb <= (r_hi - 1) / w.scale_rows; ++rb) build_scaled_luts(w, rb, s.luts + (rb - rb0) * blocks);
+  for (int64_t r = r0; r < r_hi; ++r) s.row_luts[r - r0] = s.luts + (r / w.scale_rows - rb0) * blocks;
 }
 
 // One row's steps [st_begin, st_end) decoded to bf16(value * scale) into out, 128 bytes per
@@ -844,29 +843,26 @@ DENSA_AVX512_INLINE void amx_decode_row(const uint8_t* rp, int64_t cols, int64_t
   }
 }
 
-// Decodes 64-column steps [st_begin, st_end) of rows [r0, r0 + 16 * ra) (those below r_end;
-// the rest zero) into a: row i of the pair at a + i * stride (an A tile is 16 of these rows,
-// 64 bytes each, loaded at that stride). The pair's tables are built (amx_build_pair_luts).
+// Row i of the pair from r0, steps [st_begin, st_end), decoded into a + i * stride (an A tile is
+// 16 of these rows, 64 bytes each, loaded at that stride); zero for rows at or past r_end. The
+// pair's tables are built (amx_build_pair_luts).
+DENSA_AVX512_INLINE void amx_decode_pair_row(const WeightView& w, int64_t r0, int64_t r_end, int i, int64_t st_begin,
+                                             int64_t st_end, uint8_t* a, int64_t stride, const AmxScratch& s) {
+  uint8_t* out = a + i * stride;
+  const int64_t r = r0 + i;
+  if (r >= r_end) {
+    std::memset(out, 0, static_cast<size_t>(128 * (st_end - st_begin)));
+    return;
+  }
+  const int64_t row_bytes = w.row_bytes();
+  amx_decode_row(static_cast<const uint8_t*>(w.data) + r * row_bytes, w.cols, st_begin, st_end,
+                 w.scale_cols / kFp8Step, s.row_luts[i], out, 2 * kAmxRows * row_bytes);
+}
+
+// Rows [r0, r0 + 16 * ra) of a pair, steps [st_begin, st_end), as amx_decode_pair_row.
 DENSA_AVX512 void amx_decode_rows(const WeightView& w, int64_t r0, int64_t r_end, int ra, int64_t st_begin,
                                   int64_t st_end, uint8_t* a, int64_t stride, const AmxScratch& s) {
-  const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
-  const int64_t per_block = w.scale_cols / kFp8Step;
-  const int64_t row_bytes = w.row_bytes();
-  int64_t rb = r0 / w.scale_rows, next_rb_row = (rb + 1) * w.scale_rows;
-  for (int64_t i = 0; i < 16 * ra; ++i) {
-    const int64_t r = r0 + i;
-    uint8_t* out = a + i * stride;
-    if (r >= r_end) {
-      std::memset(out, 0, static_cast<size_t>(128 * (st_end - st_begin)));
-      continue;
-    }
-    while (r >= next_rb_row) {
-      ++rb;
-      next_rb_row += w.scale_rows;
-    }
-    amx_decode_row(static_cast<const uint8_t*>(w.data) + r * row_bytes, w.cols, st_begin, st_end, per_block,
-                   s.luts + (rb - s.lut_rb0) * blocks, out, 2 * kAmxRows * row_bytes);
-  }
+  for (int i = 0; i < 16 * ra; ++i) amx_decode_pair_row(w, r0, r_end, i, st_begin, st_end, a, stride, s);
 }
 
 // Per-thread scratch: the A buffer (GEMM: 2 row tiles over all K, 176 KiB at 2,816 columns;
@@ -998,12 +994,8 @@ DENSA_AMX_INLINE void amx_gemv_op(const uint8_t* a, int64_t stride, const uint8_
 // they added up: ~5 GB/s instead of ~15 from L2).
 DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, int64_t r_begin, int64_t r_end) {
   const int64_t steps = (w.cols + kFp8Step - 1) / kFp8Step;
-  const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
-  const int64_t per_block = w.scale_cols / kFp8Step;
   const int64_t a_stride = kAmxChunkSteps * 128 + 64;  // padded as in fp8_amx_gemm
   const int64_t chunk_bytes = 2 * kAmxRows * a_stride;
-  const int64_t row_bytes = w.row_bytes();
-  const uint8_t* data = static_cast<const uint8_t*>(w.data);
   AmxScratch s = amx_scratch(w, 2 * chunk_bytes);
   const AmxTileConfig cfg = amx_config(1, 0x3c);
   _tile_loadconfig(&cfg);
@@ -1033,20 +1025,8 @@ DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, in
         const int64_t d_end = std::min(steps, d_st + kAmxChunkSteps);
         uint8_t* next = s.a + (buf ^ 1) * chunk_bytes;
         const int d_rows = 16 * ra_of(d_r0);
-        int64_t rb = d_r0 / w.scale_rows, next_rb_row = (rb + 1) * w.scale_rows;
         for (int i = 0; i < d_rows; ++i) {
-          const int64_t r = d_r0 + i;
-          uint8_t* out = next + i * a_stride;
-          if (r >= r_end) {
-            std::memset(out, 0, static_cast<size_t>(128 * (d_end - d_st)));
-          } else {
-            while (r >= next_rb_row) {
-              ++rb;
-              next_rb_row += w.scale_rows;
-            }
-            amx_decode_row(data + r * row_bytes, w.cols, d_st, d_end, per_block, s.luts + (rb - s.lut_rb0) * blocks, out,
-                           2 * kAmxRows * row_bytes);
-          }
+          amx_decode_pair_row(w, d_r0, r_end, i, d_st, d_end, next, a_stride, s);
           // The tile work of this chunk, one op per d_rows / ops rows.
           if (op < ops && (i + 1) * ops >= (op + 1) * d_rows) {
             amx_gemv_op(a, a_stride, xp, 2 * st + op / ra, op / ra, op % ra);
