@@ -210,6 +210,8 @@ void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
 
 bool matmul_prefers_int4_tiles() { return matmul_internal::matmul_quant_avx512_int4_tiles_supported(); }
 
+bool matmul_fp8_on_amx() { return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx(); }
+
 namespace matmul_internal {
 
 void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPool* pool) {

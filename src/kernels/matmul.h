@@ -34,4 +34,8 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 // path reads both layouts with the same results; this only says which one to keep in memory.
 bool matmul_prefers_int4_tiles();
 
+// Whether FP8 matrices run on AMX tiles in this process (matmul() at cpu_isa(): the AVX-512
+// level, and AMX-BF16 granted with DENSA_AMX not 0); otherwise on vdpbf16ps or the fallback.
+bool matmul_fp8_on_amx();
+
 }  // namespace densa

@@ -12,7 +12,7 @@
 
 #include "core/cpu_features.h"
 #include "engine/engine.h"
-#include "kernels/internal/matmul_quant_avx512.h"
+#include "kernels/matmul.h"
 #include "quant/quantize_matrix.h"
 #include "kv/contiguous_kv_cache.h"
 #include "model/forward.h"
@@ -174,9 +174,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   BenchOfflineReport rep;
   rep.config = cfg;
   rep.model = w.source;
-  // FP8 reaches the tiles only through the AVX-512 level (DENSA_ISA=avx2 keeps it off them).
-  const bool amx = cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx();
-  rep.kernels = std::string(cpu_isa_name(cpu_isa())) + (amx ? "+amx" : "");
+  rep.kernels = std::string(cpu_isa_name(cpu_isa())) + (matmul_fp8_on_amx() ? "+amx" : "");
   rep.weight_dtype = std::string(weight_view_format_name(w.layers.empty() ? w.lm_head : w.layers[0].wq));
   rep.lm_head_dtype = std::string(weight_view_format_name(w.lm_head));
   rep.total_params = w.num_params();

@@ -26,7 +26,7 @@
 #include <random>
 
 #include "engine/engine.h"
-#include "kernels/internal/matmul_quant_avx512.h"
+#include "kernels/matmul.h"
 #include "model/forward.h"
 #include "model/model_loader.h"
 #include "model/quantize_weights.h"
@@ -328,7 +328,7 @@ TEST_P(ArchGolden, QuantizedWeightsMatchTheirDequantizedValues) {
     // FP8 on AMX tiles rounds each weight times its block scale to bf16 as well (kernels/README.md):
     // there a router flip in glm4_moe's first prompt alone measured a mean of 0.12 (0.053 over the
     // three); the vdpbf16ps path keeps the weights exact.
-    const bool fp8_amx = dtype == DType::kFP8E4M3 && matmul_internal::matmul_quant_fp8_amx();
+    const bool fp8_amx = dtype == DType::kFP8E4M3 && matmul_fp8_on_amx();
     EXPECT_LE(twin_mean, dtype == DType::kI4 ? 0.1 : fp8_amx ? 0.08 : 0.03) << dtype_name(dtype);
     EXPECT_GE(twin_top1, 0.9) << dtype_name(dtype);
     EXPECT_LT(twin_mean, 0.25 * mean) << dtype_name(dtype) << ": kernel rounding rivals the weight format's own error";

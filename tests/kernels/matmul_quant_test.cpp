@@ -61,6 +61,28 @@ struct ForceFp8Amx {
   ForceFp8Amx& operator=(const ForceFp8Amx&) = delete;
 };
 
+// Four pages, the second and fourth unmapped: codes end at end_of(0) and scales at end_of(1),
+// so a kernel that reads one byte past either faults.
+struct GuardedPages {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  uint8_t* base = nullptr;
+  GuardedPages() {
+    void* mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return;
+    base = static_cast<uint8_t*>(mem);
+    if (mprotect(base + page, page, PROT_NONE) != 0 || mprotect(base + 3 * page, page, PROT_NONE) != 0) {
+      munmap(base, 4 * page);
+      base = nullptr;
+    }
+  }
+  ~GuardedPages() {
+    if (base != nullptr) munmap(base, 4 * page);
+  }
+  GuardedPages(const GuardedPages&) = delete;
+  GuardedPages& operator=(const GuardedPages&) = delete;
+  uint8_t* end_of(int k) const { return base + (2 * k + 1) * page; }  // k = 0: codes, 1: scales
+};
+
 struct QuantMatrix {
   std::vector<uint8_t> codes;
   std::vector<float> scales;           // FP8
@@ -420,17 +442,13 @@ TEST(MatmulQuantAvx512, Int8MatchesReferenceAndIsInvariant) {
     }
     check_matrix(m.view);
   }
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  void* mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* base = static_cast<uint8_t*>(mem);
-  ASSERT_EQ(mprotect(base + page, page, PROT_NONE), 0);
-  ASSERT_EQ(mprotect(base + 3 * page, page, PROT_NONE), 0);
+  const GuardedPages guard;
+  ASSERT_NE(guard.base, nullptr);
   for (int64_t cols : {int64_t{256}, int64_t{224}}) {
     const int64_t rows = 9;
     const QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(cols));
-    uint8_t* codes = base + page - m.codes.size();
-    auto* scales = reinterpret_cast<uint16_t*>(base + 3 * page) - m.scales_bf16.size();
+    uint8_t* codes = guard.end_of(0) - m.codes.size();
+    auto* scales = reinterpret_cast<uint16_t*>(guard.end_of(1)) - m.scales_bf16.size();
     std::memcpy(codes, m.codes.data(), m.codes.size());
     std::memcpy(scales, m.scales_bf16.data(), m.scales_bf16.size() * 2);
     const WeightView edge = int8_group_view_f16(codes, scales, rows, cols);
@@ -442,7 +460,6 @@ TEST(MatmulQuantAvx512, Int8MatchesReferenceAndIsInvariant) {
       EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4)) << "cols " << cols << " n " << n;
     }
   }
-  munmap(mem, 4 * page);
 }
 
 // Weight codes and scales ending right before an unmapped page, as the last tensors of a
@@ -450,20 +467,16 @@ TEST(MatmulQuantAvx512, Int8MatchesReferenceAndIsInvariant) {
 // full-width scale load would fault here), for GEMV and GEMM, full and partial last chunks.
 TEST(MatmulQuantAvx512, Int4ReadsNothingPastCodesOrScales) {
   if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  void* mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* base = static_cast<uint8_t*>(mem);
-  ASSERT_EQ(mprotect(base + page, page, PROT_NONE), 0);      // after the codes
-  ASSERT_EQ(mprotect(base + 3 * page, page, PROT_NONE), 0);  // after the scales
+  const GuardedPages guard;
+  ASSERT_NE(guard.base, nullptr);
   for (int64_t group : {32, 64, 128}) {
     for (int64_t cols : {int64_t{256}, int64_t{224}}) {
       if (cols % group != 0) continue;
       SCOPED_TRACE("cols " + std::to_string(cols) + " g" + std::to_string(group));
       const int64_t rows = 9;
       const QuantMatrix m = random_int4(rows, cols, group, static_cast<uint32_t>(7 * cols + group));
-      uint8_t* codes = base + page - m.codes.size();
-      auto* scales = reinterpret_cast<uint16_t*>(base + 3 * page) - m.scales_bf16.size();
+      uint8_t* codes = guard.end_of(0) - m.codes.size();
+      auto* scales = reinterpret_cast<uint16_t*>(guard.end_of(1)) - m.scales_bf16.size();
       std::memcpy(codes, m.codes.data(), m.codes.size());
       std::memcpy(scales, m.scales_bf16.data(), m.scales_bf16.size() * 2);
       for (bool f16 : {false, true}) {  // bf16 scales, or the same bits read as f16 (repacked Q4_0)
@@ -482,7 +495,6 @@ TEST(MatmulQuantAvx512, Int4ReadsNothingPastCodesOrScales) {
       }
     }
   }
-  munmap(mem, 4 * page);
 }
 
 // FP8 on both paths reads exactly its codes and scales: a matrix ending right before an
@@ -490,18 +502,14 @@ TEST(MatmulQuantAvx512, Int4ReadsNothingPastCodesOrScales) {
 // same matrix in ordinary memory, for n = 1 and n = 3.
 TEST(MatmulQuantAvx512, Fp8ReadsNothingPastCodesOrScales) {
   if (!have_fp8_kernel()) GTEST_SKIP() << "no AVX-512 with VBMI";
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  void* mem = mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* base = static_cast<uint8_t*>(mem);
-  ASSERT_EQ(mprotect(base + page, page, PROT_NONE), 0);      // after the codes
-  ASSERT_EQ(mprotect(base + 3 * page, page, PROT_NONE), 0);  // after the scales
+  const GuardedPages guard;
+  ASSERT_NE(guard.base, nullptr);
   for (int64_t cols : {int64_t{200}, int64_t{256}}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
     const int64_t rows = 15;  // 15 x 256 codes fit the page
     const QuantMatrix m = random_fp8(rows, cols, static_cast<uint32_t>(cols + 5));
-    uint8_t* codes = base + page - m.codes.size();
-    float* scales = reinterpret_cast<float*>(base + 3 * page) - m.scales.size();
+    uint8_t* codes = guard.end_of(0) - m.codes.size();
+    float* scales = reinterpret_cast<float*>(guard.end_of(1)) - m.scales.size();
     std::memcpy(codes, m.codes.data(), m.codes.size());
     std::memcpy(scales, m.scales.data(), m.scales.size() * 4);
     const WeightView edge = fp8_block_view(codes, scales, rows, cols);
@@ -516,7 +524,6 @@ TEST(MatmulQuantAvx512, Fp8ReadsNothingPastCodesOrScales) {
       }
     }
   }
-  munmap(mem, 4 * page);
 }
 
 // The fallback (every ISA below AVX-512) keeps x exact: it agrees with ref::matmul within

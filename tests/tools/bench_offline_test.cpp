@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/cpu_features.h"
-#include "kernels/internal/matmul_quant_avx512.h"
+#include "kernels/matmul.h"
 #include "model/model_loader.h"
 #include "test_util.h"
 
@@ -86,8 +86,7 @@ TEST(BenchOffline, MoeReportCountsRoutedExperts) {
   EXPECT_EQ(j["runs"][0]["generated_tokens"], 18);
   EXPECT_EQ(j["kv_dtype"], "bf16");
   // The kernels that ran: the ISA level, "+amx" where FP8 runs on AMX tiles in this process.
-  const bool amx = cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx();
-  EXPECT_EQ(j["kernels"], std::string(cpu_isa_name(cpu_isa())) + (amx ? "+amx" : ""));
+  EXPECT_EQ(j["kernels"], std::string(cpu_isa_name(cpu_isa())) + (matmul_fp8_on_amx() ? "+amx" : ""));
   EXPECT_DOUBLE_EQ(j["decode_tok_s"].get<double>(), r->decode_tok_s);
   EXPECT_NE(bench_offline_summary(*r).find("decode:"), std::string::npos);
 }
