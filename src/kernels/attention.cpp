@@ -249,15 +249,39 @@ void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, in
 const AttnTileOps kScalarOps{decode_rows_scalar, scores_scalar,      softmax_update_scalar,
                              accumulate_scalar,  accumulate_rows_scalar, 1.0f};
 
-void paged_attention_with_isa(CpuIsa isa, const KvView& kv, int layer, const float* q,
-                              int num_heads, float scale, std::span<const int32_t> seq_idx,
-                              std::span<const int32_t> positions, float* out, ThreadPool* pool) {
+std::string_view attn_path_name(AttnPath path) {
+  switch (path) {
+    case AttnPath::kScalar: return "scalar";
+    case AttnPath::kAvx512: return "avx512";
+    case AttnPath::kAmx: return "amx";
+  }
+  return "?";
+}
+
+std::vector<AttnPath> attention_paths_available() {
+  std::vector<AttnPath> v = {AttnPath::kScalar};
+  if (cpu_isa_hardware() == CpuIsa::kAvx512Bf16) v.push_back(AttnPath::kAvx512);
+  if (cpu_isa_hardware() == CpuIsa::kAvx512Bf16 && cpu_has_amx_bf16()) v.push_back(AttnPath::kAmx);
+  return v;
+}
+
+AttnPath attention_default_path() {
+  if (cpu_isa() != CpuIsa::kAvx512Bf16) return AttnPath::kScalar;
+  return cpu_use_amx() ? AttnPath::kAmx : AttnPath::kAvx512;
+}
+
+void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const float* q,
+                               int num_heads, float scale, std::span<const int32_t> seq_idx,
+                               std::span<const int32_t> positions, float* out, ThreadPool* pool) {
   check_view(kv);
   const KvLayout& L = kv.layout;
-  CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "attention isa";
+  const std::vector<AttnPath> avail = attention_paths_available();
+  CHECK(std::find(avail.begin(), avail.end(), path) != avail.end()) << "attention path " << attn_path_name(path);
   CHECK(num_heads % L.num_kv_heads == 0) << num_heads << " heads over " << L.num_kv_heads;
-  const AttnTileOps& ops =
-      isa == CpuIsa::kAvx512Bf16 && L.head_dim % 16 == 0 ? kAvx512Ops : kScalarOps;
+  if (path == AttnPath::kAmx && !amx_attention_supports(L)) path = AttnPath::kAvx512;
+  if (path == AttnPath::kAvx512 && L.head_dim % 16 != 0) path = AttnPath::kScalar;
+  const bool amx = path == AttnPath::kAmx;
+  const AttnTileOps& ops = path == AttnPath::kAvx512 ? kAvx512Ops : kScalarOps;
   const int group = num_heads / L.num_kv_heads;
   const int hd = L.head_dim;
   // Runs: up to kMaxRun consecutive tokens of one sequence at consecutive positions (a prefill
@@ -287,8 +311,12 @@ void paged_attention_with_isa(CpuIsa isa, const KvView& kv, int layer, const flo
       const int64_t i = run_begin[r];
       const int nq = static_cast<int>(run_begin[r + 1] - i);
       const int64_t off = i * q_stride + static_cast<int64_t>(kvh) * group * hd;
-      attend_run(ops, kv, layer, seq_idx[i], positions[i], nq, kvh, q + off, q_stride, group, scale,
-                 out + off);
+      if (amx) {
+        attend_run_amx(kv, layer, seq_idx[i], positions[i], nq, kvh, q + off, q_stride, group, scale, out + off);
+      } else {
+        attend_run(ops, kv, layer, seq_idx[i], positions[i], nq, kvh, q + off, q_stride, group, scale,
+                   out + off);
+      }
     }
   };
   if (pool != nullptr && items > 1) {
@@ -396,8 +424,8 @@ bool paged_attention_prefetch(const KvView& kv, int layer, std::span<const int32
 void paged_attention(const KvView& kv, int layer, const float* q, int num_heads, float scale,
                      std::span<const int32_t> seq_idx, std::span<const int32_t> positions,
                      float* out, ThreadPool* pool) {
-  attention_internal::paged_attention_with_isa(cpu_isa(), kv, layer, q, num_heads, scale, seq_idx,
-                                               positions, out, pool);
+  attention_internal::paged_attention_with_path(attention_internal::attention_default_path(), kv, layer, q,
+                                                num_heads, scale, seq_idx, positions, out, pool);
 }
 
 }  // namespace densa

@@ -62,6 +62,7 @@
 #include "core/check.h"
 #include "core/cpu_features.h"
 #include "core/dtype.h"
+#include "kernels/internal/amx_tile.h"
 #include "quant/activation_q8.h"
 #include "quant/fp8.h"
 #include "quant/int4_group.h"
@@ -751,13 +752,7 @@ DENSA_AVX512 void prepare_x_fp8_amx_rows(const float* x, int64_t n, int64_t cols
   }
 }
 
-struct alignas(64) AmxTileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
+using kernels_internal::AmxTileConfig;
 
 // All 8 tiles 16 rows; A tiles (a_mask) 64 bytes wide, the others (B and C) 4 * tokens.
 AmxTileConfig amx_config(int64_t tokens, unsigned a_mask) {
@@ -768,10 +763,6 @@ AmxTileConfig amx_config(int64_t tokens, unsigned a_mask) {
   }
   return c;
 }
-
-// The compiler does not see the tile instructions touch memory: order the buffer stores before
-// tile loads, and tile stores before the loads that read them.
-#define DENSA_MEMORY_BARRIER() __asm__ volatile("" ::: "memory")
 
 // bf16 bytes of value(code) * scale for the codes 0x00 .. 0x7f of one scale block.
 struct alignas(64) ScaledLut {

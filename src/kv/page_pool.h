@@ -28,8 +28,12 @@ class PagePool {
  public:
   static constexpr size_t kAlignBytes = 64;
 
-  // Reserves floor(budget_bytes / layout.page_bytes()) pages, 64-byte aligned. Fails when
-  // the budget holds no page or the memory cannot be reserved.
+  // Reserves floor(budget_bytes / layout.page_bytes()) pages in anonymous memory aligned to
+  // 2 MiB and marked MADV_HUGEPAGE. Decode attention reads a few KiB of each KV page per layer,
+  // pages far apart, so with 4 KiB pages nearly every read of a row block is a TLB miss
+  // (doubly costly under nested paging); transparent huge pages, where the system allows them,
+  // make that one miss per 2 MiB. Fails when the budget holds no page or the memory cannot be
+  // reserved.
   static Result<PagePool> create(const KvLayout& layout, int64_t budget_bytes);
 
   PagePool(PagePool&&) noexcept = default;
@@ -83,11 +87,12 @@ class PagePool {
   }
 
  private:
-  struct AlignedFree {
+  struct Unmap {
+    size_t length = 0;
     void operator()(uint8_t* p) const;
   };
 
-  PagePool(const KvLayout& layout, int32_t num_pages, std::unique_ptr<uint8_t[], AlignedFree> bytes);
+  PagePool(const KvLayout& layout, int32_t num_pages, std::unique_ptr<uint8_t[], Unmap> bytes);
   size_t index(PageId page) const {
     DCHECK(page.value >= 0 && page.value < num_pages_) << "page " << page.value << " out of range";
     return static_cast<size_t>(page.value);
@@ -97,7 +102,7 @@ class PagePool {
   KvLayout layout_;
   int64_t page_bytes_ = 0;
   int32_t num_pages_ = 0;
-  std::unique_ptr<uint8_t[], AlignedFree> bytes_;  // [num_pages * page_bytes]
+  std::unique_ptr<uint8_t[], Unmap> bytes_;  // [num_pages * page_bytes]
   std::vector<PageId> free_list_;                   // LIFO stack of free pages
   std::vector<int32_t> refcounts_;                  // [num_pages]
   std::vector<uint32_t> tags_;                      // [num_pages]

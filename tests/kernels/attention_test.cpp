@@ -1,6 +1,6 @@
 // Paged attention against the naive contiguous oracle, for several page sizes, shuffled
 // page placement, GQA groupings, every storage dtype (F32, BF16, FP8 e4m3 with static and
-// dynamic scales) and every ISA level this CPU has.
+// dynamic scales) and every path this CPU has (scalar, AVX-512, AMX tiles).
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +20,8 @@
 namespace densa {
 namespace {
 
-using attention_internal::paged_attention_with_isa;
+using attention_internal::AttnPath;
+using attention_internal::paged_attention_with_path;
 constexpr int kAttnTileForTest = attention_internal::kAttnTile;
 
 struct Case {
@@ -32,11 +33,7 @@ struct Case {
   KvScaleMode scale_mode = KvScaleMode::kNone;
 };
 
-std::vector<CpuIsa> isas() {
-  std::vector<CpuIsa> v = {CpuIsa::kScalar};
-  if (cpu_isa_hardware() == CpuIsa::kAvx512Bf16) v.push_back(CpuIsa::kAvx512Bf16);
-  return v;
-}
+std::vector<AttnPath> paths() { return attention_internal::attention_paths_available(); }
 
 // A pool with the pages of all sequences scattered in a random order, plus static scales.
 struct TestCache {
@@ -80,6 +77,30 @@ void stored_values(const Case& c, const float* scales, int layer, int which, int
                         : ref::kv_fp8_dynamic_scale(row, c.head_dim);
     ref::kv_fp8_round_trip(row, c.head_dim, s, out);
   }
+}
+
+// What the AMX path adds to the fp32 error (attention_amx.cpp): q x scale and each softmax
+// weight are kept as two bf16 parts, each within 2^-16 of its value. A score then moves by at
+// most D = 2^-16 S (S = max over positions of scale * sum_d |q_d k_d|, plus fp32 sums), the
+// normalized weights by a factor within e^(+-2D), and the weighted sum by at most
+// (e^(2D) - 1 + 2^-16 e^(2D)) max_t |v_t[d]| (a convex combination); the bound below rounds that
+// up to (2^-14 S + 2^-14) max_t |v_t[d]|. Other paths and layouts the AMX path does not take: 0.
+// q_token: the token's q (all heads); element `e` of its output.
+double amx_bound(AttnPath path, const KvLayout& L, const float* q_token, float scale,
+                 const std::vector<float>& k_held, const std::vector<float>& v_held, int pos, int num_heads,
+                 int e) {
+  if (path != AttnPath::kAmx || !attention_internal::amx_attention_supports(L)) return 0.0;
+  const int hd = L.head_dim, h = e / hd, d = e % hd, kvh = h / (num_heads / L.num_kv_heads);
+  const int kv_dim = L.num_kv_heads * hd;
+  double s_max = 0, v_max = 0;
+  for (int t = 0; t <= pos; ++t) {
+    const float* k = &k_held[static_cast<size_t>(t) * kv_dim + kvh * hd];
+    double s = 0;
+    for (int j = 0; j < hd; ++j) s += std::fabs(double(q_token[h * hd + j]) * scale * k[j]);
+    s_max = std::max(s_max, s);
+    v_max = std::max(v_max, std::fabs(double(v_held[static_cast<size_t>(t) * kv_dim + kvh * hd + d])));
+  }
+  return (std::ldexp(s_max, -14) + std::ldexp(1.0, -14)) * v_max;
 }
 
 class PagedAttention : public ::testing::TestWithParam<Case> {};
@@ -147,15 +168,18 @@ TEST_P(PagedAttention, MatchesContiguousReference) {
   for (auto& x : q) x = nd(rng);
   ThreadPool tp(2);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  for (CpuIsa isa : isas()) {
-    SCOPED_TRACE(std::string(cpu_isa_name(isa)));
-    paged_attention_with_isa(isa, kv, layer, q.data(), c.num_heads, scale, qseq, qpos, out.data(), &tp);
+  for (AttnPath path : paths()) {
+    SCOPED_TRACE(std::string(attention_internal::attn_path_name(path)));
+    paged_attention_with_path(path, kv, layer, q.data(), c.num_heads, scale, qseq, qpos, out.data(), &tp);
     double err2 = 0, ref2 = 0, worst_f32 = 0;
     for (int i = 0; i < n; ++i) {
       // Tight: against the oracle on exactly the values the cache holds.
       ref::attention_one(q.data() + i * q_dim, ks_held[qseq[i]].data(), vs_held[qseq[i]].data(),
                          qpos[i], c.num_heads, c.num_kv_heads, c.head_dim, scale, want.data());
-      for (int d = 0; d < q_dim; ++d) EXPECT_NEAR(out[i * q_dim + d], want[d], 2e-5) << "token " << i;
+      for (int d = 0; d < q_dim; ++d) {
+        EXPECT_NEAR(out[i * q_dim + d], want[d], 2e-5 + amx_bound(path, kv.layout, q.data() + i * q_dim, scale, ks_held[qseq[i]], vs_held[qseq[i]], qpos[i], c.num_heads, d))
+            << "token " << i;
+      }
       // Loose: against fp32 attention on the original values (the storage rounding error).
       if (i >= n_spread) continue;
       ref::attention_one(q.data() + i * q_dim, ks[qseq[i]].data(), vs[qseq[i]].data(), qpos[i],
@@ -182,7 +206,7 @@ TEST_P(PagedAttention, MatchesContiguousReference) {
     // Batch invariance: each query alone gives bit-identical output.
     for (int i = 0; i < n; ++i) {
       std::vector<float> one(q_dim);
-      paged_attention_with_isa(isa, kv, layer, q.data() + i * q_dim, c.num_heads, scale,
+      paged_attention_with_path(path, kv, layer, q.data() + i * q_dim, c.num_heads, scale,
                                std::span<const int32_t>(&qseq[i], 1),
                                std::span<const int32_t>(&qpos[i], 1), one.data(), nullptr);
       for (int d = 0; d < q_dim; ++d) ASSERT_EQ(one[d], out[i * q_dim + d]);
@@ -200,6 +224,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{16, 32, 8, 128, DType::kFP8E4M3, KvScaleMode::kDynamic},
                       Case{16, 32, 8, 128, DType::kFP8E4M3, KvScaleMode::kStatic},
                       Case{1, 12, 1, 64, DType::kFP8E4M3, KvScaleMode::kStatic},
+                      Case{32, 16, 4, 64, DType::kBF16}, Case{7, 8, 2, 64, DType::kBF16},
+                      Case{16, 4, 1, 96, DType::kBF16},
+                      Case{16, 6, 2, 96, DType::kFP8E4M3, KvScaleMode::kDynamic},
                       Case{3, 4, 2, 24, DType::kFP8E4M3, KvScaleMode::kDynamic}));
 
 // Results do not depend on the page size (tiles are aligned on absolute positions), so a
@@ -220,15 +247,62 @@ TEST(PagedAttentionPageSize, BitIdenticalAcrossPageSizes) {
     for (int page_size : {1, 16, 33, 128}) {
       TestCache cache(KvLayout{1, kvh, hd, page_size, DType::kFP8E4M3, mode}, {len}, rng);
       kv_store(cache.view(), 0, k.data(), v.data(), seq, pos);
-      for (CpuIsa isa : isas()) {
+      for (AttnPath path : paths()) {
         std::vector<float> out(nh * hd);
-        paged_attention_with_isa(isa, cache.view(), 0, q.data(), nh, 0.2f,
+        paged_attention_with_path(path, cache.view(), 0, q.data(), nh, 0.2f,
                                  std::span<const int32_t>(&zero, 1),
                                  std::span<const int32_t>(&last, 1), out.data(), nullptr);
-        auto& want = first[static_cast<int>(isa)];
+        auto& want = first[static_cast<int>(path)];
         if (want.empty()) want = out;
         ASSERT_EQ(out, want) << "page_size " << page_size;
       }
+    }
+  }
+}
+
+// The AMX path takes BF16 and FP8 layouts with head_dim % 32 == 0 (its bits differ from the
+// AVX-512 path's: a softmax over the whole context, q and weights in two bf16 parts) and hands
+// the others (F32, head_dim 48) to the AVX-512 path (the same bits).
+TEST(PagedAttentionAmx, TakesItsLayoutsAndHandsOnTheRest) {
+  const std::vector<AttnPath> avail = paths();
+  if (std::find(avail.begin(), avail.end(), AttnPath::kAmx) == avail.end()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  struct Layout {
+    DType dtype;
+    KvScaleMode mode;
+    int hd;
+    bool amx;
+  };
+  for (const Layout& c : {Layout{DType::kBF16, KvScaleMode::kNone, 64, true},
+                          Layout{DType::kFP8E4M3, KvScaleMode::kDynamic, 64, true},
+                          Layout{DType::kFP8E4M3, KvScaleMode::kStatic, 128, true},
+                          Layout{DType::kF32, KvScaleMode::kNone, 64, false},
+                          Layout{DType::kBF16, KvScaleMode::kNone, 48, false}}) {
+    const int len = 300, kvh = 2, nh = 8;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> k(len * kvh * c.hd), v(k.size()), q(nh * c.hd);
+    for (auto& x : k) x = nd(rng);
+    for (auto& x : v) x = nd(rng);
+    for (auto& x : q) x = nd(rng);
+    std::vector<int32_t> seq(len, 0), pos(len);
+    for (int i = 0; i < len; ++i) pos[i] = i;
+    TestCache cache(KvLayout{1, kvh, c.hd, 16, c.dtype, c.mode}, {len}, rng);
+    kv_store(cache.view(), 0, k.data(), v.data(), seq, pos);
+    const int32_t last = len - 1, zero = 0;
+    std::vector<float> amx(nh * c.hd), avx(nh * c.hd);
+    paged_attention_with_path(AttnPath::kAmx, cache.view(), 0, q.data(), nh, 0.125f, std::span<const int32_t>(&zero, 1),
+                              std::span<const int32_t>(&last, 1), amx.data(), nullptr);
+    paged_attention_with_path(AttnPath::kAvx512, cache.view(), 0, q.data(), nh, 0.125f, std::span<const int32_t>(&zero, 1),
+                              std::span<const int32_t>(&last, 1), avx.data(), nullptr);
+    int differ = 0;
+    for (size_t i = 0; i < amx.size(); ++i) {
+      differ += amx[i] != avx[i];
+      EXPECT_NEAR(amx[i], avx[i], 1e-3) << dtype_name(c.dtype) << " hd " << c.hd << " element " << i;
+    }
+    if (c.amx) {
+      EXPECT_GT(differ, 0) << dtype_name(c.dtype) << " hd " << c.hd << ": the AMX path did not run";
+    } else {
+      EXPECT_EQ(differ, 0) << dtype_name(c.dtype) << " hd " << c.hd << ": not handed to the AVX-512 path";
     }
   }
 }
