@@ -80,7 +80,7 @@ void stored_values(const Case& c, const float* scales, int layer, int which, int
 }
 
 // What the AMX path adds to the fp32 error (attention_amx.cpp): q x scale and each softmax
-// weight are kept as two bf16 parts, each within 2^-16 of its value. A score then moves by at
+// weight are kept as two bf16 parts, together within 2^-16 of the value. A score then moves by at
 // most D = 2^-16 S (S = max over positions of scale * sum_d |q_d k_d|, plus fp32 sums), the
 // normalized weights by a factor within e^(+-2D), and the weighted sum by at most
 // (e^(2D) - 1 + 2^-16 e^(2D)) max_t |v_t[d]| (a convex combination); the bound below rounds that
@@ -225,7 +225,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{16, 32, 8, 128, DType::kFP8E4M3, KvScaleMode::kStatic},
                       Case{1, 12, 1, 64, DType::kFP8E4M3, KvScaleMode::kStatic},
                       Case{32, 16, 4, 64, DType::kBF16}, Case{7, 8, 2, 64, DType::kBF16},
-                      Case{16, 4, 1, 96, DType::kBF16},
+                      Case{16, 4, 1, 96, DType::kBF16}, Case{16, 32, 8, 128, DType::kBF16},
+                      Case{16, 4, 2, 256, DType::kBF16},
                       Case{16, 6, 2, 96, DType::kFP8E4M3, KvScaleMode::kDynamic},
                       Case{3, 4, 2, 24, DType::kFP8E4M3, KvScaleMode::kDynamic}));
 
@@ -260,9 +261,9 @@ TEST(PagedAttentionPageSize, BitIdenticalAcrossPageSizes) {
   }
 }
 
-// The AMX path takes BF16 and FP8 layouts with head_dim % 32 == 0 (its bits differ from the
-// AVX-512 path's: a softmax over the whole context, q and weights in two bf16 parts) and hands
-// the others (F32, head_dim 48) to the AVX-512 path (the same bits).
+// The AMX path takes BF16 layouts with head_dim % 32 == 0 (its bits differ from the AVX-512
+// path's: a softmax over the whole context, q and weights in two bf16 parts) and hands the
+// others (FP8, F32, head_dim 48) to the AVX-512 path (the same bits).
 TEST(PagedAttentionAmx, TakesItsLayoutsAndHandsOnTheRest) {
   const std::vector<AttnPath> avail = paths();
   if (std::find(avail.begin(), avail.end(), AttnPath::kAmx) == avail.end()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
@@ -273,8 +274,9 @@ TEST(PagedAttentionAmx, TakesItsLayoutsAndHandsOnTheRest) {
     bool amx;
   };
   for (const Layout& c : {Layout{DType::kBF16, KvScaleMode::kNone, 64, true},
-                          Layout{DType::kFP8E4M3, KvScaleMode::kDynamic, 64, true},
-                          Layout{DType::kFP8E4M3, KvScaleMode::kStatic, 128, true},
+                          Layout{DType::kBF16, KvScaleMode::kNone, 128, true},
+                          Layout{DType::kBF16, KvScaleMode::kNone, 96, true},
+                          Layout{DType::kFP8E4M3, KvScaleMode::kDynamic, 64, false},
                           Layout{DType::kF32, KvScaleMode::kNone, 64, false},
                           Layout{DType::kBF16, KvScaleMode::kNone, 48, false}}) {
     const int len = 300, kvh = 2, nh = 8;
