@@ -61,9 +61,9 @@ using kernels_internal::exp_ps;
 constexpr int kMaxCols = 8;  // (query, head) pairs per pass: hi and lo parts make 16 score columns / value rows
 constexpr int kStep = 32;      // positions per value step (a B tile holds 16 position pairs)
 constexpr int kTileBytes = 1024;
-// K / V prefetch distance, in 16-position tiles: 4 passes of the pipelined loops ahead of the
-// tile work, 3 ahead of the (fp8: decoding) preparation one pass before it.
-constexpr int kAheadTiles = 8;
+// K / V prefetch distance, in 16-position tiles (2 passes of the score loop; 8 was no better
+// at 4K context: docs/img/perf/s11/ahead.txt).
+constexpr int kAheadTiles = 4;
 
 // 32 floats (x0: 0..15, x1: 16..31) as bf16 hi = bf16(x) and lo = bf16(x - hi), each 64 bytes
 // in order: hi + lo is within 2^-16 |x| of x.
