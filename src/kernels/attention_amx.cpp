@@ -59,10 +59,10 @@ using kernels_internal::AmxTileConfig;
 using kernels_internal::exp_ps;
 
 constexpr int kMaxCols = 8;  // (query, head) pairs per pass: hi and lo parts make 16 score columns / value rows
-constexpr int kStep = 32;      // positions per value step (a B tile holds 16 position pairs)
+constexpr int kStep = 32;    // positions per value step (a B tile holds 16 position pairs)
 constexpr int kTileBytes = 1024;
 // K / V prefetch distance, in 16-position tiles (2 passes of the score loop; 8 was no better
-// at 4K context: docs/img/perf/s11/ahead.txt).
+// for BF16 pages at 4K context: docs/img/perf/s11/ahead.txt).
 constexpr int kAheadTiles = 4;
 
 // 32 floats (x0: 0..15, x1: 16..31) as bf16 hi = bf16(x) and lo = bf16(x - hi), each 64 bytes
@@ -241,7 +241,7 @@ struct AmxAttnScratch {
   std::vector<uint8_t> store;
   std::vector<float> s;     // [kMaxCols][s_stride] scores, then probabilities
   uint8_t* qb = nullptr;    // [chunk] B tiles of q (hi and lo parts as columns), 1 KiB each
-  uint8_t* kbuf = nullptr;  // [2 buffers][2 tiles] 16 K rows as bf16 (fp8, or pages not holding whole tiles)
+  uint8_t* kbuf = nullptr;  // [2 buffers][2 tiles] 16 K rows (pages not holding whole tiles)
   uint8_t* vb = nullptr;    // [2 buffers] 4 value B tiles
   uint8_t* a = nullptr;     // [2 buffers] the value A tile
   float* c = nullptr;       // stored C tiles (4 x 1 KiB: two score passes, or the value tiles)
@@ -260,10 +260,6 @@ struct AmxAttnScratch {
   }
 };
 
-// Scores of two 16-position tiles (A rows at a0 and a1; a1 null: one tile) into C tiles 0 and 1,
-// stored at c and c + 256. q's B tiles stay in tiles 3 .. 2 + CH when CH <= 4, else each chunk's
-// is loaded into tile 3 again.
-// One 32-dim chunk of the scores: q's B tile is tile 3 + K (CH > 0), or loaded into tile 3.
 // C tile 0 += A tile 2 x q tile (3 + K), and C tile 1 += A tile 7 x the same (the tile
 // intrinsics take literal tile numbers).
 template <int K>
@@ -281,6 +277,7 @@ DENSA_AMX_ATTN_INLINE void dp_tile1(std::integral_constant<int, K>) {
   if constexpr (K == 3) _tile_dpbf16ps(1, 7, 6);
 }
 
+// One 32-dim chunk of the scores: q's B tile is tile 3 + K (CH > 0), or loaded into tile 3.
 template <int CH, int K>
 DENSA_AMX_ATTN_INLINE void score_chunk(const uint8_t* a0, const uint8_t* a1, int64_t stride, const uint8_t* qb, int ch) {
   if constexpr (CH == 0) _tile_loadd(3, qb + ch * kTileBytes, 64);
@@ -315,6 +312,7 @@ DENSA_AMX_ATTN_INLINE void score_tiles(const uint8_t* a0, const uint8_t* a1, int
   if (a1 != nullptr) _tile_stored(1, c + 256, 4 * pp);
 }
 
+// q's B tiles (one per 32-dim chunk) into tiles 3 .. 2 + CH, for the whole score pass.
 template <int CH>
 DENSA_AMX_ATTN_INLINE void load_q_tiles(const uint8_t* qb) {
   if constexpr (CH >= 1) _tile_loadd(3, qb, 64);
