@@ -258,10 +258,19 @@ std::string_view attn_path_name(AttnPath path) {
   return "?";
 }
 
+bool attention_path_available(AttnPath path) {
+  switch (path) {
+    case AttnPath::kScalar: return true;
+    case AttnPath::kAvx512: return cpu_isa_hardware() == CpuIsa::kAvx512Bf16;
+    case AttnPath::kAmx: return cpu_isa_hardware() == CpuIsa::kAvx512Bf16 && cpu_has_amx_bf16();
+  }
+  return false;
+}
+
 std::vector<AttnPath> attention_paths_available() {
-  std::vector<AttnPath> v = {AttnPath::kScalar};
-  if (cpu_isa_hardware() == CpuIsa::kAvx512Bf16) v.push_back(AttnPath::kAvx512);
-  if (cpu_isa_hardware() == CpuIsa::kAvx512Bf16 && cpu_has_amx_bf16()) v.push_back(AttnPath::kAmx);
+  std::vector<AttnPath> v;
+  for (AttnPath p : {AttnPath::kScalar, AttnPath::kAvx512, AttnPath::kAmx})
+    if (attention_path_available(p)) v.push_back(p);
   return v;
 }
 
@@ -275,8 +284,7 @@ void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const
                                std::span<const int32_t> positions, float* out, ThreadPool* pool) {
   check_view(kv);
   const KvLayout& L = kv.layout;
-  const std::vector<AttnPath> avail = attention_paths_available();
-  CHECK(std::find(avail.begin(), avail.end(), path) != avail.end()) << "attention path " << attn_path_name(path);
+  CHECK(attention_path_available(path)) << "attention path " << attn_path_name(path);
   CHECK(num_heads % L.num_kv_heads == 0) << num_heads << " heads over " << L.num_kv_heads;
   if (path == AttnPath::kAmx && !amx_attention_supports(L)) path = AttnPath::kAvx512;
   if (path == AttnPath::kAvx512 && L.head_dim % 16 != 0) path = AttnPath::kScalar;

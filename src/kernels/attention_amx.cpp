@@ -35,13 +35,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
 
-#include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/internal/amx_tile.h"
 #include "kernels/internal/attention_isa.h"
@@ -57,10 +55,10 @@ namespace {
 
 using kernels_internal::AmxTileConfig;
 using kernels_internal::exp_ps;
+using kernels_internal::kAmxTileBytes;
 
 constexpr int kMaxCols = 8;  // (query, head) pairs per pass: hi and lo parts make 16 score columns / value rows
 constexpr int kStep = 32;    // positions per value step (a B tile holds 16 position pairs)
-constexpr int kTileBytes = 1024;
 // K / V prefetch distance, in 16-position tiles (2 passes of the score loop; 8 was no better
 // for BF16 pages at 4K context: docs/img/perf/s11/ahead.txt).
 constexpr int kAheadTiles = 4;
@@ -70,8 +68,9 @@ constexpr int kAheadTiles = 4;
 DENSA_AMX_ATTN_INLINE void split_bf16(__m512 x0, __m512 x1, void* hi_out, void* lo_out) {
   const __m512bh hi = _mm512_cvtne2ps_pbh(x1, x0);  // x0 in the low half
   const __m512i hw = reinterpret_cast<const __m512i&>(hi);
-  const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hw)), 16));
-  const __m512 h1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hw, 1)), 16));
+  const __m256i hw0 = _mm512_castsi512_si256(hw), hw1 = _mm512_extracti64x4_epi64(hw, 1);
+  const __m512 h0 = _mm512_cvtpbh_ps(reinterpret_cast<const __m256bh&>(hw0));
+  const __m512 h1 = _mm512_cvtpbh_ps(reinterpret_cast<const __m256bh&>(hw1));
   const __m512bh lo = _mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, h1), _mm512_sub_ps(x0, h0));
   _mm512_store_si512(hi_out, hw);
   _mm512_store_si512(lo_out, reinterpret_cast<const __m512i&>(lo));
@@ -125,8 +124,8 @@ DENSA_AMX_ATTN_INLINE void value_b_rows(const uint8_t* a, const uint8_t* b, int 
   for (int h = 0; h < (hd - d0 >= 64 ? 2 : 1); ++h) {
     const __m512i ra = a != nullptr ? _mm512_loadu_si512(a + 2 * d0 + 64 * h) : _mm512_setzero_si512();
     const __m512i rb = b != nullptr ? _mm512_loadu_si512(b + 2 * d0 + 64 * h) : _mm512_setzero_si512();
-    _mm512_store_si512(out + (2 * h) * kTileBytes, _mm512_unpacklo_epi16(ra, rb));
-    _mm512_store_si512(out + (2 * h + 1) * kTileBytes, _mm512_unpackhi_epi16(ra, rb));
+    _mm512_store_si512(out + (2 * h) * kAmxTileBytes, _mm512_unpacklo_epi16(ra, rb));
+    _mm512_store_si512(out + (2 * h + 1) * kAmxTileBytes, _mm512_unpackhi_epi16(ra, rb));
   }
 }
 
@@ -247,15 +246,15 @@ struct AmxAttnScratch {
   float* c = nullptr;       // stored C tiles (4 x 1 KiB: two score passes, or the value tiles)
 
   void fit(int hd, int64_t s_stride) {
-    const int64_t need = (hd / 32) * kTileBytes + 4 * 16 * hd * 2 + 2 * 4 * kTileBytes + 2 * kTileBytes +
-                         4 * kTileBytes + 64;
+    const int64_t need = (hd / 32) * kAmxTileBytes + 4 * 16 * hd * 2 + 2 * 4 * kAmxTileBytes + 2 * kAmxTileBytes +
+                         4 * kAmxTileBytes + 64;
     if (static_cast<int64_t>(store.size()) < need) store.resize(static_cast<size_t>(need));
     uint8_t* base = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
     qb = base;
-    kbuf = qb + (hd / 32) * kTileBytes;
+    kbuf = qb + (hd / 32) * kAmxTileBytes;
     vb = kbuf + 4 * 16 * hd * 2;
-    a = vb + 2 * 4 * kTileBytes;
-    c = reinterpret_cast<float*>(a + 2 * kTileBytes);
+    a = vb + 2 * 4 * kAmxTileBytes;
+    c = reinterpret_cast<float*>(a + 2 * kAmxTileBytes);
     if (static_cast<int64_t>(s.size()) < kMaxCols * s_stride) s.resize(static_cast<size_t>(kMaxCols * s_stride));
   }
 };
@@ -280,7 +279,7 @@ DENSA_AMX_ATTN_INLINE void dp_tile1(std::integral_constant<int, K>) {
 // One 32-dim chunk of the scores: q's B tile is tile 3 + K (CH > 0), or loaded into tile 3.
 template <int CH, int K>
 DENSA_AMX_ATTN_INLINE void score_chunk(const uint8_t* a0, const uint8_t* a1, int64_t stride, const uint8_t* qb, int ch) {
-  if constexpr (CH == 0) _tile_loadd(3, qb + ch * kTileBytes, 64);
+  if constexpr (CH == 0) _tile_loadd(3, qb + ch * kAmxTileBytes, 64);
   _tile_loadd(2, a0 + 64 * ch, stride);
   dp_tile0(std::integral_constant<int, K>{});
   if (a1 != nullptr) {
@@ -316,9 +315,9 @@ DENSA_AMX_ATTN_INLINE void score_tiles(const uint8_t* a0, const uint8_t* a1, int
 template <int CH>
 DENSA_AMX_ATTN_INLINE void load_q_tiles(const uint8_t* qb) {
   if constexpr (CH >= 1) _tile_loadd(3, qb, 64);
-  if constexpr (CH >= 2) _tile_loadd(4, qb + kTileBytes, 64);
-  if constexpr (CH >= 3) _tile_loadd(5, qb + 2 * kTileBytes, 64);
-  if constexpr (CH >= 4) _tile_loadd(6, qb + 3 * kTileBytes, 64);
+  if constexpr (CH >= 2) _tile_loadd(4, qb + kAmxTileBytes, 64);
+  if constexpr (CH >= 3) _tile_loadd(5, qb + 2 * kAmxTileBytes, 64);
+  if constexpr (CH >= 4) _tile_loadd(6, qb + 3 * kAmxTileBytes, 64);
 }
 
 // Value step: C tile c += A x B c (A rows: the pairs' weights, hi parts then lo parts).
@@ -327,12 +326,12 @@ DENSA_AMX_ATTN_INLINE void value_tiles(const uint8_t* a, const uint8_t* vb) {
   _tile_loadd(4, a, 64);
   _tile_loadd(6, vb, 64);
   _tile_dpbf16ps(0, 4, 6);
-  _tile_loadd(7, vb + kTileBytes, 64);
+  _tile_loadd(7, vb + kAmxTileBytes, 64);
   _tile_dpbf16ps(1, 4, 7);
   if constexpr (NC == 4) {
-    _tile_loadd(5, vb + 2 * kTileBytes, 64);
+    _tile_loadd(5, vb + 2 * kAmxTileBytes, 64);
     _tile_dpbf16ps(2, 4, 5);
-    _tile_loadd(6, vb + 3 * kTileBytes, 64);
+    _tile_loadd(6, vb + 3 * kAmxTileBytes, 64);
     _tile_dpbf16ps(3, 4, 6);
   }
 }
@@ -372,14 +371,14 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
 
     // q x scale of each pair in the B tile of each 32-dim chunk: row k holds, per column, the
     // bf16 pair of dims (32 c + 2 k, 32 c + 2 k + 1), so a column is the chunk's 32 bf16 of q.
-    std::memset(sc.qb, 0, static_cast<size_t>(chunks) * kTileBytes);
+    std::memset(sc.qb, 0, static_cast<size_t>(chunks) * kAmxTileBytes);
     for (int n = 0; n < P; ++n) {
       const float* qn = q_of(n);
       for (int ch = 0; ch < chunks; ++ch) {
         alignas(64) uint32_t parts[2][16];
         split_bf16(_mm512_mul_ps(_mm512_loadu_ps(qn + 32 * ch), _mm512_set1_ps(scale)),
                    _mm512_mul_ps(_mm512_loadu_ps(qn + 32 * ch + 16), _mm512_set1_ps(scale)), parts[0], parts[1]);
-        uint32_t* t = reinterpret_cast<uint32_t*>(sc.qb + ch * kTileBytes);
+        uint32_t* t = reinterpret_cast<uint32_t*>(sc.qb + ch * kAmxTileBytes);
         for (int k = 0; k < 16; ++k) {
           t[16 * k + n] = parts[0][k];
           t[16 * k + half + n] = parts[1][k];
@@ -485,11 +484,11 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
         rr.prefetch_rows(1, u0 + 16 * kAheadTiles, kStep);
         const int b = i & 1;
         if (u0 + kStep <= last) {
-          build_value_step(rr, s, s_stride, P, u0 + kStep, d0, sc.a + (1 - b) * kTileBytes, sc.vb + (1 - b) * 4 * kTileBytes);
+          build_value_step(rr, s, s_stride, P, u0 + kStep, d0, sc.a + (1 - b) * kAmxTileBytes, sc.vb + (1 - b) * 4 * kAmxTileBytes);
         }
         DENSA_MEMORY_BARRIER();
-        nc == 4 ? value_tiles<4>(sc.a + b * kTileBytes, sc.vb + b * 4 * kTileBytes)
-                : value_tiles<2>(sc.a + b * kTileBytes, sc.vb + b * 4 * kTileBytes);
+        nc == 4 ? value_tiles<4>(sc.a + b * kAmxTileBytes, sc.vb + b * 4 * kAmxTileBytes)
+                : value_tiles<2>(sc.a + b * kAmxTileBytes, sc.vb + b * 4 * kAmxTileBytes);
       }
       _tile_stored(0, sc.c, 64);
       _tile_stored(1, sc.c + 256, 64);

@@ -80,6 +80,8 @@
 namespace densa::matmul_internal {
 namespace {
 
+using kernels_internal::kAmxTileBytes;
+
 constexpr int64_t kPrefetchBytes = 512;  // software prefetch distance per weight row
 constexpr int64_t kXBlockBytes = 256 * 1024;  // prepared x rows per GEMM block (see matmul_quant_avx512_rows)
 
@@ -716,7 +718,6 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
 // The bits differ from the vdpbf16ps path, so one process uses one of the two for every n
 // (matmul_quant_fp8_amx()).
 constexpr int64_t kAmxRows = 16;              // rows of an A or C tile
-constexpr int64_t kAmxTileBytes = 1024;       // a full 16 x 64-byte tile
 constexpr int64_t kAmxXBlockBytes = 1 << 20;  // prepared x per block (L2 keeps it; see fp8_amx_gemm)
 constexpr int64_t kAmxChunkSteps = 8;         // GEMV: 64-column steps per pipelined chunk
 
@@ -757,10 +758,7 @@ using kernels_internal::AmxTileConfig;
 // All 8 tiles 16 rows; A tiles (a_mask) 64 bytes wide, the others (B and C) 4 * tokens.
 AmxTileConfig amx_config(int64_t tokens, unsigned a_mask) {
   AmxTileConfig c;
-  for (int t = 0; t < 8; ++t) {
-    c.rows[t] = 16;
-    c.colsb[t] = static_cast<uint16_t>((a_mask >> t & 1u) ? 64 : 4 * tokens);
-  }
+  for (int t = 0; t < 8; ++t) c.set(t, 16, (a_mask >> t & 1u) ? 64 : static_cast<int>(4 * tokens));
   return c;
 }
 

@@ -3,7 +3,6 @@
 #include <sys/mman.h>
 
 #include <cstdint>
-#include <new>
 #include <string>
 
 namespace densa {

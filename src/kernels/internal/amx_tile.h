@@ -5,6 +5,8 @@
 
 namespace densa::kernels_internal {
 
+inline constexpr int64_t kAmxTileBytes = 1024;  // a full tile: 16 rows x 64 bytes
+
 // Palette 1: per tile register t, rows[t] rows of colsb[t] bytes (at most 16 x 64).
 struct alignas(64) AmxTileConfig {
   uint8_t palette = 1;

@@ -52,13 +52,15 @@ extern const AttnTileOps kScalarOps;
 // Requires cpu_isa_hardware() >= kAvx512Bf16 and head_dim % 16 == 0.
 extern const AttnTileOps kAvx512Ops;
 
-// The implementations paged_attention() chooses from. kAmx (attention_amx.cpp) takes BF16 and
-// FP8 layouts with head_dim % 32 == 0 (amx_attention_supports) and hands any other layout to
+// The implementations paged_attention() chooses from. kAmx (attention_amx.cpp) takes BF16
+// layouts with head_dim % 32 == 0 (amx_attention_supports) and hands any other layout to
 // kAvx512; kAvx512 hands head_dim % 16 != 0 to kScalar. The paths give different bits, so a
 // process uses one per layout: kAmx where cpu_use_amx(), else kAvx512 where cpu_isa() allows.
 enum class AttnPath : uint8_t { kScalar, kAvx512, kAmx };
 std::string_view attn_path_name(AttnPath path);
-// Every path this machine can run (tests run each), and the one paged_attention() uses.
+// Whether this machine can run `path`; every such path (tests run each); the one
+// paged_attention() uses.
+bool attention_path_available(AttnPath path);
 std::vector<AttnPath> attention_paths_available();
 AttnPath attention_default_path();
 
@@ -67,7 +69,7 @@ bool amx_attention_supports(const KvLayout& layout);
 void attend_run_amx(const KvView& kv, int layer, int seq, int32_t pos0, int nq, int kvh,
                     const float* q, int64_t q_stride, int group, float scale, float* out);
 
-// paged_attention() on an explicit path, which must be in attention_paths_available().
+// paged_attention() on an explicit path, which must be available (attention_path_available).
 void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const float* q,
                                int num_heads, float scale, std::span<const int32_t> seq_idx,
                                std::span<const int32_t> positions, float* out, ThreadPool* pool);
