@@ -3,13 +3,15 @@
 // the ceiling that gemv_bench's weight_GB/s is measured against. read_192MiB reads a buffer the
 // size of dense-336m in INT4 g32 (189 MB): where the last-level cache is large (Emerald Rapids:
 // 300 MiB shared), part of such a model stays cached between decode steps, and a roofline
-// percentage against the 1 GiB read alone would overstate the kernel.
+// percentage against the 1 GiB read alone would overstate the kernel. read_2KiB_blocks_1MiB_apart
+// reads the way decode attention reads a paged KV cache (see read_row_blocks).
 //
 //   ./build/membw_bench --benchmark_min_time=2s
 
 #include <benchmark/benchmark.h>
 
 #include <immintrin.h>
+#include <sys/mman.h>
 
 #include <cstdint>
 #include <cstring>
@@ -74,6 +76,35 @@ void read_bandwidth(benchmark::State& state, int threads, int64_t buffer_bytes) 
       benchmark::Counter::kIsRate);
 }
 
+// The access pattern of decode attention over a paged KV cache: 2 KiB row blocks (16 positions
+// of one kv head, bf16, head_dim 64) 1 MiB apart (the next page), in a 256 MiB buffer in
+// transparent huge pages, as the KV pool is. Each iteration reads every byte once: block
+// offset r outer, pages inner, the pages split over the threads.
+void read_row_blocks(benchmark::State& state, int threads) {
+  constexpr int64_t kBlock = 2048, kPage = 1 << 20, kBytes = int64_t{256} << 20, kPages = kBytes / kPage;
+  constexpr size_t kHuge = size_t{2} << 20;
+  auto deleter = [](uint8_t* p) { std::free(p); };
+  std::unique_ptr<uint8_t, decltype(deleter)> buf(static_cast<uint8_t*>(std::aligned_alloc(kHuge, kBytes)), deleter);
+  madvise(buf.get(), kBytes, MADV_HUGEPAGE);
+  std::memset(buf.get(), 1, static_cast<size_t>(kBytes));
+  const bool avx512 = cpu_isa_hardware() == CpuIsa::kAvx512Bf16;
+  ThreadPool pool(threads);
+  uint64_t sink[kPages] = {};
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kPage / kBlock; ++r) {
+      pool.parallel_for(kPages, [&](int64_t begin, int64_t end) {
+        for (int64_t pg = begin; pg < end; ++pg) {
+          const uint8_t* p = buf.get() + pg * kPage + r * kBlock;
+          sink[pg] ^= avx512 ? read_avx512(p, kBlock) : read_scalar(p, kBlock);
+        }
+      }, kPages / threads);
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  state.counters["GB"] = benchmark::Counter(static_cast<double>(state.iterations()) * kBytes * 1e-9,
+                                            benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 }  // namespace densa
 
@@ -88,6 +119,11 @@ int main(int argc, char** argv) {
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
+    if (all == 1) break;
+  }
+  for (int t : {1, all}) {
+    const std::string name = "membw/read_2KiB_blocks_1MiB_apart/threads:" + std::to_string(t);
+    benchmark::RegisterBenchmark(name.c_str(), densa::read_row_blocks, t)->UseRealTime()->Unit(benchmark::kMillisecond);
     if (all == 1) break;
   }
   benchmark::RunSpecifiedBenchmarks();
