@@ -2,18 +2,19 @@
 // dynamic scales) at 1K, 8K and 32K tokens of context, GQA 32 query / 8 kv heads, head_dim
 // 128 (and the gen-model presets' 16 / 4 of 64 at 1K and 4K), page size 16. Reports KV bytes
 // read per token (K + V data + dynamic scales) and time per token (= per iteration). Each
-// iteration reads a different layer of a cache of at least 256 MiB in transparent huge pages
+// iteration reads a different layer of a cache of at least 1 GiB in transparent huge pages
 // (as the engine's PagePool), so KV comes from DRAM as in a real many-layer decode step, not
-// from the caches. The path is the process's (AMX tiles where the CPU has them; DENSA_AMX=0:
-// AVX-512).
-// DENSA_BENCH_SAME_LAYER=1 reads layer 0 every time instead (cache-resident: the compute
-// alone). DENSA_BENCH_SCATTER=1 gives the sequence its pages in a random order, as a
-// long-running server's free list does, instead of in address order.
+// from the caches. BM_DecodeAttention runs the process's path (AMX tiles where the CPU has
+// them; DENSA_AMX=0: AVX-512); BM_PathsInterleaved runs the AVX-512 and AMX paths in turn.
+// DENSA_BENCH_SAME_LAYER=1 makes BM_DecodeAttention read layer 0 every time instead
+// (cache-resident: the compute alone). DENSA_BENCH_SCATTER=1 gives the sequence its pages in a
+// random order, as a long-running server's free list does, instead of in address order.
 //
 //   ./build/attention_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -24,13 +25,15 @@
 
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
+#include "kernels/internal/attention_isa.h"
 #include "quant/fp8.h"
 
 namespace densa {
 namespace {
 
 constexpr int kPageSize = 16;
-constexpr int64_t kMinCacheBytes = 256ll << 20;
+// 1 GiB: more than this VM's 300 MiB of L3, so every layer comes from DRAM.
+constexpr int64_t kMinCacheBytes = 1ll << 30;
 constexpr int64_t kHuge = 2ll << 20;
 
 // Head shapes: 0 = 32 query / 8 kv heads of 128 (Llama-3-8B class), 1 = 16 / 4 of 64 (the
@@ -49,67 +52,135 @@ const Setup kSetups[] = {{DType::kBF16, KvScaleMode::kNone},
                          {DType::kFP8E4M3, KvScaleMode::kStatic},
                          {DType::kFP8E4M3, KvScaleMode::kDynamic}};
 
+// A cache of `ctx` tokens for one sequence in as many layers as fill kMinCacheBytes (at most
+// 1024), stored from N(0, 1) K and V, in huge pages as the engine's PagePool.
+struct BenchCache {
+  KvLayout one, layout;
+  int layers = 0;
+  std::unique_ptr<uint8_t, decltype(&std::free)> bytes{nullptr, &std::free};
+  std::vector<int32_t> table, offsets;
+  std::vector<float> scales;
+
+  BenchCache(int ctx, const Setup& setup, const Shape& shape) {
+    one = KvLayout{1, shape.kv_heads, shape.head_dim, kPageSize, setup.dtype, setup.mode};
+    const int num_pages = (ctx + kPageSize - 1) / kPageSize;
+    const int64_t layer_bytes = one.page_bytes() * num_pages;
+    layers = static_cast<int>(std::clamp<int64_t>(kMinCacheBytes / layer_bytes, 1, 1024));
+    layout = one;
+    layout.num_layers = layers;
+    const int64_t size = (layout.page_bytes() * num_pages + kHuge - 1) / kHuge * kHuge;
+    bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(kHuge, size)));
+    madvise(bytes.get(), size, MADV_HUGEPAGE);  // as the engine's PagePool
+    table.resize(num_pages);
+    for (int p = 0; p < num_pages; ++p) table[p] = p;
+    if (std::getenv("DENSA_BENCH_SCATTER") != nullptr) std::shuffle(table.begin(), table.end(), std::mt19937(3));
+    offsets = {0, num_pages};
+    scales.assign(static_cast<size_t>(layers) * 2 * shape.kv_heads, 4.0f / kFp8E4M3Max);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int chunk = 256;
+    std::vector<float> k(static_cast<size_t>(chunk) * shape.kv_heads * shape.head_dim), v(k.size());
+    std::vector<int32_t> seq(chunk, 0), pos(chunk);
+    for (auto& x : k) x = nd(rng);
+    for (auto& x : v) x = nd(rng);
+    for (int l = 0; l < layers; ++l) {
+      for (int b = 0; b < ctx; b += chunk) {
+        const int n = std::min(chunk, ctx - b);
+        for (int i = 0; i < n; ++i) pos[i] = b + i;
+        kv_store(view(), l, k.data(), v.data(), std::span<const int32_t>(seq.data(), n),
+                 std::span<const int32_t>(pos.data(), n));
+      }
+    }
+  }
+  KvView view() const {
+    return KvView{layout, bytes.get(), table, offsets, layout.scale_mode == KvScaleMode::kStatic ? scales.data() : nullptr};
+  }
+  // K + V bytes (and dynamic scales) one decode step reads per layer.
+  int64_t kv_bytes_per_token(int ctx) const {
+    return static_cast<int64_t>(ctx) * one.num_kv_heads * 2 *
+           (one.head_dim * one.elem_bytes() + (one.scale_mode == KvScaleMode::kDynamic ? 4 : 0));
+  }
+};
+
+std::string setup_label(const Setup& setup) {
+  return std::string(dtype_name(setup.dtype)) + (setup.mode == KvScaleMode::kStatic    ? " static"
+                                                 : setup.mode == KvScaleMode::kDynamic ? " dynamic"
+                                                                                       : "");
+}
+
 void BM_DecodeAttention(benchmark::State& state) {
   const int ctx = static_cast<int>(state.range(0));
   const Setup setup = kSetups[state.range(1)];
   const int threads = static_cast<int>(state.range(2));
   const Shape shape = kShapes[state.range(3)];
-  const int kHeads = shape.heads, kKvHeads = shape.kv_heads, kHeadDim = shape.head_dim;
-  KvLayout one{1, kKvHeads, kHeadDim, kPageSize, setup.dtype, setup.mode};
-  const int num_pages = (ctx + kPageSize - 1) / kPageSize;
-  const int64_t layer_bytes = one.page_bytes() * num_pages;
-  const int layers = static_cast<int>(std::clamp<int64_t>(kMinCacheBytes / layer_bytes, 1, 64));
-  KvLayout layout = one;
-  layout.num_layers = layers;
-  const int64_t bytes = layout.page_bytes() * num_pages;
-  std::unique_ptr<uint8_t, decltype(&std::free)> pool_bytes(
-      static_cast<uint8_t*>(std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge)), &std::free);
-  madvise(pool_bytes.get(), (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);  // as the engine's PagePool
-  std::vector<int32_t> table(num_pages);
-  for (int p = 0; p < num_pages; ++p) table[p] = p;
-  if (std::getenv("DENSA_BENCH_SCATTER") != nullptr) std::shuffle(table.begin(), table.end(), std::mt19937(3));
-  const std::vector<int32_t> offsets = {0, num_pages};
-  std::vector<float> scales(static_cast<size_t>(layers) * 2 * kKvHeads, 4.0f / kFp8E4M3Max);
-  const KvView kv{layout, pool_bytes.get(), table, offsets,
-                  setup.mode == KvScaleMode::kStatic ? scales.data() : nullptr};
-
-  std::mt19937 rng(1);
+  const BenchCache cache(ctx, setup, shape);
+  const KvView kv = cache.view();
+  std::mt19937 rng(2);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  const int chunk = 256;
-  std::vector<float> k(static_cast<size_t>(chunk) * kKvHeads * kHeadDim), v(k.size());
-  std::vector<int32_t> seq(chunk, 0), pos(chunk);
-  for (auto& x : k) x = nd(rng);
-  for (auto& x : v) x = nd(rng);
-  for (int l = 0; l < layers; ++l) {
-    for (int b = 0; b < ctx; b += chunk) {
-      const int n = std::min(chunk, ctx - b);
-      for (int i = 0; i < n; ++i) pos[i] = b + i;
-      kv_store(kv, l, k.data(), v.data(), std::span<const int32_t>(seq.data(), n),
-               std::span<const int32_t>(pos.data(), n));
-    }
-  }
-  std::vector<float> q(kHeads * kHeadDim), out(q.size());
+  std::vector<float> q(shape.heads * shape.head_dim), out(q.size());
   for (auto& x : q) x = nd(rng);
   ThreadPool tp(threads);
   const int32_t zero = 0, last = ctx - 1;
   int layer = 0;
   const bool same_layer = std::getenv("DENSA_BENCH_SAME_LAYER") != nullptr;
   for (auto _ : state) {
-    paged_attention(kv, layer, q.data(), kHeads, 1.0f / std::sqrt(float(kHeadDim)),
-                    std::span<const int32_t>(&zero, 1), std::span<const int32_t>(&last, 1),
-                    out.data(), &tp);
+    paged_attention(kv, layer, q.data(), shape.heads, 1.0f / std::sqrt(float(shape.head_dim)),
+                    std::span<const int32_t>(&zero, 1), std::span<const int32_t>(&last, 1), out.data(), &tp);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
-    if (!same_layer) layer = (layer + 1) % layers;
+    if (!same_layer) layer = (layer + 1) % cache.layers;
   }
-  const int64_t kv_bytes = static_cast<int64_t>(ctx) * kKvHeads * 2 *
-                           (kHeadDim * one.elem_bytes() + (setup.mode == KvScaleMode::kDynamic ? 4 : 0));
+  const int64_t kv_bytes = cache.kv_bytes_per_token(ctx);
   state.counters["kv_bytes_per_token"] = static_cast<double>(kv_bytes);
   state.SetBytesProcessed(state.iterations() * kv_bytes);
-  state.SetLabel(std::string(dtype_name(setup.dtype)) +
-                 (setup.mode == KvScaleMode::kStatic    ? " static"
-                  : setup.mode == KvScaleMode::kDynamic ? " dynamic"
-                                                        : ""));
+  state.SetLabel(setup_label(setup));
+}
+
+// The AVX-512 and AMX paths on the same cache, one call each per iteration, alternating which goes
+// first, each on a layer of its own (both from DRAM): this VM's speed drifts by tens of percent
+// over seconds, and calls adjacent in time see the same machine, so their ratio is steadier than
+// that of two separate runs. Reports each path's mean time per call and amx / avx512.
+void BM_PathsInterleaved(benchmark::State& state) {
+  using attention_internal::AttnPath;
+  if (!attention_internal::attention_path_available(AttnPath::kAmx)) {
+    state.SkipWithError("no AMX-BF16 on this CPU");
+    return;
+  }
+  const int ctx = static_cast<int>(state.range(0));
+  const Setup setup = kSetups[state.range(1)];
+  const int threads = static_cast<int>(state.range(2));
+  const Shape shape = kShapes[state.range(3)];
+  const BenchCache cache(ctx, setup, shape);
+  const KvView kv = cache.view();
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(shape.heads * shape.head_dim), out(q.size());
+  for (auto& x : q) x = nd(rng);
+  ThreadPool tp(threads);
+  const int32_t zero = 0, last = ctx - 1;
+  const AttnPath paths[2] = {AttnPath::kAvx512, AttnPath::kAmx};
+  double seconds[2] = {0, 0};
+  int layer = 0;
+  int64_t calls = 0;
+  for (auto _ : state) {
+    for (int k = 0; k < 2; ++k) {
+      const int which = (k + static_cast<int>(calls)) % 2;
+      const auto t0 = std::chrono::steady_clock::now();
+      attention_internal::paged_attention_with_path(paths[which], kv, layer, q.data(), shape.heads,
+                                                    1.0f / std::sqrt(float(shape.head_dim)),
+                                                    std::span<const int32_t>(&zero, 1),
+                                                    std::span<const int32_t>(&last, 1), out.data(), &tp);
+      benchmark::DoNotOptimize(out.data());
+      benchmark::ClobberMemory();
+      seconds[which] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      layer = (layer + 1) % cache.layers;
+    }
+    ++calls;
+  }
+  state.counters["avx512_us"] = seconds[0] / static_cast<double>(calls) * 1e6;
+  state.counters["amx_us"] = seconds[1] / static_cast<double>(calls) * 1e6;
+  state.counters["amx_over_avx512"] = seconds[1] / seconds[0];
+  state.SetLabel(setup_label(setup));
 }
 
 // Args: context tokens, setup (0 bf16, 1 fp8 static, 2 fp8 dynamic), threads (0 = all),
@@ -118,6 +189,14 @@ BENCHMARK(BM_DecodeAttention)
     ->ArgsProduct({{1024, 8192, 32768}, {0, 1, 2}, {1, 0}, {0}})
     ->ArgsProduct({{1024, 4096}, {0, 1, 2}, {1, 0}, {1}})
     ->ArgsProduct({{128}, {0, 1}, {1, 0}, {1}})
+    ->ArgNames({"ctx", "kv", "threads", "shape"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Args as above.
+BENCHMARK(BM_PathsInterleaved)
+    ->ArgsProduct({{1024, 4096}, {0, 1, 2}, {1, 0}, {1}})
+    ->ArgsProduct({{8192}, {0, 1, 2}, {0}, {0}})
     ->ArgNames({"ctx", "kv", "threads", "shape"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -80,8 +81,8 @@ void read_bandwidth(benchmark::State& state, int threads, int64_t buffer_bytes) 
 // of one kv head, bf16, head_dim 64) 1 MiB apart (the next page), in a 256 MiB buffer in
 // transparent huge pages, as the KV pool is. Each iteration reads every byte once: block
 // offset r outer, pages inner, the pages split over the threads.
-void read_row_blocks(benchmark::State& state, int threads) {
-  constexpr int64_t kBlock = 2048, kPage = 1 << 20, kBytes = int64_t{256} << 20, kPages = kBytes / kPage;
+void read_row_blocks(benchmark::State& state, int threads, int64_t kBlock) {
+  constexpr int64_t kPage = 1 << 20, kBytes = int64_t{1024} << 20, kPages = kBytes / kPage;
   constexpr size_t kHuge = size_t{2} << 20;
   auto deleter = [](uint8_t* p) { std::free(p); };
   std::unique_ptr<uint8_t, decltype(deleter)> buf(static_cast<uint8_t*>(std::aligned_alloc(kHuge, kBytes)), deleter);
@@ -89,7 +90,7 @@ void read_row_blocks(benchmark::State& state, int threads) {
   std::memset(buf.get(), 1, static_cast<size_t>(kBytes));
   const bool avx512 = cpu_isa_hardware() == CpuIsa::kAvx512Bf16;
   ThreadPool pool(threads);
-  uint64_t sink[kPages] = {};
+  std::vector<uint64_t> sink(kPages);
   for (auto _ : state) {
     for (int64_t r = 0; r < kPage / kBlock; ++r) {
       pool.parallel_for(kPages, [&](int64_t begin, int64_t end) {
@@ -99,7 +100,7 @@ void read_row_blocks(benchmark::State& state, int threads) {
         }
       }, kPages / threads);
     }
-    benchmark::DoNotOptimize(sink);
+    benchmark::DoNotOptimize(sink.data());
   }
   state.counters["GB"] = benchmark::Counter(static_cast<double>(state.iterations()) * kBytes * 1e-9,
                                             benchmark::Counter::kIsRate);
@@ -122,8 +123,10 @@ int main(int argc, char** argv) {
     if (all == 1) break;
   }
   for (int t : {1, all}) {
-    const std::string name = "membw/read_2KiB_blocks_1MiB_apart/threads:" + std::to_string(t);
-    benchmark::RegisterBenchmark(name.c_str(), densa::read_row_blocks, t)->UseRealTime()->Unit(benchmark::kMillisecond);
+    for (int64_t kib : {1, 2, 4}) {
+      const std::string name = "membw/read_" + std::to_string(kib) + "KiB_blocks_1MiB_apart/threads:" + std::to_string(t);
+      benchmark::RegisterBenchmark(name.c_str(), densa::read_row_blocks, t, kib << 10)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
     if (all == 1) break;
   }
   benchmark::RunSpecifiedBenchmarks();

@@ -157,8 +157,11 @@ void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, in
   const uint8_t* vrows[kAttnTile];
   // Each tile's K and V rows are a short stream in a page far from the previous tile's, which
   // the hardware prefetcher does not see coming. Ask for tile `start` while the one before it
-  // is computed.
-  auto prefetch_tile = [&](int32_t start) {
+  // is computed, into L2 (prefetcht2: measured faster than into L1 with BM_PathsInterleaved in
+  // attention_bench, docs/benchmarks.md "Session 12"). always_inline: GCC takes a function whose
+  // only effects are prefetches for one without side effects and deletes the calls to it (this
+  // lambda compiled to nothing until session 12; tests/kernels/prefetch_codegen_test.cpp).
+  auto prefetch_tile = [&](int32_t start) __attribute__((always_inline)) {
     if (start > last) return;
     const int32_t end = std::min<int32_t>(start + kAttnTile, last + 1);
     for (int32_t p0 = start; p0 < end;) {
@@ -167,12 +170,12 @@ void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, in
       const uint8_t* page = kv.page_ptr(pages[p0 / L.page_size]);
       const int64_t bytes = n * row_bytes;
       for (int64_t b = 0; b < bytes; b += 64) {
-        __builtin_prefetch(page + k_off + slot0 * row_bytes + b, 0, 3);
-        __builtin_prefetch(page + v_off + slot0 * row_bytes + b, 0, 3);
+        __builtin_prefetch(page + k_off + slot0 * row_bytes + b, 0, 1);
+        __builtin_prefetch(page + v_off + slot0 * row_bytes + b, 0, 1);
       }
       if (dynamic) {
-        __builtin_prefetch(page + ks_off + slot0 * 4, 0, 3);
-        __builtin_prefetch(page + vs_off + slot0 * 4, 0, 3);
+        __builtin_prefetch(page + ks_off + slot0 * 4, 0, 1);
+        __builtin_prefetch(page + vs_off + slot0 * 4, 0, 1);
       }
       p0 += n;
     }

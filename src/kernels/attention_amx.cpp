@@ -30,7 +30,7 @@
 // online one per tile, q and the weights in two bf16 parts), so a process uses one path per
 // layout (paged_attention). Error against fp32 attention on the held values: hi + lo is within
 // 2^-16 of q and of each weight, products are exact in fp32, sums in fp32; the test states
-// the bound (amx_bound in tests/kernels/attention_test.cpp).
+// the bound (amx_bounds in tests/kernels/attention_test.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
@@ -59,8 +59,8 @@ using kernels_internal::kAmxTileBytes;
 
 constexpr int kMaxCols = 8;  // (query, head) pairs per pass: hi and lo parts make 16 score columns / value rows
 constexpr int kStep = 32;    // positions per value step (a B tile holds 16 position pairs)
-// K / V prefetch distance, in 16-position tiles (2 passes of the score loop; 8 was no better
-// for BF16 pages at 4K context: docs/img/perf/s11/ahead.txt).
+// K / V prefetch distance, in 16-position tiles (2 passes of the score loop; 2, 8 and 16 were
+// no faster for BF16 pages at 4K context in BM_PathsInterleaved, docs/benchmarks.md "Session 12").
 constexpr int kAheadTiles = 4;
 
 // 32 floats (x0: 0..15, x1: 16..31) as bf16 hi = bf16(x) and lo = bf16(x - hi), each 64 bytes
@@ -153,8 +153,10 @@ struct RunRows {
     }
   }
 
-  // Rows [p0, p0 + n) towards L1.
-  DENSA_AMX_ATTN void prefetch_rows(int which, int32_t p0, int n) const {
+  // Rows [p0, p0 + n) into L2 (prefetcht2: measured faster than into L1, docs/benchmarks.md
+  // "Session 12"). Inlined: GCC deletes calls to a function whose only effects are prefetches
+  // (this one compiled to nothing until session 12; tests/kernels/prefetch_codegen_test.cpp).
+  DENSA_AMX_ATTN_INLINE void prefetch_rows(int which, int32_t p0, int n) const {
     if (p0 >= len) return;
     n = std::min<int32_t>(n, len - p0);
     const int64_t off = which == 0 ? k_off : v_off;
@@ -162,7 +164,7 @@ struct RunRows {
       const int slot = p % ps;
       const int32_t m = std::min<int32_t>(p0 + n - p, ps - slot);
       const uint8_t* base = kv.page_ptr(pages[p / ps]) + off + slot * row_bytes;
-      for (int64_t b = 0; b < m * row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(base + b), _MM_HINT_T0);
+      for (int64_t b = 0; b < m * row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(base + b), _MM_HINT_T2);
       p += m;
     }
   }

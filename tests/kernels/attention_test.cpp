@@ -85,30 +85,37 @@ void stored_values(const Case& c, const float* scales, int layer, int which, int
 // normalized weights by a factor within e^(+-2D), and the weighted sum by at most
 // (e^(2D) - 1 + 2^-16 e^(2D)) max_t |v_t[d]| (a convex combination); the bound below rounds that
 // up to (2^-14 S + 2^-14) max_t |v_t[d]|. Other paths and layouts the AMX path does not take: 0.
-// q_token: the token's q (all heads); element `e` of its output.
-double amx_bound(AttnPath path, const KvLayout& L, const float* q_token, float scale,
-                 const std::vector<float>& k_held, const std::vector<float>& v_held, int pos, int num_heads,
-                 int e) {
-  if (path != AttnPath::kAmx || !attention_internal::amx_attention_supports(L)) return 0.0;
-  const int hd = L.head_dim, h = e / hd, d = e % hd, kvh = h / (num_heads / L.num_kv_heads);
-  const int kv_dim = L.num_kv_heads * hd;
-  double s_max = 0, v_max = 0;
-  for (int t = 0; t <= pos; ++t) {
-    const float* k = &k_held[static_cast<size_t>(t) * kv_dim + kvh * hd];
-    double s = 0;
-    for (int j = 0; j < hd; ++j) s += std::fabs(double(q_token[h * hd + j]) * scale * k[j]);
-    s_max = std::max(s_max, s);
-    v_max = std::max(v_max, std::fabs(double(v_held[static_cast<size_t>(t) * kv_dim + kvh * hd + d])));
+// q_token: the token's q (all heads); one bound per element of its output.
+std::vector<double> amx_bounds(AttnPath path, const KvLayout& L, const float* q_token, float scale,
+                               const std::vector<float>& k_held, const std::vector<float>& v_held, int pos,
+                               int num_heads) {
+  const int hd = L.head_dim, group = num_heads / L.num_kv_heads, kv_dim = L.num_kv_heads * hd;
+  std::vector<double> bound(static_cast<size_t>(num_heads) * hd, 0.0);
+  if (path != AttnPath::kAmx || !attention_internal::amx_attention_supports(L)) return bound;
+  std::vector<double> v_max(kv_dim, 0.0);
+  for (int t = 0; t <= pos; ++t)
+    for (int i = 0; i < kv_dim; ++i)
+      v_max[i] = std::max(v_max[i], std::fabs(double(v_held[static_cast<size_t>(t) * kv_dim + i])));
+  for (int h = 0; h < num_heads; ++h) {
+    const int kvh = h / group;
+    double s_max = 0;
+    for (int t = 0; t <= pos; ++t) {
+      const float* k = &k_held[static_cast<size_t>(t) * kv_dim + kvh * hd];
+      double s = 0;
+      for (int j = 0; j < hd; ++j) s += std::fabs(double(q_token[h * hd + j]) * scale * k[j]);
+      s_max = std::max(s_max, s);
+    }
+    for (int d = 0; d < hd; ++d) bound[h * hd + d] = (std::ldexp(s_max, -14) + std::ldexp(1.0, -14)) * v_max[kvh * hd + d];
   }
-  return (std::ldexp(s_max, -14) + std::ldexp(1.0, -14)) * v_max;
+  return bound;
 }
 
-class PagedAttention : public ::testing::TestWithParam<Case> {};
-
-TEST_P(PagedAttention, MatchesContiguousReference) {
-  const Case c = GetParam();
-  const int num_seqs = 3, layers = 2, layer = 1;
-  const std::vector<int> lens = {1, 37, 70};
+// Every path against the oracle for sequences of the given lengths: queries at the first,
+// middle and last position of each, plus a prefill-like chunk of 33 consecutive positions from
+// `run_from` of the last sequence (runs of 16, 16 and 1 that share decoded tiles); and each
+// query alone gives the bits of the batch.
+void check_against_reference(const Case& c, const std::vector<int>& lens, int run_from) {
+  const int num_seqs = static_cast<int>(lens.size()), layers = 2, layer = 1;
   std::mt19937 rng(7);
   TestCache cache(KvLayout{layers, c.num_kv_heads, c.head_dim, c.page_size, c.dtype, c.scale_mode},
                   lens, rng);
@@ -156,13 +163,11 @@ TEST_P(PagedAttention, MatchesContiguousReference) {
       }
     }
   }
-  // Queries: several positions of every sequence in one batch, and a prefill-like chunk of
-  // 33 consecutive positions of the longest one (runs of 16, 16 and 1 that share decoded tiles).
   std::vector<int32_t> qseq, qpos;
   for (int s = 0; s < num_seqs; ++s)
     for (int p : {0, lens[s] / 2, lens[s] - 1}) { qseq.push_back(s); qpos.push_back(p); }
   const int n_spread = static_cast<int>(qseq.size());  // the storage-error bounds are for these
-  for (int p = 20; p < 53; ++p) { qseq.push_back(2); qpos.push_back(p); }
+  for (int p = run_from; p < run_from + 33; ++p) { qseq.push_back(num_seqs - 1); qpos.push_back(p); }
   const int n = static_cast<int>(qseq.size());
   std::vector<float> q(n * q_dim), out(n * q_dim), want(q_dim), want_f32(q_dim);
   for (auto& x : q) x = nd(rng);
@@ -176,10 +181,9 @@ TEST_P(PagedAttention, MatchesContiguousReference) {
       // Tight: against the oracle on exactly the values the cache holds.
       ref::attention_one(q.data() + i * q_dim, ks_held[qseq[i]].data(), vs_held[qseq[i]].data(),
                          qpos[i], c.num_heads, c.num_kv_heads, c.head_dim, scale, want.data());
-      for (int d = 0; d < q_dim; ++d) {
-        EXPECT_NEAR(out[i * q_dim + d], want[d], 2e-5 + amx_bound(path, kv.layout, q.data() + i * q_dim, scale, ks_held[qseq[i]], vs_held[qseq[i]], qpos[i], c.num_heads, d))
-            << "token " << i;
-      }
+      const std::vector<double> bound =
+          amx_bounds(path, kv.layout, q.data() + i * q_dim, scale, ks_held[qseq[i]], vs_held[qseq[i]], qpos[i], c.num_heads);
+      for (int d = 0; d < q_dim; ++d) EXPECT_NEAR(out[i * q_dim + d], want[d], 2e-5 + bound[d]) << "token " << i;
       // Loose: against fp32 attention on the original values (the storage rounding error).
       if (i >= n_spread) continue;
       ref::attention_one(q.data() + i * q_dim, ks[qseq[i]].data(), vs[qseq[i]].data(), qpos[i],
@@ -202,7 +206,7 @@ TEST_P(PagedAttention, MatchesContiguousReference) {
       EXPECT_LE(rel_rms, 0.005);
       EXPECT_LE(worst_f32, 0.02);
     }
-    RecordProperty("rel_rms_vs_f32", std::to_string(rel_rms));
+    ::testing::Test::RecordProperty("rel_rms_vs_f32", std::to_string(rel_rms));
     // Batch invariance: each query alone gives bit-identical output.
     for (int i = 0; i < n; ++i) {
       std::vector<float> one(q_dim);
@@ -211,6 +215,22 @@ TEST_P(PagedAttention, MatchesContiguousReference) {
                                std::span<const int32_t>(&qpos[i], 1), one.data(), nullptr);
       for (int d = 0; d < q_dim; ++d) ASSERT_EQ(one[d], out[i * q_dim + d]);
     }
+  }
+}
+
+class PagedAttention : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PagedAttention, MatchesContiguousReference) { check_against_reference(GetParam(), {1, 37, 70}, 20); }
+
+// Contexts of 600 and 1,100 positions (the shapes above stop at 70): many prefetch distances
+// and pipelined passes, a partial last pass, and a 33-token run deep in the context.
+TEST(PagedAttentionLong, MatchesContiguousReference) {
+  for (const Case& c : {Case{16, 16, 4, 64, DType::kBF16}, Case{7, 8, 2, 128, DType::kBF16},
+                        Case{16, 8, 2, 128, DType::kFP8E4M3, KvScaleMode::kDynamic},
+                        Case{33, 16, 4, 64, DType::kFP8E4M3, KvScaleMode::kDynamic}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " hd " + std::to_string(c.head_dim) + " page " +
+                 std::to_string(c.page_size));
+    check_against_reference(c, {600, 1100}, 1000);
   }
 }
 
