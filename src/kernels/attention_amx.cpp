@@ -1,21 +1,21 @@
-// Paged attention on AMX tiles (CPUs with AMX-BF16, cpu_use_amx()), for BF16 caches with
-// head_dim % 32 == 0: the prefill role's KV (FP8 pages stay on the AVX-512 path, which decoded
-// them faster here; docs/benchmarks.md, "Session 11"). One work item is the `group` query heads
-// of one kv head for a run of nq consecutive tokens of one sequence (see attend_run in
-// attention.cpp); its (query, head) pairs are served up to kMaxCols at a time, in three passes
-// over the context:
+// Paged attention on AMX tiles (CPUs with AMX-BF16, cpu_use_amx()), for BF16 and FP8 e4m3
+// caches with head_dim % 32 == 0. One work item is the `group` query heads of one kv head for a
+// run of nq consecutive tokens of one sequence (see attend_run in attention.cpp); its (query,
+// head) pairs are served up to kMaxCols at a time, in three passes over the context:
 //
-//  1. Scores. A tile = 16 K rows x 32 of their dims (read straight from the page when a page
-//     holds whole 16-position tiles), B tile = the same 32 dims of each pair's q x scale in the
-//     VNNI pairs tdpbf16ps reads, as two bf16 parts (hi = bf16(q) in column n, lo = bf16(q - hi)
-//     in column half + n), so q keeps ~16 bits. The columns of the stored C tile are gathered
-//     (vpermt2ps even / odd splits), hi + lo, into per-pair rows of a score buffer.
+//  1. Scores. A tile = 16 K rows x 32 of their dims (BF16: read straight from the page when a
+//     page holds whole 16-position tiles; FP8: decoded exactly to bf16 by a table), B tile = the
+//     same 32 dims of each pair's q x scale in the VNNI pairs tdpbf16ps reads, as two bf16 parts
+//     (hi = bf16(q) in column n, lo = bf16(q - hi) in column half + n), so q keeps ~16 bits. The
+//     columns of the stored C tile are gathered (vpermt2ps even / odd splits), hi + lo, times the
+//     rows' K scales (FP8), into per-pair rows of a score buffer.
 //  2. Softmax per pair over its own positions 0 .. pos: max, exp, sum (16 lanes in order, then
 //     a fixed tree), the probabilities stored in place, zero past pos.
-//  3. Values. A tile = the pairs' probabilities for 32 positions as hi and lo bf16 rows; B tile
-//     = 16 dims of the 32 V rows interleaved in position pairs (unpacklo / unpackhi of two rows:
-//     dims come out in a fixed permutation that the output store undoes); one C tile per 16
-//     dims sums over the whole context. Rows past the last position are zero in the B buffer.
+//  3. Values. A tile = the pairs' weights (probability x the row's V scale) for 32 positions as
+//     hi and lo bf16 rows; B tile = 16 dims of the 32 V rows interleaved in position pairs
+//     (unpacklo / unpackhi of two rows: dims come out in a fixed permutation that the output
+//     store undoes); one C tile per 16 dims sums over the whole context. Rows past the last
+//     position are zero in the B buffer.
 // Both context loops are software-pipelined: the next pass's buffers are filled while the tile
 // unit works on this one's.
 //
@@ -44,6 +44,7 @@
 #include "kernels/internal/amx_tile.h"
 #include "kernels/internal/attention_isa.h"
 #include "kernels/internal/exp_avx512.h"
+#include "quant/fp8.h"
 
 #define DENSA_AMX_ATTN                                                                           \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vbmi,fma,f16c,amx-tile," \
@@ -76,12 +77,77 @@ DENSA_AMX_ATTN_INLINE void split_bf16(__m512 x0, __m512 x1, void* hi_out, void* 
   _mm512_store_si512(lo_out, reinterpret_cast<const __m512i&>(lo));
 }
 
-// Elements [d0, d0 + 64) of a bf16 cache row (w0: d0 .. d0 + 31, w1: the next 32, zero past
+// The bf16 bit patterns of the e4m3 values of codes 0..127 (exact: every e4m3 value is a
+// bf16), split into high and low bytes for two vpermi2b; the sign bit is copied from the code.
+struct alignas(64) Fp8Bf16Table {
+  uint8_t hi[128];
+  uint8_t lo[128];
+  Fp8Bf16Table() {
+    const float* table = fp8_e4m3_decode_table();
+    for (int c = 0; c < 128; ++c) {
+      const uint16_t b = f32_to_bf16(table[c]);
+      hi[c] = static_cast<uint8_t>(b >> 8);
+      lo[c] = static_cast<uint8_t>(b & 0xff);
+    }
+  }
+};
+const Fp8Bf16Table& fp8_bf16_table() {
+  static const Fp8Bf16Table t;
+  return t;
+}
+
+// Byte 16 i + e takes code 8 i + e and byte 16 i + 8 + e takes code 32 + 8 i + e (i < 4, e < 8),
+// so that unpacklo / unpackhi_epi8 (per 128-bit lane) give elements 0..31 and 32..63 in order.
+struct alignas(64) Fp8OrderIndex {
+  uint8_t idx[64];
+  Fp8OrderIndex() {
+    for (int i = 0; i < 4; ++i) {
+      for (int e = 0; e < 8; ++e) {
+        idx[16 * i + e] = static_cast<uint8_t>(8 * i + e);
+        idx[16 * i + 8 + e] = static_cast<uint8_t>(32 + 8 * i + e);
+      }
+    }
+  }
+};
+const Fp8OrderIndex& fp8_order_index() {
+  static const Fp8OrderIndex t;
+  return t;
+}
+
+struct Fp8Decoder {
+  __m512i hi0, hi1, lo0, lo1, order;
+};
+
+DENSA_AMX_ATTN_INLINE Fp8Decoder fp8_decoder() {
+  const Fp8Bf16Table& t = fp8_bf16_table();
+  return {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+          _mm512_load_si512(t.lo + 64), _mm512_load_si512(fp8_order_index().idx)};
+}
+
+// 64 codes to their exact bf16 values in order: w0 = elements 0..31, w1 = 32..63.
+DENSA_AMX_ATTN_INLINE void fp8_to_bf16_in_order(__m512i codes, const Fp8Decoder& t, __m512i& w0,
+                                                __m512i& w1) {
+  const __m512i c = _mm512_permutexvar_epi8(t.order, codes);
+  __m512i hi = _mm512_permutex2var_epi8(t.hi0, c, t.hi1);
+  const __m512i lo = _mm512_permutex2var_epi8(t.lo0, c, t.lo1);
+  hi = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi8(static_cast<char>(0x80)), 0xf8);  // hi | (c & 0x80)
+  w0 = _mm512_unpacklo_epi8(lo, hi);
+  w1 = _mm512_unpackhi_epi8(lo, hi);
+}
+
+// Elements [d0, d0 + 64) of a cache row as bf16 (w0: d0 .. d0 + 31, w1: the next 32, zero past
 // head_dim; head_dim - d0 is 32 or at least 64).
-DENSA_AMX_ATTN_INLINE void row_bf16_64(const uint8_t* row, int d0, int hd, __m512i& w0, __m512i& w1) {
-  const uint8_t* p = row + 2 * d0;
-  w0 = _mm512_loadu_si512(p);
-  w1 = hd - d0 >= 64 ? _mm512_loadu_si512(p + 64) : _mm512_setzero_si512();
+DENSA_AMX_ATTN_INLINE void row_bf16_64(const uint8_t* row, int d0, int hd, bool fp8, const Fp8Decoder& t,
+                                       __m512i& w0, __m512i& w1) {
+  const bool full = hd - d0 >= 64;
+  if (fp8) {
+    const __m512i codes = full ? _mm512_loadu_si512(row + d0) : _mm512_maskz_loadu_epi8(0xffffffffull, row + d0);
+    fp8_to_bf16_in_order(codes, t, w0, w1);
+  } else {
+    const uint8_t* p = row + 2 * d0;
+    w0 = _mm512_loadu_si512(p);
+    w1 = full ? _mm512_loadu_si512(p + 64) : _mm512_setzero_si512();
+  }
 }
 
 // v[0 .. PP) hold 16 PP consecutive floats x[r PP + i] (a C tile of PP columns stored densely).
@@ -113,19 +179,39 @@ constexpr int bit_reverse(int k, int bits) {
   return r;
 }
 
-// The dim that column m of value C tile c holds, within its 64-dim group (see value_b_rows).
-inline int value_dim(int c, int m) { return 32 * (c / 2) + 8 * (m / 4) + 4 * (c % 2) + m % 4; }
+// The dim that column m of value C tile c holds, within its 64-dim group (see value_b_tiles).
+inline int value_dim(bool fp8, int c, int m) {
+  return fp8 ? 16 * (m / 4) + 4 * c + m % 4 : 32 * (c / 2) + 8 * (m / 4) + 4 * (c % 2) + m % 4;
+}
 
 // B row k of the 4 value tiles of one 64-dim group from V rows a and b (positions 2 k, 2 k + 1;
 // null = past the last position, zero): dword m of tile c holds the two rows' bf16 of dim
-// value_dim(c, m). unpacklo / unpackhi_epi16 of the rows' dims [0, 32) (tiles 0, 1) and
-// [32, 64) (2, 3), whose 128-bit lane i gives dims 8 i .. 8 i + 3 (lo) and 8 i + 4 .. (hi).
-DENSA_AMX_ATTN_INLINE void value_b_rows(const uint8_t* a, const uint8_t* b, int d0, int hd, uint8_t* out) {
-  for (int h = 0; h < (hd - d0 >= 64 ? 2 : 1); ++h) {
-    const __m512i ra = a != nullptr ? _mm512_loadu_si512(a + 2 * d0 + 64 * h) : _mm512_setzero_si512();
-    const __m512i rb = b != nullptr ? _mm512_loadu_si512(b + 2 * d0 + 64 * h) : _mm512_setzero_si512();
-    _mm512_store_si512(out + (2 * h) * kAmxTileBytes, _mm512_unpacklo_epi16(ra, rb));
-    _mm512_store_si512(out + (2 * h + 1) * kAmxTileBytes, _mm512_unpackhi_epi16(ra, rb));
+// value_dim(c, m). bf16: unpacklo / unpackhi_epi16 of the rows' dims [0, 32) (tiles 0, 1) and
+// [32, 64) (2, 3), whose 128-bit lane i gives dims 8 i .. 8 i + 3 (lo) and 8 i + 4 .. (hi). fp8:
+// the codes are interleaved first (unpacklo / unpackhi_epi8: lane i gives dims 16 i .. 16 i + 7
+// and 16 i + 8 ..), then each byte decoded to a word in the same order.
+DENSA_AMX_ATTN_INLINE void value_b_rows(const uint8_t* a, const uint8_t* b, int d0, int hd, bool fp8,
+                                        const Fp8Decoder& t, uint8_t* out) {
+  const bool full = hd - d0 >= 64;
+  if (fp8) {
+    const __mmask64 m = full ? ~0ull : 0xffffffffull;
+    const __m512i ca = a != nullptr ? _mm512_maskz_loadu_epi8(m, a + d0) : _mm512_setzero_si512();
+    const __m512i cb = b != nullptr ? _mm512_maskz_loadu_epi8(m, b + d0) : _mm512_setzero_si512();
+    const __m512i x[2] = {_mm512_unpacklo_epi8(ca, cb), _mm512_unpackhi_epi8(ca, cb)};
+    for (int h = 0; h < 2; ++h) {
+      __m512i hi = _mm512_permutex2var_epi8(t.hi0, x[h], t.hi1);
+      const __m512i lo = _mm512_permutex2var_epi8(t.lo0, x[h], t.lo1);
+      hi = _mm512_ternarylogic_epi32(hi, x[h], _mm512_set1_epi8(static_cast<char>(0x80)), 0xf8);
+      _mm512_store_si512(out + (2 * h) * kAmxTileBytes, _mm512_unpacklo_epi8(lo, hi));
+      _mm512_store_si512(out + (2 * h + 1) * kAmxTileBytes, _mm512_unpackhi_epi8(lo, hi));
+    }
+  } else {
+    for (int h = 0; h < (full ? 2 : 1); ++h) {
+      const __m512i ra = a != nullptr ? _mm512_loadu_si512(a + 2 * d0 + 64 * h) : _mm512_setzero_si512();
+      const __m512i rb = b != nullptr ? _mm512_loadu_si512(b + 2 * d0 + 64 * h) : _mm512_setzero_si512();
+      _mm512_store_si512(out + (2 * h) * kAmxTileBytes, _mm512_unpacklo_epi16(ra, rb));
+      _mm512_store_si512(out + (2 * h + 1) * kAmxTileBytes, _mm512_unpackhi_epi16(ra, rb));
+    }
   }
 }
 
@@ -133,19 +219,44 @@ DENSA_AMX_ATTN_INLINE void value_b_rows(const uint8_t* a, const uint8_t* b, int 
 struct RunRows {
   const KvView& kv;
   const int32_t* pages;
-  int64_t row_bytes, k_off, v_off;
+  int64_t row_bytes, k_off, v_off, ks_off, vs_off;
+  float static_k, static_v;
   int ps;
   int32_t len;  // positions 0 .. len - 1
   int hd;
+  bool fp8, dynamic;
+  Fp8Decoder dec;
 
-  // Rows [p0, p0 + n) of K (which = 0) or V (1).
-  void rows_of(int which, int32_t p0, int n, const uint8_t** rows) const {
+  // Rows [p0, p0 + n) of K (which = 0) or V (1), p0 a multiple of 16: pointers, and the row
+  // scales (1 for bf16); scales past n are 0. Pages of whole tiles give 16 rows by arithmetic and
+  // their dynamic scales by one vector load.
+  DENSA_AMX_ATTN void rows_of(int which, int32_t p0, int n, const uint8_t** rows, float* scales) const {
     const int64_t off = which == 0 ? k_off : v_off;
+    const int64_t s_off = which == 0 ? ks_off : vs_off;
+    const __m512 fixed = _mm512_set1_ps(which == 0 ? static_k : static_v);
+    if (ps % 16 == 0) {
+      for (int r0 = 0; r0 < n; r0 += 16) {
+        const int32_t p = p0 + r0;
+        const uint8_t* page = kv.page_ptr(pages[p / ps]);
+        const int slot = p % ps;
+        const int m = std::min(16, n - r0);
+        for (int r = 0; r < m; ++r) rows[r0 + r] = page + off + (slot + r) * row_bytes;
+        const __mmask16 live = m == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << m) - 1);
+        _mm512_storeu_ps(scales + r0, dynamic ? _mm512_maskz_loadu_ps(live, page + s_off + slot * 4)
+                                              : _mm512_maskz_mov_ps(live, fixed));
+      }
+      return;
+    }
     int32_t page_idx = p0 / ps;
     int slot = p0 % ps;
     const uint8_t* page = kv.page_ptr(pages[page_idx]);
     for (int r = 0; r < n; ++r) {
       rows[r] = page + off + slot * row_bytes;
+      if (dynamic) {
+        std::memcpy(&scales[r], page + s_off + slot * 4, 4);
+      } else {
+        scales[r] = which == 0 ? static_k : static_v;
+      }
       if (++slot == ps && r + 1 < n) {
         slot = 0;
         page = kv.page_ptr(pages[++page_idx]);
@@ -153,39 +264,44 @@ struct RunRows {
     }
   }
 
-  // Rows [p0, p0 + n) into L2 (prefetcht2: measured faster than into L1, docs/benchmarks.md
-  // "Session 12"). Inlined: GCC deletes calls to a function whose only effects are prefetches
-  // (this one compiled to nothing until session 12; tests/kernels/prefetch_codegen_test.cpp).
+  // Rows [p0, p0 + n) and their dynamic scales into L2 (prefetcht2: measured faster than into
+  // L1, docs/benchmarks.md "Session 12"). Inlined: GCC deletes calls to a function whose only
+  // effects are prefetches (this one compiled to nothing until session 12;
+  // tests/kernels/prefetch_codegen_test.cpp).
   DENSA_AMX_ATTN_INLINE void prefetch_rows(int which, int32_t p0, int n) const {
     if (p0 >= len) return;
     n = std::min<int32_t>(n, len - p0);
     const int64_t off = which == 0 ? k_off : v_off;
+    const int64_t s_off = which == 0 ? ks_off : vs_off;
     for (int32_t p = p0; p < p0 + n;) {
       const int slot = p % ps;
       const int32_t m = std::min<int32_t>(p0 + n - p, ps - slot);
-      const uint8_t* base = kv.page_ptr(pages[p / ps]) + off + slot * row_bytes;
+      const uint8_t* page = kv.page_ptr(pages[p / ps]);
+      const uint8_t* base = page + off + slot * row_bytes;
       for (int64_t b = 0; b < m * row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(base + b), _MM_HINT_T2);
+      if (dynamic) _mm_prefetch(reinterpret_cast<const char*>(page + s_off + slot * 4), _MM_HINT_T2);
       p += m;
     }
   }
 
-  // The A rows of the 16 K rows from position t0: straight from the page when a page holds
-  // whole 16-position tiles (rows past the last position are read and never used), else copied
-  // into buf (zero past the last position).
-  DENSA_AMX_ATTN const uint8_t* k_tile(int32_t t0, uint8_t* buf, int64_t& stride) const {
-    if (ps % 16 == 0) {
-      stride = row_bytes;
-      return kv.page_ptr(pages[t0 / ps]) + k_off + (t0 % ps) * row_bytes;
-    }
+  // The A rows of the 16 K rows from position t0 and their scales (0 past the last position):
+  // straight from the page (bf16, pages of whole tiles; rows past the last position are read
+  // and never used) or decoded into buf (zero past the last position).
+  DENSA_AMX_ATTN const uint8_t* k_tile(int32_t t0, uint8_t* buf, int64_t& stride, float* kscale) const {
     const int rows = std::min<int32_t>(16, len - t0);
     const uint8_t* krows[16];
-    rows_of(0, t0, rows, krows);
+    rows_of(0, t0, rows, krows, kscale);
+    for (int r = rows; r < 16; ++r) kscale[r] = 0.0f;  // (the whole-tile path zeroes them too)
+    if (!fp8 && ps % 16 == 0) {
+      stride = row_bytes;
+      return krows[0];
+    }
     stride = 2 * hd;
     for (int r = 0; r < 16; ++r) {
       uint8_t* dst = buf + r * 2 * hd;
       for (int d0 = 0; d0 < hd; d0 += 64) {
         __m512i w0 = _mm512_setzero_si512(), w1 = _mm512_setzero_si512();
-        if (r < rows) row_bf16_64(krows[r], d0, hd, w0, w1);
+        if (r < rows) row_bf16_64(krows[r], d0, hd, fp8, dec, w0, w1);
         _mm512_storeu_si512(dst + 2 * d0, w0);
         if (hd - d0 >= 64) _mm512_storeu_si512(dst + 2 * d0 + 64, w1);
       }
@@ -195,46 +311,53 @@ struct RunRows {
 };
 
 // One stored score tile (PP columns: pair n's hi part in n, lo part in PP / 2 + n) into the
-// pairs' rows of the score buffer: s[n * s_stride + t] = hi[t] + lo[t].
+// pairs' rows of the score buffer: s[n * s_stride + t] = (hi + lo)[t] x kscale[t] (fp8).
 template <int PP>
-DENSA_AMX_ATTN_INLINE void store_scores(const float* c, int P, float* s, int64_t s_stride) {
+DENSA_AMX_ATTN_INLINE void store_scores(const float* c, const float* kscale, bool fp8, int P, float* s, int64_t s_stride) {
   constexpr int kBits = PP == 2 ? 1 : PP == 4 ? 2 : PP == 8 ? 3 : 4;
   __m512 v[PP];
   for (int k = 0; k < PP; ++k) v[k] = _mm512_load_ps(c + 16 * k);
   tile_columns<PP>(v);
+  const __m512 ks = _mm512_load_ps(kscale);
   // Column n < PP / 2 sits at k = bit_reverse(n) (even), its lo partner PP / 2 + n at k + 1.
 #pragma GCC unroll 8
   for (int k = 0; k < PP; k += 2) {
     const int n = bit_reverse(k, kBits);
     if (n >= P) continue;
-    _mm512_storeu_ps(s + n * s_stride, _mm512_add_ps(v[k], v[k + 1]));
+    const __m512 sum = _mm512_add_ps(v[k], v[k + 1]);
+    _mm512_storeu_ps(s + n * s_stride, fp8 ? _mm512_mul_ps(sum, ks) : sum);
   }
 }
 
-DENSA_AMX_ATTN void gather_scores(const float* c, int P, int pp, float* s, int64_t s_stride) {
+DENSA_AMX_ATTN void gather_scores(const float* c, const float* kscale, bool fp8, int P, int pp, float* s,
+                                  int64_t s_stride) {
   switch (pp) {
-    case 2: store_scores<2>(c, P, s, s_stride); break;
-    case 4: store_scores<4>(c, P, s, s_stride); break;
-    case 8: store_scores<8>(c, P, s, s_stride); break;
-    default: store_scores<16>(c, P, s, s_stride); break;
+    case 2: store_scores<2>(c, kscale, fp8, P, s, s_stride); break;
+    case 4: store_scores<4>(c, kscale, fp8, P, s, s_stride); break;
+    case 8: store_scores<8>(c, kscale, fp8, P, s, s_stride); break;
+    default: store_scores<16>(c, kscale, fp8, P, s, s_stride); break;
   }
 }
 
 // The A tile (weights) and the 4 B tiles (V rows of dims [d0, d0 + 64)) of the value step from
-// position u0: the probabilities as bf16 hi parts in rows 0 .. P-1 and lo parts in P .. 2P-1
-// (zero past each pair's own position: pass 2 zeroes them); rows past the last position zero.
+// position u0: weights = probability x V row scale as bf16 hi parts in rows 0 .. P-1 and lo
+// parts in P .. 2P-1; positions past the last are zero weights and zero rows.
 DENSA_AMX_ATTN void build_value_step(const RunRows& rr, const float* s, int64_t s_stride, int P, int32_t u0, int d0,
                                      uint8_t* a, uint8_t* vb) {
   const int rows = std::min<int32_t>(kStep, rr.len - u0);
   const uint8_t* vrows[kStep];
-  rr.rows_of(1, u0, rows, vrows);
+  alignas(64) float vscale[kStep];
+  rr.rows_of(1, u0, rows, vrows, vscale);
+  for (int r = rows; r < kStep; ++r) vscale[r] = 0.0f;
+  const __m512 vs0 = _mm512_load_ps(vscale), vs1 = _mm512_load_ps(vscale + 16);
   for (int n = 0; n < P; ++n) {
     const float* sn = s + n * s_stride + u0;
-    split_bf16(_mm512_loadu_ps(sn), _mm512_loadu_ps(sn + 16), a + 64 * n, a + 64 * (P + n));
+    split_bf16(_mm512_mul_ps(_mm512_loadu_ps(sn), vs0), _mm512_mul_ps(_mm512_loadu_ps(sn + 16), vs1), a + 64 * n,
+               a + 64 * (P + n));
   }
   for (int k = 0; k < 16; ++k) {
     value_b_rows(2 * k < rows ? vrows[2 * k] : nullptr, 2 * k + 1 < rows ? vrows[2 * k + 1] : nullptr, d0, rr.hd,
-                 vb + 64 * k);
+                 rr.fp8, rr.dec, vb + 64 * k);
   }
 }
 
@@ -341,7 +464,8 @@ DENSA_AMX_ATTN_INLINE void value_tiles(const uint8_t* a, const uint8_t* vb) {
 }  // namespace
 
 bool amx_attention_supports(const KvLayout& L) {
-  return !L.is_latent() && L.dtype == DType::kBF16 && L.head_dim % 32 == 0 && L.head_dim <= kMaxHeadDim;
+  return !L.is_latent() && (L.dtype == DType::kBF16 || L.dtype == DType::kFP8E4M3) && L.head_dim % 32 == 0 &&
+         L.head_dim <= kMaxHeadDim;
 }
 
 DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t pos0, int nq, int kvh,
@@ -349,17 +473,29 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
   const KvLayout& L = kv.layout;
   const int hd = L.head_dim;
   const int chunks = hd / 32;
+  const bool fp8 = L.dtype == DType::kFP8E4M3;
+  const bool dynamic = fp8 && L.scale_mode == KvScaleMode::kDynamic;
   const int ps = L.page_size;
   const int32_t last = pos0 + nq - 1;
   const int32_t len = last + 1;
   const int64_t s_stride = (len + kStep - 1) / kStep * kStep + 16;  // +16: rows not 4 KiB apart
+  float static_k = 1.0f, static_v = 1.0f;
+  if (fp8 && !dynamic) {
+    static_k = kv.static_scales[(layer * 2 + 0) * L.num_kv_heads + kvh];
+    static_v = kv.static_scales[(layer * 2 + 1) * L.num_kv_heads + kvh];
+  }
   const int32_t* pages = kv.block_table.data() + kv.block_offsets[seq];
   const int64_t row_bytes = static_cast<int64_t>(hd) * L.elem_bytes();
-  const RunRows rr{kv, pages, row_bytes, L.data_offset(layer, 0, kvh, 0), L.data_offset(layer, 1, kvh, 0), ps, len, hd};
+  const int64_t k_off = L.data_offset(layer, 0, kvh, 0), v_off = L.data_offset(layer, 1, kvh, 0);
+  const int64_t ks_off = dynamic ? L.scale_offset(layer, 0, kvh, 0) : 0;
+  const int64_t vs_off = dynamic ? L.scale_offset(layer, 1, kvh, 0) : 0;
+  const Fp8Decoder dec = fp8_decoder();
   thread_local AmxAttnScratch scratch;
   scratch.fit(hd, s_stride);
   AmxAttnScratch& sc = scratch;
   float* s = sc.s.data();
+
+  RunRows rr{kv, pages, row_bytes, k_off, v_off, ks_off, vs_off, static_k, static_v, ps, len, hd, fp8, dynamic, dec};
 
   const int total = nq * group;
   float l[kMaxCols];
@@ -403,32 +539,32 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
       case 4: load_q_tiles<4>(sc.qb); break;
       default: break;
     }
-    // Software-pipelined: the vector units prepare the next two tiles (pages not holding whole
-    // tiles: copied into the other K buffer) and gather the previous pass's stored scores while
-    // the tile unit works on these, so no tile load waits for stores just made and no vector load
-    // for a tile store.
+    // Software-pipelined: the vector units prepare the next two tiles (fp8: decode into the
+    // other K buffer) and gather the previous pass's stored scores while the tile unit works on
+    // these, so no tile load waits for stores just made and no vector load for a tile store.
     struct ScorePass {
       const uint8_t* a[2];
       int64_t stride;
       bool two;
+      alignas(64) float kscale[2][16];
     };
-    ScorePass sp[2];
+    ScorePass sp[3];  // pass i: prepared in i - 1, run in i, gathered in i + 1
     auto prepare = [&rr, &sc, hd, last](int32_t t0, int buf, ScorePass& x) {
       x.two = t0 + 16 <= last;
       int64_t unused = 0;
-      x.a[0] = rr.k_tile(t0, sc.kbuf + buf * 64 * hd, x.stride);
-      x.a[1] = x.two ? rr.k_tile(t0 + 16, sc.kbuf + buf * 64 * hd + 32 * hd, unused) : nullptr;
+      x.a[0] = rr.k_tile(t0, sc.kbuf + buf * 64 * hd, x.stride, x.kscale[0]);
+      x.a[1] = x.two ? rr.k_tile(t0 + 16, sc.kbuf + buf * 64 * hd + 32 * hd, unused, x.kscale[1]) : nullptr;
     };
-    auto gather = [&](int32_t t0, bool two, const float* c) {
-      for (int u = 0; u < (two ? 2 : 1); ++u) gather_scores(c + 256 * u, P, pp, s + t0 + 16 * u, s_stride);
+    auto gather = [&](int32_t t0, const ScorePass& x, const float* c) {
+      for (int u = 0; u < (x.two ? 2 : 1); ++u) gather_scores(c + 256 * u, x.kscale[u], fp8, P, pp, s + t0 + 16 * u, s_stride);
     };
     prepare(0, 0, sp[0]);
     int i = 0;
     for (int32_t t0 = 0; t0 <= last; t0 += 32, ++i) {
-      const ScorePass cur = sp[i & 1];
+      const ScorePass& cur = sp[i % 3];
       rr.prefetch_rows(0, t0 + 16 * kAheadTiles, 32);
       // K buffer (i + 1) & 1 was last read by pass i - 1's tile loads, issued before these stores.
-      if (t0 + 32 <= last) prepare(t0 + 32, (i + 1) & 1, sp[(i + 1) & 1]);
+      if (t0 + 32 <= last) prepare(t0 + 32, (i + 1) & 1, sp[(i + 1) % 3]);
       DENSA_MEMORY_BARRIER();
       float* c = sc.c + 512 * (i & 1);
       switch (chunks) {
@@ -439,10 +575,10 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
         default: score_tiles<0>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
       }
       DENSA_MEMORY_BARRIER();
-      if (i > 0) gather(t0 - 32, true, sc.c + 512 * ((i - 1) & 1));  // every pass but the last has two tiles
+      if (i > 0) gather(t0 - 32, sp[(i - 1) % 3], sc.c + 512 * ((i - 1) & 1));
     }
     DENSA_MEMORY_BARRIER();
-    gather(32 * (i - 1), 32 * (i - 1) + 16 <= last, sc.c + 512 * ((i - 1) & 1));
+    gather(32 * (i - 1), sp[(i - 1) % 3], sc.c + 512 * ((i - 1) & 1));
     DENSA_MEMORY_BARRIER();  // the loads of sc.c come before the next tile stores
 
     // ---- 2. softmax of each pair over its own positions ----
@@ -473,7 +609,7 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
     for (int t = 5; t < 8; ++t) cfg3.set(t, 16, 64);     // B: 16 position pairs x 16 dims
     _tile_loadconfig(&cfg3);
     for (int d0 = 0; d0 < hd; d0 += 64) {
-      const int nc = hd - d0 >= 64 ? 4 : 2;
+      const int nc = hd - d0 >= 64 || fp8 ? 4 : 2;
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
@@ -504,7 +640,7 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
         float* o = out_of(n) + d0;
         for (int c = 0; c < nc; ++c) {
           for (int m = 0; m < 16; ++m) {
-            const int d = value_dim(c, m);
+            const int d = value_dim(fp8, c, m);
             if (d0 + d < hd) o[d] = (sc.c[256 * c + 16 * n + m] + sc.c[256 * c + 16 * (P + n) + m]) * inv;
           }
         }

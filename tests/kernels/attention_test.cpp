@@ -281,9 +281,9 @@ TEST(PagedAttentionPageSize, BitIdenticalAcrossPageSizes) {
   }
 }
 
-// The AMX path takes BF16 layouts with head_dim % 32 == 0 (its bits differ from the AVX-512
-// path's: a softmax over the whole context, q and weights in two bf16 parts) and hands the
-// others (FP8, F32, head_dim 48) to the AVX-512 path (the same bits).
+// The AMX path takes BF16 and FP8 layouts with head_dim % 32 == 0 (its bits differ from the
+// AVX-512 path's: a softmax over the whole context, q and weights in two bf16 parts) and hands
+// the others (F32, head_dim 48) to the AVX-512 path (the same bits).
 TEST(PagedAttentionAmx, TakesItsLayoutsAndHandsOnTheRest) {
   const std::vector<AttnPath> avail = paths();
   if (std::find(avail.begin(), avail.end(), AttnPath::kAmx) == avail.end()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
@@ -296,7 +296,8 @@ TEST(PagedAttentionAmx, TakesItsLayoutsAndHandsOnTheRest) {
   for (const Layout& c : {Layout{DType::kBF16, KvScaleMode::kNone, 64, true},
                           Layout{DType::kBF16, KvScaleMode::kNone, 128, true},
                           Layout{DType::kBF16, KvScaleMode::kNone, 96, true},
-                          Layout{DType::kFP8E4M3, KvScaleMode::kDynamic, 64, false},
+                          Layout{DType::kFP8E4M3, KvScaleMode::kDynamic, 64, true},
+                          Layout{DType::kFP8E4M3, KvScaleMode::kStatic, 128, true},
                           Layout{DType::kF32, KvScaleMode::kNone, 64, false},
                           Layout{DType::kBF16, KvScaleMode::kNone, 48, false}}) {
     const int len = 300, kvh = 2, nh = 8;

@@ -52,8 +52,8 @@ extern const AttnTileOps kScalarOps;
 // Requires cpu_isa_hardware() >= kAvx512Bf16 and head_dim % 16 == 0.
 extern const AttnTileOps kAvx512Ops;
 
-// The implementations paged_attention() chooses from. kAmx (attention_amx.cpp) takes BF16
-// layouts with head_dim % 32 == 0 (amx_attention_supports) and hands any other layout to
+// The implementations paged_attention() chooses from. kAmx (attention_amx.cpp) takes BF16 and
+// FP8 layouts with head_dim % 32 == 0 (amx_attention_supports) and hands any other layout to
 // kAvx512; kAvx512 hands head_dim % 16 != 0 to kScalar. The paths give different bits, so a
 // process uses one per layout: kAmx where cpu_use_amx(), else kAvx512 where cpu_isa() allows.
 enum class AttnPath : uint8_t { kScalar, kAvx512, kAmx };
