@@ -108,32 +108,58 @@ std::string setup_label(const Setup& setup) {
                                                                                        : "");
 }
 
+// One benchmark's arguments (context tokens, setup, threads, head shape), its cache, a query and
+// the thread pool.
+struct DecodeCase {
+  int ctx;
+  Setup setup;
+  Shape shape;
+  BenchCache cache;
+  std::vector<float> q, out;
+  ThreadPool pool;
+  int32_t zero = 0, last;
+
+  explicit DecodeCase(const benchmark::State& state)
+      : ctx(static_cast<int>(state.range(0))),
+        setup(kSetups[state.range(1)]),
+        shape(kShapes[state.range(3)]),
+        cache(ctx, setup, shape),
+        q(static_cast<size_t>(shape.heads) * shape.head_dim),
+        out(q.size()),
+        pool(static_cast<int>(state.range(2))),
+        last(ctx - 1) {
+    std::mt19937 rng(2);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto& x : q) x = nd(rng);
+  }
+  // One decode call on `layer` (path: the process's when null).
+  void attend(int layer, const attention_internal::AttnPath* path) {
+    const KvView kv = cache.view();
+    const float scale = 1.0f / std::sqrt(float(shape.head_dim));
+    const std::span<const int32_t> seq(&zero, 1), pos(&last, 1);
+    if (path == nullptr) {
+      paged_attention(kv, layer, q.data(), shape.heads, scale, seq, pos, out.data(), &pool);
+    } else {
+      attention_internal::paged_attention_with_path(*path, kv, layer, q.data(), shape.heads, scale, seq, pos,
+                                                    out.data(), &pool);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+};
+
 void BM_DecodeAttention(benchmark::State& state) {
-  const int ctx = static_cast<int>(state.range(0));
-  const Setup setup = kSetups[state.range(1)];
-  const int threads = static_cast<int>(state.range(2));
-  const Shape shape = kShapes[state.range(3)];
-  const BenchCache cache(ctx, setup, shape);
-  const KvView kv = cache.view();
-  std::mt19937 rng(2);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> q(shape.heads * shape.head_dim), out(q.size());
-  for (auto& x : q) x = nd(rng);
-  ThreadPool tp(threads);
-  const int32_t zero = 0, last = ctx - 1;
+  DecodeCase c(state);
   int layer = 0;
   const bool same_layer = std::getenv("DENSA_BENCH_SAME_LAYER") != nullptr;
   for (auto _ : state) {
-    paged_attention(kv, layer, q.data(), shape.heads, 1.0f / std::sqrt(float(shape.head_dim)),
-                    std::span<const int32_t>(&zero, 1), std::span<const int32_t>(&last, 1), out.data(), &tp);
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-    if (!same_layer) layer = (layer + 1) % cache.layers;
+    c.attend(layer, nullptr);
+    if (!same_layer) layer = (layer + 1) % c.cache.layers;
   }
-  const int64_t kv_bytes = cache.kv_bytes_per_token(ctx);
+  const int64_t kv_bytes = c.cache.kv_bytes_per_token(c.ctx);
   state.counters["kv_bytes_per_token"] = static_cast<double>(kv_bytes);
   state.SetBytesProcessed(state.iterations() * kv_bytes);
-  state.SetLabel(setup_label(setup));
+  state.SetLabel(setup_label(c.setup));
 }
 
 // The AVX-512 and AMX paths on the same cache, one call each per iteration, alternating which goes
@@ -146,18 +172,7 @@ void BM_PathsInterleaved(benchmark::State& state) {
     state.SkipWithError("no AMX-BF16 on this CPU");
     return;
   }
-  const int ctx = static_cast<int>(state.range(0));
-  const Setup setup = kSetups[state.range(1)];
-  const int threads = static_cast<int>(state.range(2));
-  const Shape shape = kShapes[state.range(3)];
-  const BenchCache cache(ctx, setup, shape);
-  const KvView kv = cache.view();
-  std::mt19937 rng(2);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> q(shape.heads * shape.head_dim), out(q.size());
-  for (auto& x : q) x = nd(rng);
-  ThreadPool tp(threads);
-  const int32_t zero = 0, last = ctx - 1;
+  DecodeCase c(state);
   const AttnPath paths[2] = {AttnPath::kAvx512, AttnPath::kAmx};
   double seconds[2] = {0, 0};
   int layer = 0;
@@ -166,21 +181,16 @@ void BM_PathsInterleaved(benchmark::State& state) {
     for (int k = 0; k < 2; ++k) {
       const int which = (k + static_cast<int>(calls)) % 2;
       const auto t0 = std::chrono::steady_clock::now();
-      attention_internal::paged_attention_with_path(paths[which], kv, layer, q.data(), shape.heads,
-                                                    1.0f / std::sqrt(float(shape.head_dim)),
-                                                    std::span<const int32_t>(&zero, 1),
-                                                    std::span<const int32_t>(&last, 1), out.data(), &tp);
-      benchmark::DoNotOptimize(out.data());
-      benchmark::ClobberMemory();
+      c.attend(layer, &paths[which]);
       seconds[which] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      layer = (layer + 1) % cache.layers;
+      layer = (layer + 1) % c.cache.layers;
     }
     ++calls;
   }
   state.counters["avx512_us"] = seconds[0] / static_cast<double>(calls) * 1e6;
   state.counters["amx_us"] = seconds[1] / static_cast<double>(calls) * 1e6;
   state.counters["amx_over_avx512"] = seconds[1] / seconds[0];
-  state.SetLabel(setup_label(setup));
+  state.SetLabel(setup_label(c.setup));
 }
 
 // Args: context tokens, setup (0 bf16, 1 fp8 static, 2 fp8 dynamic), threads (0 = all),

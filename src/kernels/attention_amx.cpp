@@ -179,7 +179,7 @@ constexpr int bit_reverse(int k, int bits) {
   return r;
 }
 
-// The dim that column m of value C tile c holds, within its 64-dim group (see value_b_tiles).
+// The dim that column m of value C tile c holds, within its 64-dim group (see value_b_rows).
 inline int value_dim(bool fp8, int c, int m) {
   return fp8 ? 16 * (m / 4) + 4 * c + m % 4 : 32 * (c / 2) + 8 * (m / 4) + 4 * (c % 2) + m % 4;
 }
