@@ -3,8 +3,8 @@
 // the ceiling that gemv_bench's weight_GB/s is measured against. read_192MiB reads a buffer the
 // size of dense-336m in INT4 g32 (189 MB): where the last-level cache is large (Emerald Rapids:
 // 300 MiB shared), part of such a model stays cached between decode steps, and a roofline
-// percentage against the 1 GiB read alone would overstate the kernel. read_2KiB_blocks_1MiB_apart
-// reads the way decode attention reads a paged KV cache (see read_row_blocks).
+// percentage against the 1 GiB read alone would overstate the kernel. read_{1,2,4}KiB_blocks_1MiB_apart
+// read the way decode attention reads a paged KV cache (see read_row_blocks).
 //
 //   ./build/membw_bench --benchmark_min_time=2s
 
@@ -77,11 +77,12 @@ void read_bandwidth(benchmark::State& state, int threads, int64_t buffer_bytes) 
       benchmark::Counter::kIsRate);
 }
 
-// The access pattern of decode attention over a paged KV cache: 2 KiB row blocks (16 positions
-// of one kv head, bf16, head_dim 64) 1 MiB apart (the next page), in a 256 MiB buffer in
-// transparent huge pages, as the KV pool is. Each iteration reads every byte once: block
-// offset r outer, pages inner, the pages split over the threads.
-void read_row_blocks(benchmark::State& state, int threads, int64_t kBlock) {
+// The access pattern of decode attention over a paged KV cache: row blocks of block_bytes (2 KiB:
+// 16 positions of one kv head, bf16, head_dim 64; 1 KiB: the same in FP8) 1 MiB apart (the next
+// page), in a 1 GiB buffer (more than this VM's 300 MiB L3) in transparent huge pages, as the KV
+// pool is. Each iteration reads every byte once: block offset r outer, pages inner, the pages
+// split over the threads.
+void read_row_blocks(benchmark::State& state, int threads, int64_t block_bytes) {
   constexpr int64_t kPage = 1 << 20, kBytes = int64_t{1024} << 20, kPages = kBytes / kPage;
   constexpr size_t kHuge = size_t{2} << 20;
   auto deleter = [](uint8_t* p) { std::free(p); };
@@ -92,11 +93,11 @@ void read_row_blocks(benchmark::State& state, int threads, int64_t kBlock) {
   ThreadPool pool(threads);
   std::vector<uint64_t> sink(kPages);
   for (auto _ : state) {
-    for (int64_t r = 0; r < kPage / kBlock; ++r) {
+    for (int64_t r = 0; r < kPage / block_bytes; ++r) {
       pool.parallel_for(kPages, [&](int64_t begin, int64_t end) {
         for (int64_t pg = begin; pg < end; ++pg) {
-          const uint8_t* p = buf.get() + pg * kPage + r * kBlock;
-          sink[pg] ^= avx512 ? read_avx512(p, kBlock) : read_scalar(p, kBlock);
+          const uint8_t* p = buf.get() + pg * kPage + r * block_bytes;
+          sink[pg] ^= avx512 ? read_avx512(p, block_bytes) : read_scalar(p, block_bytes);
         }
       }, kPages / threads);
     }
