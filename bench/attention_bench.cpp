@@ -17,12 +17,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <memory>
 #include <random>
 #include <vector>
 
-#include <sys/mman.h>
 
+#include "core/check.h"
+#include "core/huge_page_arena.h"
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/internal/attention_isa.h"
@@ -34,7 +34,6 @@ namespace {
 constexpr int kPageSize = 16;
 // 1 GiB: more than this VM's 300 MiB of L3, so every layer comes from DRAM.
 constexpr int64_t kMinCacheBytes = 1ll << 30;
-constexpr int64_t kHuge = 2ll << 20;
 
 // Head shapes: 0 = 32 query / 8 kv heads of 128 (Llama-3-8B class), 1 = 16 / 4 of 64 (the
 // dense-336m and moe-959m-a336m presets of `densa gen-model`).
@@ -57,7 +56,7 @@ const Setup kSetups[] = {{DType::kBF16, KvScaleMode::kNone},
 struct BenchCache {
   KvLayout one, layout;
   int layers = 0;
-  std::unique_ptr<uint8_t, decltype(&std::free)> bytes{nullptr, &std::free};
+  HugePages bytes;
   std::vector<int32_t> table, offsets;
   std::vector<float> scales;
 
@@ -68,9 +67,8 @@ struct BenchCache {
     layers = static_cast<int>(std::clamp<int64_t>(kMinCacheBytes / layer_bytes, 1, 1024));
     layout = one;
     layout.num_layers = layers;
-    const int64_t size = (layout.page_bytes() * num_pages + kHuge - 1) / kHuge * kHuge;
-    bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(kHuge, size)));
-    madvise(bytes.get(), size, MADV_HUGEPAGE);  // as the engine's PagePool
+    bytes = HugePages::map(static_cast<size_t>(layout.page_bytes() * num_pages));  // as the engine's PagePool
+    CHECK(bytes.data() != nullptr) << "attention_bench: cannot map the cache";
     table.resize(num_pages);
     for (int p = 0; p < num_pages; ++p) table[p] = p;
     if (std::getenv("DENSA_BENCH_SCATTER") != nullptr) std::shuffle(table.begin(), table.end(), std::mt19937(3));
@@ -93,7 +91,7 @@ struct BenchCache {
     }
   }
   KvView view() const {
-    return KvView{layout, bytes.get(), table, offsets, layout.scale_mode == KvScaleMode::kStatic ? scales.data() : nullptr};
+    return KvView{layout, bytes.data(), table, offsets, layout.scale_mode == KvScaleMode::kStatic ? scales.data() : nullptr};
   }
   // K + V bytes (and dynamic scales) one decode step reads per layer.
   int64_t kv_bytes_per_token(int ctx) const {

@@ -11,7 +11,6 @@
 #include <benchmark/benchmark.h>
 
 #include <immintrin.h>
-#include <sys/mman.h>
 
 #include <cstdint>
 #include <cstring>
@@ -19,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/cpu_features.h"
+#include "core/huge_page_arena.h"
 #include "core/thread_pool.h"
 
 namespace densa {
@@ -84,11 +85,9 @@ void read_bandwidth(benchmark::State& state, int threads, int64_t buffer_bytes) 
 // split over the threads.
 void read_row_blocks(benchmark::State& state, int threads, int64_t block_bytes) {
   constexpr int64_t kPage = 1 << 20, kBytes = int64_t{1024} << 20, kPages = kBytes / kPage;
-  constexpr size_t kHuge = size_t{2} << 20;
-  auto deleter = [](uint8_t* p) { std::free(p); };
-  std::unique_ptr<uint8_t, decltype(deleter)> buf(static_cast<uint8_t*>(std::aligned_alloc(kHuge, kBytes)), deleter);
-  madvise(buf.get(), kBytes, MADV_HUGEPAGE);
-  std::memset(buf.get(), 1, static_cast<size_t>(kBytes));
+  const HugePages buf = HugePages::map(kBytes);  // as the engine's KV pool
+  CHECK(buf.data() != nullptr) << "membw_bench: cannot map " << kBytes << " bytes";
+  std::memset(buf.data(), 1, static_cast<size_t>(kBytes));
   const bool avx512 = cpu_isa_hardware() == CpuIsa::kAvx512Bf16;
   ThreadPool pool(threads);
   std::vector<uint64_t> sink(kPages);
@@ -96,7 +95,7 @@ void read_row_blocks(benchmark::State& state, int threads, int64_t block_bytes) 
     for (int64_t r = 0; r < kPage / block_bytes; ++r) {
       pool.parallel_for(kPages, [&](int64_t begin, int64_t end) {
         for (int64_t pg = begin; pg < end; ++pg) {
-          const uint8_t* p = buf.get() + pg * kPage + r * block_bytes;
+          const uint8_t* p = buf.data() + pg * kPage + r * block_bytes;
           sink[pg] ^= avx512 ? read_avx512(p, block_bytes) : read_scalar(p, block_bytes);
         }
       }, kPages / threads);

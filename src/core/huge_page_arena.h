@@ -13,6 +13,36 @@
 
 namespace densa {
 
+// Anonymous memory of at least `bytes`, in whole 2 MiB pages from a 2 MiB boundary, marked
+// MADV_HUGEPAGE (advisory: without THP these are ordinary pages), zeroed, and unmapped when
+// destroyed. The mapping carries one huge page of slack to align within (never touched). The one
+// place that maps memory this way: the weight arena's chunks, the KV page pool, and the benches
+// that mimic them.
+class HugePages {
+ public:
+  // Empty (data() null) when the system cannot map it. noreserve: MAP_NORESERVE, for address
+  // space reserved ahead of use.
+  static HugePages map(size_t bytes, bool noreserve = false);
+
+  HugePages() = default;
+  ~HugePages();
+  HugePages(HugePages&& o) noexcept;
+  HugePages& operator=(HugePages&& o) noexcept;
+  HugePages(const HugePages&) = delete;
+  HugePages& operator=(const HugePages&) = delete;
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }  // usable bytes from data()
+  // Whether p lies in the mapping (slack included).
+  bool contains(const void* p) const;
+
+ private:
+  void* base_ = nullptr;  // as mmap returned it
+  size_t length_ = 0;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // The system's transparent huge page mode ("always", "madvise", "never"), or "unknown" where
 // /sys/kernel/mm/transparent_hugepage/enabled cannot be read.
 std::string transparent_huge_pages_mode();
@@ -37,12 +67,7 @@ class HugePageArena {
   bool contains(const void* p) const;
 
  private:
-  struct Chunk {
-    void* base = nullptr;  // as mmap returned it
-    size_t length = 0;
-  };
-  void release();
-  std::vector<Chunk> chunks_;
+  std::vector<HugePages> chunks_;
   uint8_t* next_ = nullptr;  // within the newest chunk
   uint8_t* end_ = nullptr;
   size_t allocated_ = 0;

@@ -1,9 +1,7 @@
 #include "kv/page_pool.h"
 
-#include <sys/mman.h>
-
-#include <cstdint>
 #include <string>
+#include <utility>
 
 namespace densa {
 namespace {
@@ -21,8 +19,6 @@ uint32_t mix32(uint32_t x) {
 
 }  // namespace
 
-void PagePool::Unmap::operator()(uint8_t* p) const { munmap(p, length); }
-
 Result<PagePool> PagePool::create(const KvLayout& layout, int64_t budget_bytes) {
   const int64_t page_bytes = layout.page_bytes();
   if (page_bytes <= 0) return invalid_argument("KV layout has an empty page");
@@ -35,27 +31,14 @@ Result<PagePool> PagePool::create(const KvLayout& layout, int64_t budget_bytes) 
     return out_of_range("KV budget holds " + std::to_string(num_pages) +
                         " pages; page ids are 32-bit");
   }
-  // Whole huge pages, mapped with one huge page of slack so the start can be aligned; the
-  // slack is unmapped again.
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t total = (static_cast<size_t>(num_pages * page_bytes) + kHuge - 1) / kHuge * kHuge;
-  void* mapped = mmap(nullptr, total + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mapped == MAP_FAILED) {
-    return resource_exhausted("cannot reserve " + std::to_string(total) + " bytes of KV cache");
+  HugePages bytes = HugePages::map(static_cast<size_t>(num_pages * page_bytes));
+  if (bytes.data() == nullptr) {
+    return resource_exhausted("cannot reserve " + std::to_string(num_pages * page_bytes) + " bytes of KV cache");
   }
-  const uintptr_t b = reinterpret_cast<uintptr_t>(mapped);
-  auto* raw = reinterpret_cast<uint8_t*>((b + kHuge - 1) / kHuge * kHuge);
-  const size_t head = static_cast<size_t>(raw - static_cast<uint8_t*>(mapped));
-  if (head > 0) munmap(mapped, head);
-  if (kHuge - head > 0) munmap(raw + total, kHuge - head);
-#ifdef MADV_HUGEPAGE
-  madvise(raw, total, MADV_HUGEPAGE);  // advisory: without THP these are ordinary pages
-#endif
-  return PagePool(layout, static_cast<int32_t>(num_pages), std::unique_ptr<uint8_t[], Unmap>(raw, Unmap{total}));
+  return PagePool(layout, static_cast<int32_t>(num_pages), std::move(bytes));
 }
 
-PagePool::PagePool(const KvLayout& layout, int32_t num_pages,
-                   std::unique_ptr<uint8_t[], Unmap> bytes)
+PagePool::PagePool(const KvLayout& layout, int32_t num_pages, HugePages bytes)
     : layout_(layout),
       page_bytes_(layout.page_bytes()),
       num_pages_(num_pages),

@@ -9,11 +9,11 @@
 // allocated). Running out of pages is a scheduling outcome: allocate returns nullopt / false.
 // The pool never evicts on its own; the prefix cache decides and calls uncache().
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "core/huge_page_arena.h"
 #include "core/ids.h"
 #include "core/status.h"
 #include "kernels/kv_view.h"
@@ -79,20 +79,15 @@ class PagePool {
   const KvLayout& layout() const { return layout_; }
   int64_t page_bytes() const { return page_bytes_; }
   // KvView::pool: page p starts at base() + p * page_bytes().
-  uint8_t* base() { return bytes_.get(); }
-  const uint8_t* base() const { return bytes_.get(); }
+  uint8_t* base() { return bytes_.data(); }
+  const uint8_t* base() const { return bytes_.data(); }
   uint8_t* page_data(PageId page) { return base() + static_cast<int64_t>(index(page)) * page_bytes_; }
   const uint8_t* page_data(PageId page) const {
     return base() + static_cast<int64_t>(index(page)) * page_bytes_;
   }
 
  private:
-  struct Unmap {
-    size_t length = 0;
-    void operator()(uint8_t* p) const;
-  };
-
-  PagePool(const KvLayout& layout, int32_t num_pages, std::unique_ptr<uint8_t[], Unmap> bytes);
+  PagePool(const KvLayout& layout, int32_t num_pages, HugePages bytes);
   size_t index(PageId page) const {
     DCHECK(page.value >= 0 && page.value < num_pages_) << "page " << page.value << " out of range";
     return static_cast<size_t>(page.value);
@@ -102,7 +97,7 @@ class PagePool {
   KvLayout layout_;
   int64_t page_bytes_ = 0;
   int32_t num_pages_ = 0;
-  std::unique_ptr<uint8_t[], Unmap> bytes_;  // [num_pages * page_bytes]
+  HugePages bytes_;  // [num_pages * page_bytes], 2 MiB-aligned
   std::vector<PageId> free_list_;                   // LIFO stack of free pages
   std::vector<int32_t> refcounts_;                  // [num_pages]
   std::vector<uint32_t> tags_;                      // [num_pages]
