@@ -9,6 +9,7 @@
 // DENSA_BENCH_SAME_LAYER=1 makes BM_DecodeAttention read layer 0 every time instead
 // (cache-resident: the compute alone). DENSA_BENCH_SCATTER=1 gives the sequence its pages in a
 // random order, as a long-running server's free list does, instead of in address order.
+// DENSA_BENCH_PAGE=N stores N tokens per page instead of 16.
 //
 //   ./build/attention_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -31,7 +32,11 @@
 namespace densa {
 namespace {
 
-constexpr int kPageSize = 16;
+// Tokens per KV page: 16 (the engine's default), or DENSA_BENCH_PAGE.
+int page_size() {
+  static const int ps = std::getenv("DENSA_BENCH_PAGE") != nullptr ? std::max(1, std::atoi(std::getenv("DENSA_BENCH_PAGE"))) : 16;
+  return ps;
+}
 // 1 GiB: more than this VM's 300 MiB of L3, so every layer comes from DRAM.
 constexpr int64_t kMinCacheBytes = 1ll << 30;
 
@@ -61,8 +66,8 @@ struct BenchCache {
   std::vector<float> scales;
 
   BenchCache(int ctx, const Setup& setup, const Shape& shape) {
-    one = KvLayout{1, shape.kv_heads, shape.head_dim, kPageSize, setup.dtype, setup.mode};
-    const int num_pages = (ctx + kPageSize - 1) / kPageSize;
+    one = KvLayout{1, shape.kv_heads, shape.head_dim, page_size(), setup.dtype, setup.mode};
+    const int num_pages = (ctx + page_size() - 1) / page_size();
     const int64_t layer_bytes = one.page_bytes() * num_pages;
     layers = static_cast<int>(std::clamp<int64_t>(kMinCacheBytes / layer_bytes, 1, 1024));
     layout = one;

@@ -215,7 +215,9 @@ DENSA_AMX_ATTN_INLINE void value_b_rows(const uint8_t* a, const uint8_t* b, int 
   }
 }
 
-// Where one work item's K and V rows are.
+// Where one work item's K and V rows are. Its members that decode rows are inlined into
+// attend_run_amx (as is the lambda that calls k_tile): out of line, the decoder's table vectors
+// were reloaded from this object for every row decoded (docs/benchmarks.md "Session 13").
 struct RunRows {
   const KvView& kv;
   const int32_t* pages;
@@ -230,7 +232,7 @@ struct RunRows {
   // Rows [p0, p0 + n) of K (which = 0) or V (1), p0 a multiple of 16: pointers, and the row
   // scales (1 for bf16); scales past n are 0. Pages of whole tiles give 16 rows by arithmetic and
   // their dynamic scales by one vector load.
-  DENSA_AMX_ATTN void rows_of(int which, int32_t p0, int n, const uint8_t** rows, float* scales) const {
+  DENSA_AMX_ATTN_INLINE void rows_of(int which, int32_t p0, int n, const uint8_t** rows, float* scales) const {
     const int64_t off = which == 0 ? k_off : v_off;
     const int64_t s_off = which == 0 ? ks_off : vs_off;
     const __m512 fixed = _mm512_set1_ps(which == 0 ? static_k : static_v);
@@ -287,7 +289,7 @@ struct RunRows {
   // The A rows of the 16 K rows from position t0 and their scales (0 past the last position):
   // straight from the page (bf16, pages of whole tiles; rows past the last position are read
   // and never used) or decoded into buf (zero past the last position).
-  DENSA_AMX_ATTN const uint8_t* k_tile(int32_t t0, uint8_t* buf, int64_t& stride, float* kscale) const {
+  DENSA_AMX_ATTN_INLINE const uint8_t* k_tile(int32_t t0, uint8_t* buf, int64_t& stride, float* kscale) const {
     const int rows = std::min<int32_t>(16, len - t0);
     const uint8_t* krows[16];
     rows_of(0, t0, rows, krows, kscale);
@@ -297,6 +299,20 @@ struct RunRows {
       return krows[0];
     }
     stride = 2 * hd;
+    if (fp8 && rows == 16 && hd % 64 == 0 && ps % 16 == 0) {
+      // A whole tile of one page: rows at a fixed stride, every 64 dims a full vector.
+      const uint8_t* src = krows[0];
+      for (int d0 = 0; d0 < hd; d0 += 64) {
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) {
+          __m512i w0, w1;
+          fp8_to_bf16_in_order(_mm512_loadu_si512(src + r * row_bytes + d0), dec, w0, w1);
+          _mm512_store_si512(buf + r * 2 * hd + 2 * d0, w0);
+          _mm512_store_si512(buf + r * 2 * hd + 2 * d0 + 64, w1);
+        }
+      }
+      return buf;
+    }
     for (int r = 0; r < 16; ++r) {
       uint8_t* dst = buf + r * 2 * hd;
       for (int d0 = 0; d0 < hd; d0 += 64) {
@@ -342,8 +358,8 @@ DENSA_AMX_ATTN void gather_scores(const float* c, const float* kscale, bool fp8,
 // The A tile (weights) and the 4 B tiles (V rows of dims [d0, d0 + 64)) of the value step from
 // position u0: weights = probability x V row scale as bf16 hi parts in rows 0 .. P-1 and lo
 // parts in P .. 2P-1; positions past the last are zero weights and zero rows.
-DENSA_AMX_ATTN void build_value_step(const RunRows& rr, const float* s, int64_t s_stride, int P, int32_t u0, int d0,
-                                     uint8_t* a, uint8_t* vb) {
+DENSA_AMX_ATTN_INLINE void build_value_step(const RunRows& rr, const float* s, int64_t s_stride, int P, int32_t u0,
+                                            int d0, uint8_t* a, uint8_t* vb) {
   const int rows = std::min<int32_t>(kStep, rr.len - u0);
   const uint8_t* vrows[kStep];
   alignas(64) float vscale[kStep];
@@ -549,7 +565,8 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
       alignas(64) float kscale[2][16];
     };
     ScorePass sp[3];  // pass i: prepared in i - 1, run in i, gathered in i + 1
-    auto prepare = [&rr, &sc, hd, last](int32_t t0, int buf, ScorePass& x) {
+    auto prepare = [&rr, &sc, hd, last](int32_t t0, int buf, ScorePass& x)
+                       DENSA_AMX_ATTN __attribute__((always_inline)) {
       x.two = t0 + 16 <= last;
       int64_t unused = 0;
       x.a[0] = rr.k_tile(t0, sc.kbuf + buf * 64 * hd, x.stride, x.kscale[0]);
