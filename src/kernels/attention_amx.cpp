@@ -19,6 +19,12 @@
 // Both context loops are software-pipelined: the next pass's buffers are filled while the tile
 // unit works on this one's.
 //
+// An item of more than kMaxCols pairs (a prefill run of several tokens) runs the three passes
+// once per kMaxCols pairs. It decodes its K rows (FP8, or pages not holding whole tiles) and
+// builds its value B tiles once, up front, and each round reads those: the same bytes, so the
+// same bits as an item of one round (up to kMaxKeptBytes per thread; a longer context builds
+// them in every round).
+//
 // Batch invariance: every C element depends only on its own A row and B column, so a pair's
 // scores, softmax and weighted sum are the same operations on the same values whatever else
 // shares the tiles (other heads, other queries of a run, fewer or more columns). Weights of
@@ -37,6 +43,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -63,6 +70,9 @@ constexpr int kStep = 32;    // positions per value step (a B tile holds 16 posi
 // K / V prefetch distance, in 16-position tiles (2 passes of the score loop; 2, 8 and 16 were
 // no faster for BF16 pages at 4K context in BM_PathsInterleaved, docs/benchmarks.md "Session 12").
 constexpr int kAheadTiles = 4;
+// An item of several passes (a prefill run: more (query, head) pairs than kMaxCols) decodes its K
+// and V rows once for all passes when they take at most this many bytes as bf16 (per thread).
+constexpr int64_t kMaxKeptBytes = 8ll << 20;
 
 // 32 floats (x0: 0..15, x1: 16..31) as bf16 hi = bf16(x) and lo = bf16(x - hi), each 64 bytes
 // in order: hi + lo is within 2^-16 |x| of x.
@@ -355,25 +365,28 @@ DENSA_AMX_ATTN void gather_scores(const float* c, const float* kscale, bool fp8,
   }
 }
 
-// The A tile (weights) and the 4 B tiles (V rows of dims [d0, d0 + 64)) of the value step from
-// position u0: weights = probability x V row scale as bf16 hi parts in rows 0 .. P-1 and lo
-// parts in P .. 2P-1; positions past the last are zero weights and zero rows.
-DENSA_AMX_ATTN_INLINE void build_value_step(const RunRows& rr, const float* s, int64_t s_stride, int P, int32_t u0,
-                                            int d0, uint8_t* a, uint8_t* vb) {
+// The 4 B tiles (V rows of dims [d0, d0 + 64)) of the value step from position u0, and its
+// rows' V scales; positions past the last are zero rows with scale 0.
+DENSA_AMX_ATTN_INLINE void build_value_b(const RunRows& rr, int32_t u0, int d0, uint8_t* vb, float* vscale) {
   const int rows = std::min<int32_t>(kStep, rr.len - u0);
   const uint8_t* vrows[kStep];
-  alignas(64) float vscale[kStep];
   rr.rows_of(1, u0, rows, vrows, vscale);
   for (int r = rows; r < kStep; ++r) vscale[r] = 0.0f;
-  const __m512 vs0 = _mm512_load_ps(vscale), vs1 = _mm512_load_ps(vscale + 16);
+  for (int k = 0; k < 16; ++k) {
+    value_b_rows(2 * k < rows ? vrows[2 * k] : nullptr, 2 * k + 1 < rows ? vrows[2 * k + 1] : nullptr, d0, rr.hd,
+                 rr.fp8, rr.dec, vb + 64 * k);
+  }
+}
+
+// The A tile of the value step from position u0: weights = probability x V row scale as bf16 hi
+// parts in rows 0 .. P-1 and lo parts in P .. 2P-1 (0 where the scale is 0).
+DENSA_AMX_ATTN_INLINE void build_value_a(const float* s, int64_t s_stride, int P, int32_t u0, const float* vscale,
+                                         uint8_t* a) {
+  const __m512 vs0 = _mm512_loadu_ps(vscale), vs1 = _mm512_loadu_ps(vscale + 16);
   for (int n = 0; n < P; ++n) {
     const float* sn = s + n * s_stride + u0;
     split_bf16(_mm512_mul_ps(_mm512_loadu_ps(sn), vs0), _mm512_mul_ps(_mm512_loadu_ps(sn + 16), vs1), a + 64 * n,
                a + 64 * (P + n));
-  }
-  for (int k = 0; k < 16; ++k) {
-    value_b_rows(2 * k < rows ? vrows[2 * k] : nullptr, 2 * k + 1 < rows ? vrows[2 * k + 1] : nullptr, d0, rr.hd,
-                 rr.fp8, rr.dec, vb + 64 * k);
   }
 }
 
@@ -385,6 +398,19 @@ struct AmxAttnScratch {
   uint8_t* vb = nullptr;    // [2 buffers] 4 value B tiles
   uint8_t* a = nullptr;     // [2 buffers] the value A tile
   float* c = nullptr;       // stored C tiles (4 x 1 KiB: two score passes, or the value tiles)
+  // An item of several passes decodes its rows once (see attend_run_amx): K rows as bf16
+  // ([positions][hd]) and the value B tiles ([steps][64-dim groups][4 tiles]), and their scales.
+  std::vector<uint8_t> kept_store;
+  std::vector<float> kept_scales;
+
+  // The kept K rows (k_bytes) and value tiles (v_bytes), each 64-byte aligned.
+  std::pair<uint8_t*, uint8_t*> fit_kept(int64_t k_bytes, int64_t v_bytes, int64_t scales) {
+    const int64_t need = k_bytes + v_bytes + 64;
+    if (static_cast<int64_t>(kept_store.size()) < need) kept_store.resize(static_cast<size_t>(need));
+    if (static_cast<int64_t>(kept_scales.size()) < scales) kept_scales.resize(static_cast<size_t>(scales));
+    uint8_t* base = kept_store.data() + (64 - reinterpret_cast<uintptr_t>(kept_store.data()) % 64) % 64;
+    return {base, base + k_bytes};
+  }
 
   void fit(int hd, int64_t s_stride) {
     const int64_t need = (hd / 32) * kAmxTileBytes + 4 * 16 * hd * 2 + 2 * 4 * kAmxTileBytes + 2 * kAmxTileBytes +
@@ -515,155 +541,223 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
 
   const int total = nq * group;
   float l[kMaxCols];
-  for (int c0 = 0; c0 < total; c0 += kMaxCols) {
-    const int P = std::min(kMaxCols, total - c0);
-    int half = 1;
-    while (half < P) half *= 2;
-    const int pp = 2 * half;  // score columns: pair n's q hi part in n, lo part in half + n
-    auto q_of = [&](int n) { return q + ((c0 + n) / group) * q_stride + static_cast<int64_t>((c0 + n) % group) * hd; };
-    auto out_of = [&](int n) { return out + ((c0 + n) / group) * q_stride + static_cast<int64_t>((c0 + n) % group) * hd; };
 
-    // q x scale of each pair in the B tile of each 32-dim chunk: row k holds, per column, the
-    // bf16 pair of dims (32 c + 2 k, 32 c + 2 k + 1), so a column is the chunk's 32 bf16 of q.
-    std::memset(sc.qb, 0, static_cast<size_t>(chunks) * kAmxTileBytes);
-    for (int n = 0; n < P; ++n) {
-      const float* qn = q_of(n);
-      for (int ch = 0; ch < chunks; ++ch) {
-        alignas(64) uint32_t parts[2][16];
-        split_bf16(_mm512_mul_ps(_mm512_loadu_ps(qn + 32 * ch), _mm512_set1_ps(scale)),
-                   _mm512_mul_ps(_mm512_loadu_ps(qn + 32 * ch + 16), _mm512_set1_ps(scale)), parts[0], parts[1]);
-        uint32_t* t = reinterpret_cast<uint32_t*>(sc.qb + ch * kAmxTileBytes);
-        for (int k = 0; k < 16; ++k) {
-          t[16 * k + n] = parts[0][k];
-          t[16 * k + half + n] = parts[1][k];
+  // Several passes read the same rows: decode them once into bf16 K rows (FP8, or pages that
+  // do not hold whole tiles; other BF16 pages are read in place) and value B tiles, the same
+  // bytes each pass would build, so the result is the same bit for bit.
+  const int groups = (hd + 63) / 64;
+  const int64_t steps = (len + kStep - 1) / kStep;
+  const bool keep_k = fp8 || ps % 16 != 0;
+  const int64_t kept_k_bytes = keep_k ? steps * kStep * 2 * hd : 0;
+  const int64_t kept_v_bytes = steps * groups * 4 * kAmxTileBytes;
+  const bool keep = total > kMaxCols && kept_k_bytes + kept_v_bytes <= kMaxKeptBytes;
+  uint8_t* kept_k = nullptr;
+  uint8_t* kept_v = nullptr;
+  float* kept_ks = nullptr;
+  float* kept_vs = nullptr;
+  if (keep) {
+    std::tie(kept_k, kept_v) = sc.fit_kept(kept_k_bytes, kept_v_bytes, 2 * steps * kStep);
+    kept_ks = sc.kept_scales.data();
+    kept_vs = kept_ks + steps * kStep;
+    for (int64_t i = 0; i < steps; ++i) {
+      const int32_t u0 = static_cast<int32_t>(i * kStep);
+      rr.prefetch_rows(0, u0 + 16 * kAheadTiles, kStep);
+      rr.prefetch_rows(1, u0 + 16 * kAheadTiles, kStep);
+      if (keep_k) {
+        int64_t stride = 0;
+        for (int32_t t0 = u0; t0 < u0 + kStep && t0 <= last; t0 += 16) {
+          rr.k_tile(t0, kept_k + t0 * 2 * hd, stride, kept_ks + t0);
         }
       }
+      for (int g = 0; g < groups; ++g) {
+        build_value_b(rr, u0, 64 * g, kept_v + (i * groups + g) * 4 * kAmxTileBytes, kept_vs + u0);
+      }
     }
+  }
+  // The passes, compiled twice: the decode step (one pass) keeps none of the kept-rows logic in
+  // its loops.
+  auto passes = [&](auto keep_c) DENSA_AMX_ATTN __attribute__((always_inline)) {
+    constexpr bool Keep = decltype(keep_c)::value;
+    for (int c0 = 0; c0 < total; c0 += kMaxCols) {
+      const int P = std::min(kMaxCols, total - c0);
+      int half = 1;
+      while (half < P) half *= 2;
+      const int pp = 2 * half;  // score columns: pair n's q hi part in n, lo part in half + n
+      auto pair_offset = [&](int n) {
+        return ((c0 + n) / group) * q_stride + static_cast<int64_t>((c0 + n) % group) * hd;
+      };
+      auto q_of = [&](int n) { return q + pair_offset(n); };
+      auto out_of = [&](int n) { return out + pair_offset(n); };
 
-    // ---- 1. scores, two 16-position tiles at a time ----
-    AmxTileConfig cfg1;
-    cfg1.set(0, 16, 4 * pp);                                  // C: 16 positions x pp columns
-    cfg1.set(1, 16, 4 * pp);
-    cfg1.set(2, 16, 64);                                      // A: 16 K rows x 32 dims
-    cfg1.set(7, 16, 64);
-    for (int t = 3; t < 7; ++t) cfg1.set(t, 16, 4 * pp);      // B: q, one chunk each
-    _tile_loadconfig(&cfg1);
-    switch (chunks) {
-      case 1: load_q_tiles<1>(sc.qb); break;
-      case 2: load_q_tiles<2>(sc.qb); break;
-      case 3: load_q_tiles<3>(sc.qb); break;
-      case 4: load_q_tiles<4>(sc.qb); break;
-      default: break;
-    }
-    // Software-pipelined: the vector units prepare the next two tiles (fp8: decode into the
-    // other K buffer) and gather the previous pass's stored scores while the tile unit works on
-    // these, so no tile load waits for stores just made and no vector load for a tile store.
-    struct ScorePass {
-      const uint8_t* a[2];
-      int64_t stride;
-      bool two;
-      alignas(64) float kscale[2][16];
-    };
-    ScorePass sp[3];  // pass i: prepared in i - 1, run in i, gathered in i + 1
-    auto prepare = [&rr, &sc, hd, last](int32_t t0, int buf, ScorePass& x)
-                       DENSA_AMX_ATTN __attribute__((always_inline)) {
-      x.two = t0 + 16 <= last;
-      int64_t unused = 0;
-      x.a[0] = rr.k_tile(t0, sc.kbuf + buf * 64 * hd, x.stride, x.kscale[0]);
-      x.a[1] = x.two ? rr.k_tile(t0 + 16, sc.kbuf + buf * 64 * hd + 32 * hd, unused, x.kscale[1]) : nullptr;
-    };
-    auto gather = [&](int32_t t0, const ScorePass& x, const float* c) {
-      for (int u = 0; u < (x.two ? 2 : 1); ++u) gather_scores(c + 256 * u, x.kscale[u], fp8, P, pp, s + t0 + 16 * u, s_stride);
-    };
-    prepare(0, 0, sp[0]);
-    int i = 0;
-    for (int32_t t0 = 0; t0 <= last; t0 += 32, ++i) {
-      const ScorePass& cur = sp[i % 3];
-      rr.prefetch_rows(0, t0 + 16 * kAheadTiles, 32);
-      // K buffer (i + 1) & 1 was last read by pass i - 1's tile loads, issued before these stores.
-      if (t0 + 32 <= last) prepare(t0 + 32, (i + 1) & 1, sp[(i + 1) % 3]);
-      DENSA_MEMORY_BARRIER();
-      float* c = sc.c + 512 * (i & 1);
-      switch (chunks) {
-        case 1: score_tiles<1>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
-        case 2: score_tiles<2>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
-        case 3: score_tiles<3>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
-        case 4: score_tiles<4>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
-        default: score_tiles<0>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
-      }
-      DENSA_MEMORY_BARRIER();
-      if (i > 0) gather(t0 - 32, sp[(i - 1) % 3], sc.c + 512 * ((i - 1) & 1));
-    }
-    DENSA_MEMORY_BARRIER();
-    gather(32 * (i - 1), sp[(i - 1) % 3], sc.c + 512 * ((i - 1) & 1));
-    DENSA_MEMORY_BARRIER();  // the loads of sc.c come before the next tile stores
-
-    // ---- 2. softmax of each pair over its own positions ----
-    const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int n = 0; n < P; ++n) {
-      float* sn = s + n * s_stride;
-      const int32_t own = pos0 + (c0 + n) / group + 1;
-      __m512 mx = neg_inf;
-      for (int32_t t = 0; t < own; t += 16) {
-        const __mmask16 m = own - t >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (own - t)) - 1);
-        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(neg_inf, m, sn + t));
-      }
-      const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-      __m512 sum = _mm512_setzero_ps();
-      for (int32_t t = 0; t < own; t += 16) {
-        const __mmask16 m = own - t >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (own - t)) - 1);
-        const __m512 p = _mm512_maskz_mov_ps(m, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sn + t), mv)));
-        sum = _mm512_add_ps(sum, p);
-        _mm512_storeu_ps(sn + t, p);
-      }
-      l[n] = _mm512_reduce_add_ps(sum);
-      for (int32_t t = (own + 15) / 16 * 16; t < s_stride; t += 16) _mm512_storeu_ps(sn + t, _mm512_setzero_ps());
-    }
-
-    // ---- 3. weighted sum of the V rows ----
-    AmxTileConfig cfg3;
-    for (int t = 0; t < 5; ++t) cfg3.set(t, 2 * P, 64);  // C: 2P rows x 16 dims; A (4): 32 positions
-    for (int t = 5; t < 8; ++t) cfg3.set(t, 16, 64);     // B: 16 position pairs x 16 dims
-    _tile_loadconfig(&cfg3);
-    for (int d0 = 0; d0 < hd; d0 += 64) {
-      const int nc = hd - d0 >= 64 || fp8 ? 4 : 2;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      // Pipelined as the scores: step u + 1's A and B tiles are built in the other buffers
-      // while the tile unit works on step u's.
-      build_value_step(rr, s, s_stride, P, 0, d0, sc.a, sc.vb);
-      int i = 0;
-      for (int32_t u0 = 0; u0 <= last; u0 += kStep, ++i) {
-        rr.prefetch_rows(1, u0 + 16 * kAheadTiles, kStep);
-        const int b = i & 1;
-        if (u0 + kStep <= last) {
-          build_value_step(rr, s, s_stride, P, u0 + kStep, d0, sc.a + (1 - b) * kAmxTileBytes, sc.vb + (1 - b) * 4 * kAmxTileBytes);
-        }
-        DENSA_MEMORY_BARRIER();
-        nc == 4 ? value_tiles<4>(sc.a + b * kAmxTileBytes, sc.vb + b * 4 * kAmxTileBytes)
-                : value_tiles<2>(sc.a + b * kAmxTileBytes, sc.vb + b * 4 * kAmxTileBytes);
-      }
-      _tile_stored(0, sc.c, 64);
-      _tile_stored(1, sc.c + 256, 64);
-      if (nc == 4) {
-        _tile_stored(2, sc.c + 512, 64);
-        _tile_stored(3, sc.c + 768, 64);
-      }
-      DENSA_MEMORY_BARRIER();
+      // q x scale of each pair in the B tile of each 32-dim chunk: row k holds, per column, the
+      // bf16 pair of dims (32 c + 2 k, 32 c + 2 k + 1), so a column is the chunk's 32 bf16 of q.
+      std::memset(sc.qb, 0, static_cast<size_t>(chunks) * kAmxTileBytes);
       for (int n = 0; n < P; ++n) {
-        const float inv = 1.0f / l[n];
-        float* o = out_of(n) + d0;
-        for (int c = 0; c < nc; ++c) {
-          for (int m = 0; m < 16; ++m) {
-            const int d = value_dim(fp8, c, m);
-            if (d0 + d < hd) o[d] = (sc.c[256 * c + 16 * n + m] + sc.c[256 * c + 16 * (P + n) + m]) * inv;
+        const float* qn = q_of(n);
+        for (int ch = 0; ch < chunks; ++ch) {
+          alignas(64) uint32_t parts[2][16];
+          split_bf16(_mm512_mul_ps(_mm512_loadu_ps(qn + 32 * ch), _mm512_set1_ps(scale)),
+                     _mm512_mul_ps(_mm512_loadu_ps(qn + 32 * ch + 16), _mm512_set1_ps(scale)), parts[0], parts[1]);
+          uint32_t* t = reinterpret_cast<uint32_t*>(sc.qb + ch * kAmxTileBytes);
+          for (int k = 0; k < 16; ++k) {
+            t[16 * k + n] = parts[0][k];
+            t[16 * k + half + n] = parts[1][k];
           }
         }
       }
+
+      // ---- 1. scores, two 16-position tiles at a time ----
+      AmxTileConfig cfg1;
+      cfg1.set(0, 16, 4 * pp);                                  // C: 16 positions x pp columns
+      cfg1.set(1, 16, 4 * pp);
+      cfg1.set(2, 16, 64);                                      // A: 16 K rows x 32 dims
+      cfg1.set(7, 16, 64);
+      for (int t = 3; t < 7; ++t) cfg1.set(t, 16, 4 * pp);      // B: q, one chunk each
+      _tile_loadconfig(&cfg1);
+      switch (chunks) {
+        case 1: load_q_tiles<1>(sc.qb); break;
+        case 2: load_q_tiles<2>(sc.qb); break;
+        case 3: load_q_tiles<3>(sc.qb); break;
+        case 4: load_q_tiles<4>(sc.qb); break;
+        default: break;
+      }
+      // Software-pipelined: the vector units prepare the next two tiles (fp8: decode into the
+      // other K buffer) and gather the previous pass's stored scores while the tile unit works on
+      // these, so no tile load waits for stores just made and no vector load for a tile store.
+      struct ScorePass {
+        const uint8_t* a[2];
+        int64_t stride;
+        bool two;
+        alignas(64) float kscale[2][16];
+      };
+      ScorePass sp[3];  // pass i: prepared in i - 1, run in i, gathered in i + 1
+      auto prepare = [&rr, &sc, hd, last, keep_k, kept_k, kept_ks](int32_t t0, int buf, ScorePass& x)
+                         DENSA_AMX_ATTN __attribute__((always_inline)) {
+        x.two = t0 + 16 <= last;
+        if (Keep && keep_k) {
+          x.stride = 2 * hd;
+          x.a[0] = kept_k + t0 * 2 * hd;
+          x.a[1] = x.two ? x.a[0] + 32 * hd : nullptr;
+          _mm512_store_ps(x.kscale[0], _mm512_loadu_ps(kept_ks + t0));
+          if (x.two) _mm512_store_ps(x.kscale[1], _mm512_loadu_ps(kept_ks + t0 + 16));
+          return;
+        }
+        int64_t unused = 0;
+        x.a[0] = rr.k_tile(t0, sc.kbuf + buf * 64 * hd, x.stride, x.kscale[0]);
+        x.a[1] = x.two ? rr.k_tile(t0 + 16, sc.kbuf + buf * 64 * hd + 32 * hd, unused, x.kscale[1]) : nullptr;
+      };
+      auto gather = [&](int32_t t0, const ScorePass& x, const float* c) {
+        for (int u = 0; u < (x.two ? 2 : 1); ++u) {
+          gather_scores(c + 256 * u, x.kscale[u], fp8, P, pp, s + t0 + 16 * u, s_stride);
+        }
+      };
+      prepare(0, 0, sp[0]);
+      int i = 0;
+      for (int32_t t0 = 0; t0 <= last; t0 += 32, ++i) {
+        const ScorePass& cur = sp[i % 3];
+        if (!(Keep && keep_k)) rr.prefetch_rows(0, t0 + 16 * kAheadTiles, 32);
+        // K buffer (i + 1) & 1 was last read by pass i - 1's tile loads, issued before these stores.
+        if (t0 + 32 <= last) prepare(t0 + 32, (i + 1) & 1, sp[(i + 1) % 3]);
+        DENSA_MEMORY_BARRIER();
+        float* c = sc.c + 512 * (i & 1);
+        switch (chunks) {
+          case 1: score_tiles<1>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
+          case 2: score_tiles<2>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
+          case 3: score_tiles<3>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
+          case 4: score_tiles<4>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
+          default: score_tiles<0>(cur.a[0], cur.a[1], cur.stride, sc.qb, chunks, c, pp); break;
+        }
+        DENSA_MEMORY_BARRIER();
+        if (i > 0) gather(t0 - 32, sp[(i - 1) % 3], sc.c + 512 * ((i - 1) & 1));
+      }
       DENSA_MEMORY_BARRIER();
+      gather(32 * (i - 1), sp[(i - 1) % 3], sc.c + 512 * ((i - 1) & 1));
+      DENSA_MEMORY_BARRIER();  // the loads of sc.c come before the next tile stores
+
+      // ---- 2. softmax of each pair over its own positions ----
+      const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+      for (int n = 0; n < P; ++n) {
+        float* sn = s + n * s_stride;
+        const int32_t own = pos0 + (c0 + n) / group + 1;
+        __m512 mx = neg_inf;
+        for (int32_t t = 0; t < own; t += 16) {
+          const __mmask16 m = own - t >= 16 ? static_cast<__mmask16>(0xffff)
+                                            : static_cast<__mmask16>((1u << (own - t)) - 1);
+          mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(neg_inf, m, sn + t));
+        }
+        const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+        __m512 sum = _mm512_setzero_ps();
+        for (int32_t t = 0; t < own; t += 16) {
+          const __mmask16 m = own - t >= 16 ? static_cast<__mmask16>(0xffff)
+                                            : static_cast<__mmask16>((1u << (own - t)) - 1);
+          const __m512 p = _mm512_maskz_mov_ps(m, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sn + t), mv)));
+          sum = _mm512_add_ps(sum, p);
+          _mm512_storeu_ps(sn + t, p);
+        }
+        l[n] = _mm512_reduce_add_ps(sum);
+        for (int32_t t = (own + 15) / 16 * 16; t < s_stride; t += 16) _mm512_storeu_ps(sn + t, _mm512_setzero_ps());
+      }
+
+      // ---- 3. weighted sum of the V rows ----
+      AmxTileConfig cfg3;
+      for (int t = 0; t < 5; ++t) cfg3.set(t, 2 * P, 64);  // C: 2P rows x 16 dims; A (4): 32 positions
+      for (int t = 5; t < 8; ++t) cfg3.set(t, 16, 64);     // B: 16 position pairs x 16 dims
+      _tile_loadconfig(&cfg3);
+      for (int d0 = 0; d0 < hd; d0 += 64) {
+        const int nc = hd - d0 >= 64 || fp8 ? 4 : 2;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        // Pipelined as the scores: step u + 1's A and B tiles are built in the other buffers
+        // while the tile unit works on step u's (kept: only the A tile; the B tiles are built).
+        const int g = d0 / 64;
+        auto build_step = [&](int32_t u0, int b) DENSA_AMX_ATTN __attribute__((always_inline)) {
+          uint8_t* a = sc.a + b * kAmxTileBytes;
+          if constexpr (Keep) {
+            build_value_a(s, s_stride, P, u0, kept_vs + u0, a);
+          } else {
+            alignas(64) float vscale[kStep];
+            build_value_b(rr, u0, d0, sc.vb + b * 4 * kAmxTileBytes, vscale);
+            build_value_a(s, s_stride, P, u0, vscale, a);
+          }
+        };
+        build_step(0, 0);
+        int i = 0;
+        for (int32_t u0 = 0; u0 <= last; u0 += kStep, ++i) {
+          if (!Keep) rr.prefetch_rows(1, u0 + 16 * kAheadTiles, kStep);
+          const int b = i & 1;
+          if (u0 + kStep <= last) build_step(u0 + kStep, 1 - b);
+          DENSA_MEMORY_BARRIER();
+          const uint8_t* vb = Keep ? kept_v + (static_cast<int64_t>(i) * groups + g) * 4 * kAmxTileBytes
+                                   : sc.vb + b * 4 * kAmxTileBytes;
+          nc == 4 ? value_tiles<4>(sc.a + b * kAmxTileBytes, vb) : value_tiles<2>(sc.a + b * kAmxTileBytes, vb);
+        }
+        _tile_stored(0, sc.c, 64);
+        _tile_stored(1, sc.c + 256, 64);
+        if (nc == 4) {
+          _tile_stored(2, sc.c + 512, 64);
+          _tile_stored(3, sc.c + 768, 64);
+        }
+        DENSA_MEMORY_BARRIER();
+        for (int n = 0; n < P; ++n) {
+          const float inv = 1.0f / l[n];
+          float* o = out_of(n) + d0;
+          for (int c = 0; c < nc; ++c) {
+            for (int m = 0; m < 16; ++m) {
+              const int d = value_dim(fp8, c, m);
+              if (d0 + d < hd) o[d] = (sc.c[256 * c + 16 * n + m] + sc.c[256 * c + 16 * (P + n) + m]) * inv;
+            }
+          }
+        }
+        DENSA_MEMORY_BARRIER();
+      }
     }
+  };
+  if (keep) {
+    passes(std::true_type{});
+  } else {
+    passes(std::false_type{});
   }
   _tile_release();
 }
