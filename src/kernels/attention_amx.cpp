@@ -41,6 +41,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <tuple>
@@ -73,6 +74,7 @@ constexpr int kAheadTiles = 4;
 // An item of several passes (a prefill run: more (query, head) pairs than kMaxCols) decodes its K
 // and V rows once for all passes when they take at most this many bytes as bf16 (per thread).
 constexpr int64_t kMaxKeptBytes = 8ll << 20;
+std::atomic<int64_t> g_kept_limit{kMaxKeptBytes};  // amx_attention_set_kept_limit
 
 // 32 floats (x0: 0..15, x1: 16..31) as bf16 hi = bf16(x) and lo = bf16(x - hi), each 64 bytes
 // in order: hi + lo is within 2^-16 |x| of x.
@@ -505,6 +507,8 @@ DENSA_AMX_ATTN_INLINE void value_tiles(const uint8_t* a, const uint8_t* vb) {
 
 }  // namespace
 
+int64_t amx_attention_set_kept_limit(int64_t bytes) { return g_kept_limit.exchange(bytes); }
+
 bool amx_attention_supports(const KvLayout& L) {
   return !L.is_latent() && (L.dtype == DType::kBF16 || L.dtype == DType::kFP8E4M3) && L.head_dim % 32 == 0 &&
          L.head_dim <= kMaxHeadDim;
@@ -550,7 +554,7 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
   const bool keep_k = fp8 || ps % 16 != 0;
   const int64_t kept_k_bytes = keep_k ? steps * kStep * 2 * hd : 0;
   const int64_t kept_v_bytes = steps * groups * 4 * kAmxTileBytes;
-  const bool keep = total > kMaxCols && kept_k_bytes + kept_v_bytes <= kMaxKeptBytes;
+  const bool keep = total > kMaxCols && kept_k_bytes + kept_v_bytes <= g_kept_limit.load(std::memory_order_relaxed);
   uint8_t* kept_k = nullptr;
   uint8_t* kept_v = nullptr;
   float* kept_ks = nullptr;

@@ -22,6 +22,7 @@ namespace {
 
 using attention_internal::AttnPath;
 using attention_internal::paged_attention_with_path;
+using attention_internal::amx_attention_set_kept_limit;
 constexpr int kAttnTileForTest = attention_internal::kAttnTile;
 
 struct Case {
@@ -327,6 +328,49 @@ TEST(PagedAttentionAmx, TakesItsLayoutsAndHandsOnTheRest) {
     } else {
       EXPECT_EQ(differ, 0) << dtype_name(c.dtype) << " hd " << c.hd << ": not handed to the AVX-512 path";
     }
+  }
+}
+
+// An AMX item of several passes (here a 16-token prefill run: 64 (query, head) pairs, 8 passes)
+// decodes its K rows and value tiles once for all passes, or, past the kept limit, in each pass.
+// The bytes are the same either way, so the bits must be.
+TEST(PagedAttentionAmx, KeptRowsGiveTheBitsOfRowsDecodedPerPass) {
+  const std::vector<AttnPath> avail = paths();
+  if (std::find(avail.begin(), avail.end(), AttnPath::kAmx) == avail.end()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  struct Layout {
+    DType dtype;
+    KvScaleMode mode;
+    int hd, page_size;
+  };
+  for (const Layout& c : {Layout{DType::kBF16, KvScaleMode::kNone, 64, 16},  // V kept, K read in place
+                          Layout{DType::kBF16, KvScaleMode::kNone, 96, 33},  // K kept too
+                          Layout{DType::kFP8E4M3, KvScaleMode::kDynamic, 64, 16},
+                          Layout{DType::kFP8E4M3, KvScaleMode::kStatic, 128, 16},
+                          Layout{DType::kFP8E4M3, KvScaleMode::kDynamic, 32, 7}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " hd " + std::to_string(c.hd) + " page " +
+                 std::to_string(c.page_size));
+    const int len = 300, run = 16, kvh = 2, nh = 8;
+    std::mt19937 rng(21);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> k(len * kvh * c.hd), v(k.size()), q(run * nh * c.hd);
+    for (auto& x : k) x = nd(rng);
+    for (auto& x : v) x = nd(rng);
+    for (auto& x : q) x = nd(rng);
+    std::vector<int32_t> seq(len, 0), pos(len);
+    for (int i = 0; i < len; ++i) pos[i] = i;
+    TestCache cache(KvLayout{1, kvh, c.hd, c.page_size, c.dtype, c.mode}, {len}, rng);
+    kv_store(cache.view(), 0, k.data(), v.data(), seq, pos);
+    const std::span<const int32_t> run_seq(seq.data(), run), run_pos(pos.data() + len - run, run);
+    std::vector<float> kept(q.size()), per_pass(q.size());
+    paged_attention_with_path(AttnPath::kAmx, cache.view(), 0, q.data(), nh, 0.125f, run_seq, run_pos, kept.data(),
+                              nullptr);
+    const int64_t limit = amx_attention_set_kept_limit(0);
+    paged_attention_with_path(AttnPath::kAmx, cache.view(), 0, q.data(), nh, 0.125f, run_seq, run_pos,
+                              per_pass.data(), nullptr);
+    amx_attention_set_kept_limit(limit);
+    EXPECT_EQ(limit, 8 << 20);
+    ASSERT_EQ(kept, per_pass);
+    EXPECT_TRUE(std::all_of(kept.begin(), kept.end(), [](float x) { return std::isfinite(x) && x != 0.0f; }));
   }
 }
 

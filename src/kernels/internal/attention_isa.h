@@ -65,6 +65,9 @@ std::vector<AttnPath> attention_paths_available();
 AttnPath attention_default_path();
 
 bool amx_attention_supports(const KvLayout& layout);
+// Test hook: the most bytes per thread an AMX item of several passes decodes up front (8 MiB by
+// default; 0: each pass decodes its rows). Returns the previous limit.
+int64_t amx_attention_set_kept_limit(int64_t bytes);
 // One work item of the AMX path (see attend_run in attention.cpp for the arguments).
 void attend_run_amx(const KvView& kv, int layer, int seq, int32_t pos0, int nq, int kvh,
                     const float* q, int64_t q_stride, int group, float scale, float* out);
