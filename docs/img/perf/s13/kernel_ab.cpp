@@ -1,9 +1,11 @@
-// In-process A/B of two builds of the AMX decode attention kernel (session 13's method; a record
-// of how its kernel numbers were made, built by kernel_ab.sh, not by CMake).
+// In-process A/B of two builds of the decode attention kernels (session 13's method; a record of
+// how its kernel numbers were made, built by kernel_ab.sh, not by CMake).
 //
-// "old" is attention_amx.cpp of an earlier commit, compiled with
-// -Dattention_internal=attention_internal_old so that both kernels link into one binary; "new"
-// is the tree's. Calls alternate old / new (which goes first alternating too), each on the next
+// "old" is src/kernels/attention*.cpp of an earlier commit, compiled with its namespace and
+// public names renamed (attention_internal_old, paged_attention_old, ...) so that both builds
+// link into one binary; "new" is the tree's. By default it compares attend_run_amx, the AMX
+// kernel, one call per kv head on the thread pool; PATH_AB=avx512 compares the AVX-512 path
+// through paged_attention_with_path instead. Calls alternate old / new (which goes first alternating too), each on the next
 // layer of a 1 GiB cache (as bench/attention_bench.cpp), so that both see the same minutes of
 // this noisy VM. Prints each kernel's mean time per call, the median and range of the per-round
 // time ratios new / old, and the largest difference between the two kernels' outputs (0 when
@@ -21,6 +23,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -31,6 +34,10 @@
 #include "quant/fp8.h"
 
 namespace densa::attention_internal_old {
+enum class AttnPath : uint8_t { kScalar, kAvx512, kAmx };
+void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const float* q, int num_heads, float scale,
+                               std::span<const int32_t> seq_idx, std::span<const int32_t> positions, float* out,
+                               ThreadPool* pool);
 void attend_run_amx(const KvView& kv, int layer, int seq, int32_t pos0, int nq, int kvh, const float* q,
                     int64_t q_stride, int group, float scale, float* out);
 }
@@ -117,9 +124,22 @@ int main(int argc, char** argv) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const int group = kHeads / kKvHeads;
   // which 0: the old kernel (or, with PS2, the new kernel on cache a); 1: the new kernel.
+  const bool avx512 = std::getenv("PATH_AB") != nullptr && std::string(std::getenv("PATH_AB")) == "avx512";
+  std::vector<int32_t> seq(nq, 0), pos(nq);
+  for (int i = 0; i < nq; ++i) pos[i] = ctx - nq + i;
   auto call = [&](int which, int layer) {
     const KvView& kv = which == 1 && b ? b->view : a.view;
     float* o = out[which].data();
+    if (avx512) {
+      if (which == 1 || b) {
+        attention_internal::paged_attention_with_path(attention_internal::AttnPath::kAvx512, kv, layer, q.data(),
+                                                      kHeads, scale, seq, pos, o, &pool);
+      } else {
+        attention_internal_old::paged_attention_with_path(attention_internal_old::AttnPath::kAvx512, kv, layer,
+                                                          q.data(), kHeads, scale, seq, pos, o, &pool);
+      }
+      return;
+    }
     pool.parallel_for_dynamic(kKvHeads, [&](int64_t begin, int64_t end) {
       for (int64_t h = begin; h < end; ++h) {
         const int64_t off = h * group * kHeadDim;
@@ -159,9 +179,9 @@ int main(int argc, char** argv) {
   }
   std::sort(ratios.begin(), ratios.end());
   const double per = 1e6 / (double(rounds) * kCallsPerRound);
-  std::printf("ctx %d nq %d kv %d threads %d same %d pages %d/%d: old %.1f us new %.1f us, new/old median %.3f "
+  std::printf("%s ctx %d nq %d kv %d threads %d same %d pages %d/%d: old %.1f us new %.1f us, new/old median %.3f "
               "[%.3f .. %.3f], max |new - old| %.3g\n",
-              ctx, nq, kv_setup, threads, same ? 1 : 0, ps, ps2, total[0] * per, total[1] * per,
+              avx512 ? "avx512" : "amx", ctx, nq, kv_setup, threads, same ? 1 : 0, ps, ps2, total[0] * per, total[1] * per,
               ratios[ratios.size() / 2], ratios.front(), ratios.back(), max_diff);
   return 0;
 }
