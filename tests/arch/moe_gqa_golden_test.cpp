@@ -203,7 +203,9 @@ TEST_P(ArchGolden, F32KvLogitsAndRoutingMatchReference) {
   int moe_layers = 0;
   for (int l = 0; l < c.num_layers; ++l) moe_layers += c.is_moe_layer(l);
   ASSERT_GE(moe_layers, 1);
-  if (c.architecture != "Qwen2MoeForCausalLM") ASSERT_LT(moe_layers, c.num_layers) << "a dense layer is exercised";
+  if (c.architecture != "Qwen2MoeForCausalLM") {
+    ASSERT_LT(moe_layers, c.num_layers) << "a dense layer is exercised";
+  }
   int idx = 0;
   for (const Golden& g : read_golden(GetParam())) {
     const std::vector<TokenId> tokens = full_sequence(g);
@@ -291,7 +293,9 @@ TEST_P(ArchGolden, QuantizedWeightsMatchTheirDequantizedValues) {
       for (const WeightView& e : l.expert_down) EXPECT_EQ(e.dtype, dtype);
       EXPECT_EQ(l.wq.dtype, dtype);
       EXPECT_EQ(l.shared_gate.empty(), ref.layers[i].shared_gate.empty());
-      if (!l.shared_gate.empty()) EXPECT_EQ(l.shared_down.dtype, dtype);
+      if (!l.shared_gate.empty()) {
+        EXPECT_EQ(l.shared_down.dtype, dtype);
+      }
     }
     EXPECT_LT(w.weight_bytes(), ref.weight_bytes());
     // The twin: the same checkpoint with every quantized matrix replaced by its fp32 values.
