@@ -65,7 +65,9 @@ void expect_shape(const std::vector<StepRecord>& rs) {
     EXPECT_EQ(r.step, static_cast<int64_t>(i));
     EXPECT_EQ(r.num_seqs, 1);
     EXPECT_LE(r.begin, r.end);
-    if (i > 0) EXPECT_LE(rs[i - 1].end, r.begin);
+    if (i > 0) {
+      EXPECT_LE(rs[i - 1].end, r.begin);
+    }
     if (i == 0) {
       EXPECT_EQ(r.num_decode_seqs, 0);
       EXPECT_EQ(r.num_tokens, kPrompt + 1);

@@ -20,12 +20,16 @@ TEST(WeightQuantSpecName, ParsesEveryNameAndRoundTrips) {
     Result<WeightQuantSpec> s = weight_quant_spec_from_name(c.name, 32);  // plain "int4" takes the given group
     ASSERT_TRUE(s.is_ok()) << c.name;
     EXPECT_EQ(s->dtype, c.dtype) << c.name;
-    if (c.dtype == DType::kI4) EXPECT_EQ(s->group_size, c.group) << c.name;
+    if (c.dtype == DType::kI4) {
+      EXPECT_EQ(s->group_size, c.group) << c.name;
+    }
     EXPECT_TRUE(check_quant_target(*s, 64, 128).is_ok()) << c.name;
     Result<WeightQuantSpec> back = weight_quant_spec_from_name(weight_quant_spec_name(*s), 128);
     ASSERT_TRUE(back.is_ok()) << weight_quant_spec_name(*s);
     EXPECT_EQ(back->dtype, s->dtype);
-    if (c.dtype == DType::kI4) EXPECT_EQ(back->group_size, s->group_size);
+    if (c.dtype == DType::kI4) {
+      EXPECT_EQ(back->group_size, s->group_size);
+    }
   }
   EXPECT_EQ(weight_quant_spec_from_name("int4", 128)->group_size, 128);
   EXPECT_EQ(weight_quant_spec_name({DType::kI4, 32}), "int4-g32");

@@ -248,7 +248,9 @@ TEST_F(GenModelTest, LmHeadDtypeWritesAQuantizedHeadTheLoaderReads) {
     const ModelWeights q = make(o);
     EXPECT_EQ(q.layers[0].wq.dtype, k.body == DType::kQ4_0 ? DType::kI4 : k.body);  // Q4_0 repacked at load
     ASSERT_EQ(q.lm_head.dtype, k.head_dtype == DType::kQ8_0 ? DType::kI8 : k.head_dtype);  // Q8_0 repacked at load
-    if (k.head_dtype == DType::kI4) EXPECT_EQ(q.lm_head.scale_cols, 32);
+    if (k.head_dtype == DType::kI4) {
+      EXPECT_EQ(q.lm_head.scale_cols, 32);
+    }
     EXPECT_EQ(q.tok_embeddings.dtype, std::string(k.format) == "hf" ? DType::kBF16 : DType::kQ4_0);
     Result<ModelWeights> ref = load_model(bf16.output, LoadOptions{k.body, 32, WeightQuantSpec{k.head_dtype, 32}});
     ASSERT_TRUE(ref.is_ok()) << ref.status().message();

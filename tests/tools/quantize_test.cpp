@@ -206,7 +206,9 @@ void hf_head_round_trip(const fs::path& in, const std::string& to, int group, co
       break;
     default:
       EXPECT_EQ(st->tensor("lm_head.weight")->dtype_name, "BF16");
-      if (q.contains("ignore")) EXPECT_TRUE(ignored) << q.dump();
+      if (q.contains("ignore")) {
+        EXPECT_TRUE(ignored) << q.dump();
+      }
       break;
   }
   fs::remove_all(out);
