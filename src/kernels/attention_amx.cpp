@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/internal/align.h"
 #include "kernels/internal/amx_tile.h"
 #include "kernels/internal/attention_isa.h"
 #include "kernels/internal/exp_avx512.h"
@@ -410,7 +411,7 @@ struct AmxAttnScratch {
     const int64_t need = k_bytes + v_bytes + 64;
     if (static_cast<int64_t>(kept_store.size()) < need) kept_store.resize(static_cast<size_t>(need));
     if (static_cast<int64_t>(kept_scales.size()) < scales) kept_scales.resize(static_cast<size_t>(scales));
-    uint8_t* base = kept_store.data() + (64 - reinterpret_cast<uintptr_t>(kept_store.data()) % 64) % 64;
+    uint8_t* base = kernels_internal::align64(kept_store.data());
     return {base, base + k_bytes};
   }
 
@@ -418,7 +419,7 @@ struct AmxAttnScratch {
     const int64_t need = (hd / 32) * kAmxTileBytes + 4 * 16 * hd * 2 + 2 * 4 * kAmxTileBytes + 2 * kAmxTileBytes +
                          4 * kAmxTileBytes + 64;
     if (static_cast<int64_t>(store.size()) < need) store.resize(static_cast<size_t>(need));
-    uint8_t* base = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+    uint8_t* base = kernels_internal::align64(store.data());
     qb = base;
     kbuf = qb + (hd / 32) * kAmxTileBytes;
     vb = kbuf + 4 * 16 * hd * 2;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/internal/align.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/internal/matmul_quant_fallback.h"
@@ -252,7 +253,7 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
   std::unique_ptr<uint8_t[]> buf;
   if (x_bytes > 0) {
     buf.reset(new uint8_t[static_cast<size_t>(x_bytes + 64)]);
-    uint8_t* at = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
+    uint8_t* at = kernels_internal::align64(buf.get());
     std::vector<PrepareJob> to_prepare;
     for (RowsJob& r : run) {
       if (r.kind != RowsJob::Kind::kQuantAvx512) continue;

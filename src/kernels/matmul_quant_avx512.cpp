@@ -62,6 +62,7 @@
 #include "core/check.h"
 #include "core/cpu_features.h"
 #include "core/dtype.h"
+#include "kernels/internal/align.h"
 #include "kernels/internal/amx_tile.h"
 #include "quant/activation_q8.h"
 #include "quant/fp8.h"
@@ -663,7 +664,7 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
   const int64_t steps = (w.cols + kFp8Step - 1) / kFp8Step;
   thread_local std::vector<uint8_t> storage;
   storage.resize(static_cast<size_t>(R * steps * kFp8StepBytes + 64));
-  uint8_t* buf = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  uint8_t* buf = kernels_internal::align64(storage.data());
   Args a = a0;
   a.pre = buf;
   a.pre_row_stride = steps * kFp8StepBytes;
@@ -740,7 +741,7 @@ DENSA_AVX512 void prepare_x_fp8_amx_rows(const float* x, int64_t n, int64_t cols
   const int64_t q_steps = amx_ksteps(cols);
   thread_local std::vector<uint8_t> scratch;
   scratch.resize(static_cast<size_t>(fp8_x_stride(cols) + 64));
-  uint8_t* row = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+  uint8_t* row = kernels_internal::align64(scratch.data());
   const __m512i pair_to_dword = _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80, 64, 48, 32, 16, 0);
   const int64_t i_stop = i_end == n ? (n + 15) / 16 * 16 : i_end;
   for (int64_t i = i_begin; i < i_stop; ++i) {
@@ -861,7 +862,7 @@ AmxScratch amx_scratch(const WeightView& w, int64_t a_bytes) {
   const size_t lut_bytes = static_cast<size_t>(amx_lut_sets(w) * blocks) * sizeof(ScaledLut);
   thread_local std::vector<uint8_t> storage;
   storage.resize(static_cast<size_t>(a_bytes) + lut_bytes + 4 * kAmxTileBytes + 64);
-  uint8_t* base = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  uint8_t* base = kernels_internal::align64(storage.data());
   AmxScratch s;
   s.a = base;
   s.luts = reinterpret_cast<ScaledLut*>(base + a_bytes);
