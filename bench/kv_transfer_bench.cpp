@@ -1,22 +1,26 @@
 // KV transfer throughput through densa's own disaggregation data plane: the functions the
 // prefill and decode workers call, without the HTTP control plane. Per transfer, as a server
 // does it: build_page_messages (convert each page into the receiver's format, xxh3 digest,
-// header with the receiver's page tag), a fresh KvReceiver (one UCX worker, one receive per
-// page), send_page_messages on another thread (a fresh worker, connect, send, flush, close),
-// then KvReceiver::receive (every header, tag, size and digest verified, payload copied out).
-// Sender and receiver are two threads of this process sharing one UcxContext (the server has
-// one per process); UCX_TLS from the environment picks the transport.
+// header with the receiver's page tag), a KvReceiver (one UCX worker from the decode side's
+// pool, one receive per page), send_page_messages on another thread (a worker from the prefill
+// side's pool, connected to the receiver: send, flush), then KvReceiver::receive (every header,
+// tag, size and digest verified, payload copied out) and the receiver's worker back to its
+// pool. --fresh-workers turns pooling off: every transfer creates, connects and destroys a
+// worker on each side (what every transfer did before the pools). Sender and receiver are two
+// threads of this process sharing one UcxContext (the server has one per process); UCX_TLS
+// from the environment picks the transport.
 //
 // Prints one row per conversion: the bytes on the wire per page and per token (the 48-byte
 // header shown separately), the median times of the build step, of the receiver's checks
 // alone, and of the transfer (receiver created -> every page verified and the sender's flush
 // done), and payload / wire GB/s and pages/s of the transfer. Beside them: the same transfer
-// with no pages (the fixed per-transfer cost: two fresh UCX workers, connect, flush, close)
+// with no pages (the fixed per-transfer cost: two workers acquired, flushed, released)
 // and how fast this machine writes freshly allocated memory. bench/kv_transfer.sh pairs each
 // row with ucx_perftest at the same message size. A plain main(), not a timed test.
 //
 //   UCX_TLS=tcp ./build/kv_transfer_bench [--layout fixture|large|L,H,D] [--pages N]
-//       [--convert all|bf16-bf16|bf16-fp8|fp8-fp8|bf16-fp8dyn] [--transfers N] [--warmup N] [--tsv]
+//       [--convert all|bf16-bf16|bf16-fp8|fp8-fp8|bf16-fp8dyn] [--transfers N] [--warmup N]
+//       [--fresh-workers] [--tsv]
 // fixture = the MoE fixture's KV (4 layers x 4 KV heads x head_dim 16), large = 24 x 4 x 128;
 // page size 16 tokens; every page full.
 #include <algorithm>
@@ -35,7 +39,7 @@
 #include "disagg/kv_receiver.h"
 #include "disagg/kv_sender.h"
 #include "disagg/kv_wire.h"
-#include "disagg/ucx_worker.h"
+#include "disagg/ucx_pool.h"
 
 namespace densa::disagg {
 namespace {
@@ -72,6 +76,7 @@ struct Options {
   int num_transfers = 20;
   int num_warmup = 2;
   bool tsv = false;
+  bool fresh_workers = false;  // a fresh UCX worker per side and transfer (no pooling)
 };
 
 KvLayout with_format(KvLayout l, DType dtype, KvScaleMode mode) {
@@ -105,7 +110,13 @@ struct Row {
 };
 
 // One transfer; returns false (after printing why) on any failure.
-bool transfer_once(const UcxContext& ctx, const KvPageFormat& from, const std::vector<const uint8_t*>& pages,
+// The two workers' UCX worker pools (two processes in a server; here two threads, one context).
+struct Pools {
+  UcxWorkerPool& decode;   // receivers
+  UcxWorkerPool& prefill;  // senders
+};
+
+bool transfer_once(Pools& pools, const KvPageFormat& from, const std::vector<const uint8_t*>& pages,
                    const KvPageFormat& to, uint64_t transfer_id, const std::vector<uint32_t>& tags, bool check_bytes,
                    double* build_s, double* transfer_s) {
   const int32_t num_tokens = static_cast<int32_t>(pages.size()) * to.layout.page_size;
@@ -113,7 +124,7 @@ bool transfer_once(const UcxContext& ctx, const KvPageFormat& from, const std::v
   const std::vector<std::vector<uint8_t>> messages =
       build_page_messages(from, pages, num_tokens, to, transfer_id, tags);
   const Clock::time_point t1 = Clock::now();
-  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(ctx, transfer_id, tags, to.layout.page_bytes());
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(pools.decode, transfer_id, tags, to.layout.page_bytes());
   if (!receiver.is_ok()) {
     std::fprintf(stderr, "receiver: %s\n", receiver.status().to_string().c_str());
     return false;
@@ -123,7 +134,7 @@ bool transfer_once(const UcxContext& ctx, const KvPageFormat& from, const std::v
   Result<int64_t> sent = int64_t{0};
   Clock::time_point sent_at;
   std::thread sender([&] {
-    sent = send_page_messages(ctx, order, messages, deadline);
+    sent = send_page_messages(pools.prefill, order, messages, deadline);
     sent_at = Clock::now();
   });
   Result<KvImportData> got = (*receiver)->receive(deadline, [] { return false; });
@@ -137,6 +148,7 @@ bool transfer_once(const UcxContext& ctx, const KvPageFormat& from, const std::v
   sender.join();
   sender_done = true;
   progress.join();
+  if (got.is_ok() && sent.is_ok()) (*receiver)->recycle();  // as the decode worker does after a 200
   if (!got.is_ok() || !sent.is_ok()) {
     std::fprintf(stderr, "transfer: receive %s, send %s\n", got.status().to_string().c_str(),
                  sent.status().to_string().c_str());
@@ -162,7 +174,7 @@ bool transfer_once(const UcxContext& ctx, const KvPageFormat& from, const std::v
   return true;
 }
 
-bool run_conversion(const UcxContext& ctx, const Options& o, const Conversion& c, uint64_t& transfer_id, Row* row) {
+bool run_conversion(Pools& pools, const Options& o, const Conversion& c, uint64_t& transfer_id, Row* row) {
   const KvLayout bf16 = with_format(o.shape, DType::kBF16, KvScaleMode::kNone);
   const KvLayout from = with_format(o.shape, c.from_dtype, c.from_mode);
   const KvLayout to = with_format(o.shape, c.to_dtype, c.to_mode);
@@ -189,7 +201,7 @@ bool run_conversion(const UcxContext& ctx, const Options& o, const Conversion& c
   std::vector<double> builds, transfers;
   for (int i = 0; i < o.num_warmup + o.num_transfers; ++i) {
     double b = 0, t = 0;
-    if (!transfer_once(ctx, from_format, ptrs, to_format, transfer_id++, tags, i == 0, &b, &t)) return false;
+    if (!transfer_once(pools, from_format, ptrs, to_format, transfer_id++, tags, i == 0, &b, &t)) return false;
     if (i < o.num_warmup) continue;
     builds.push_back(b);
     transfers.push_back(t);
@@ -235,15 +247,15 @@ double first_touch_gbps() {
   return static_cast<double>(bytes) / seconds(t0, t1) / 1e9;
 }
 
-// The per-transfer cost that does not depend on the pages: the same calls with no pages (two
-// fresh UCX workers, receiver address handed over, connect, flush and close). Median seconds,
-// or a negative value on failure.
-double fixed_cost_s(const UcxContext& ctx, const Options& o, uint64_t& transfer_id) {
+// The per-transfer cost that does not depend on the pages: the same calls with no pages
+// (receiver and sender workers from their pools, or fresh ones with --fresh-workers: created,
+// connected, flushed, destroyed). Median seconds, or a negative value on failure.
+double fixed_cost_s(Pools& pools, const Options& o, uint64_t& transfer_id) {
   const KvPageFormat bf16{with_format(o.shape, DType::kBF16, KvScaleMode::kNone), {}};
   std::vector<double> times;
   for (int i = 0; i < o.num_warmup + o.num_transfers; ++i) {
     double b = 0, t = 0;
-    if (!transfer_once(ctx, bf16, {}, bf16, transfer_id++, {}, false, &b, &t)) return -1;
+    if (!transfer_once(pools, bf16, {}, bf16, transfer_id++, {}, false, &b, &t)) return -1;
     if (i >= o.num_warmup) times.push_back(t);
   }
   return median(times);
@@ -273,6 +285,10 @@ int main_impl(int argc, char** argv) {
       o.tsv = true;
       continue;
     }
+    if (a == "--fresh-workers") {
+      o.fresh_workers = true;
+      continue;
+    }
     ++i;
     if (a == "--layout" && parse_layout(v, &o)) continue;
     if (a == "--pages" && (o.num_pages = std::atoi(v)) > 0) continue;
@@ -284,7 +300,7 @@ int main_impl(int argc, char** argv) {
     if (a == "--warmup" && (o.num_warmup = std::atoi(v)) >= 0) continue;
     std::fprintf(stderr,
                  "usage: %s [--layout fixture|large|L,H,D] [--pages N] [--convert all|bf16-bf16|bf16-fp8|fp8-fp8|"
-                 "bf16-fp8dyn] [--transfers N] [--warmup N] [--tsv]\n",
+                 "bf16-fp8dyn] [--transfers N] [--warmup N] [--fresh-workers] [--tsv]\n",
                  argv[0]);
     return 2;
   }
@@ -295,19 +311,23 @@ int main_impl(int argc, char** argv) {
     return 1;
   }
   const int page_size = o.shape.page_size;
+  UcxWorkerPool::Limits limits;
+  if (o.fresh_workers) limits.max_idle = 0;
+  UcxWorkerPool decode_pool(**ctx, limits), prefill_pool(**ctx, limits);
+  Pools pools{decode_pool, prefill_pool};
   uint64_t transfer_id = 1;
-  const double fixed_s = fixed_cost_s(**ctx, o, transfer_id);
+  const double fixed_s = fixed_cost_s(pools, o, transfer_id);
   if (fixed_s < 0) return 1;
   const double touch_gbps = first_touch_gbps();
   if (o.tsv) {
     std::printf(
-        "tls\tlayout\tpages\tfirst_touch_GBps\tfixed_ms\tconvert\tpayload_B_per_page\tmsg_B_per_page\t"
+        "tls\tworkers\tlayout\tpages\tfirst_touch_GBps\tfixed_ms\tconvert\tpayload_B_per_page\tmsg_B_per_page\t"
         "wire_B_per_token\tbuild_ms\tverify_ms\ttransfer_ms\tbest_transfer_ms\tpayload_GBps\twire_GBps\tpages_per_s\n");
   } else {
-    std::printf("UCX_TLS=%s, layout %s (%d layers x %d KV heads x head_dim %d, %d tokens/page), %d pages, "
+    std::printf("UCX_TLS=%s, %s UCX workers, layout %s (%d layers x %d KV heads x head_dim %d, %d tokens/page), %d pages, "
                 "%d transfers (+%d warmup), medians; a transfer of no pages takes %.3f ms; fresh memory is written at "
                 "%.3f GB/s\n",
-                tls ? tls : "(unset)", o.layout_name.c_str(), o.shape.num_layers, o.shape.num_kv_heads,
+                tls ? tls : "(unset)", o.fresh_workers ? "fresh" : "pooled", o.layout_name.c_str(), o.shape.num_layers, o.shape.num_kv_heads,
                 o.shape.head_dim, page_size, o.num_pages, o.num_transfers, o.num_warmup, fixed_s * 1e3, touch_gbps);
     std::printf("%-12s %10s %10s %9s %9s %9s %9s %9s %12s %10s %10s\n", "convert", "payload/pg", "msg/pg", "hdr %",
                 "wire/tok", "build ms", "verify ms", "xfer ms", "payload", "wire", "pages/s");
@@ -316,7 +336,7 @@ int main_impl(int argc, char** argv) {
   for (const Conversion& c : kConversions) {
     if (o.convert != "all" && o.convert != c.name) continue;
     Row r;
-    if (!run_conversion(**ctx, o, c, transfer_id, &r)) {
+    if (!run_conversion(pools, o, c, transfer_id, &r)) {
       ++failures;
       continue;
     }
@@ -324,8 +344,8 @@ int main_impl(int argc, char** argv) {
     const double wire = static_cast<double>(r.message_bytes_per_page) * o.num_pages;
     const double wire_per_token = static_cast<double>(r.message_bytes_per_page) / page_size;
     if (o.tsv) {
-      std::printf("%s\t%s\t%d\t%.3f\t%.3f\t%s\t%lld\t%lld\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\n",
-                  tls ? tls : "", o.layout_name.c_str(), o.num_pages, touch_gbps, fixed_s * 1e3, c.name,
+      std::printf("%s\t%s\t%s\t%d\t%.3f\t%.3f\t%s\t%lld\t%lld\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\n",
+                  tls ? tls : "", o.fresh_workers ? "fresh" : "pooled", o.layout_name.c_str(), o.num_pages, touch_gbps, fixed_s * 1e3, c.name,
                   static_cast<long long>(r.payload_bytes_per_page),
                   static_cast<long long>(r.message_bytes_per_page), wire_per_token, r.build_s * 1e3,
                   r.verify_s * 1e3, r.transfer_s * 1e3, r.best_transfer_s * 1e3, payload / r.transfer_s / 1e9,

@@ -39,12 +39,12 @@ Status verify_page_message(std::span<const uint8_t> message, uint64_t transfer_i
   return Status::ok();
 }
 
-Result<std::unique_ptr<KvReceiver>> KvReceiver::create(const UcxContext& context, uint64_t transfer_id,
+Result<std::unique_ptr<KvReceiver>> KvReceiver::create(UcxWorkerPool& pool, uint64_t transfer_id,
                                                        std::vector<uint32_t> page_tags, int64_t page_bytes) {
-  Result<std::unique_ptr<UcxWorker>> worker = UcxWorker::create(context);
+  Result<std::unique_ptr<UcxWorker>> worker = pool.acquire();
   if (!worker.is_ok()) return kv_transfer_failed(worker.status().message());
   std::unique_ptr<KvReceiver> r(
-      new KvReceiver(std::move(worker).value(), transfer_id, std::move(page_tags), page_bytes));
+      new KvReceiver(pool, std::move(worker).value(), transfer_id, std::move(page_tags), page_bytes));
   for (size_t k = 0; k < r->tags_.size(); ++k) {
     Result<size_t> op = r->worker_->post_recv(page_message_tag(transfer_id, static_cast<uint32_t>(k)), r->staging_[k]);
     if (!op.is_ok()) return kv_transfer_failed(op.status().message());
@@ -52,12 +52,22 @@ Result<std::unique_ptr<KvReceiver>> KvReceiver::create(const UcxContext& context
   return r;
 }
 
-KvReceiver::KvReceiver(std::unique_ptr<UcxWorker> worker, uint64_t transfer_id, std::vector<uint32_t> tags,
-                       int64_t page_bytes)
-    : worker_(std::move(worker)), transfer_id_(transfer_id), tags_(std::move(tags)), page_bytes_(page_bytes) {
+KvReceiver::KvReceiver(UcxWorkerPool& pool, std::unique_ptr<UcxWorker> worker, uint64_t transfer_id,
+                       std::vector<uint32_t> tags, int64_t page_bytes)
+    : pool_(pool),
+      worker_(std::move(worker)), transfer_id_(transfer_id), tags_(std::move(tags)), page_bytes_(page_bytes) {
   // One byte more than a valid message, so an oversized one shows as a size mismatch
   // instead of UCX truncation.
   staging_.resize(tags_.size(), std::vector<uint8_t>(kKvPageHeaderBytes + static_cast<size_t>(page_bytes) + 1));
+}
+
+KvReceiver::~KvReceiver() {
+  if (worker_ != nullptr) pool_.release(std::move(worker_), /*keep=*/false);
+}
+
+bool KvReceiver::recycle() {
+  CHECK(worker_ != nullptr) << "KvReceiver recycled twice";
+  return pool_.release(std::move(worker_));
 }
 
 Result<KvImportData> KvReceiver::verify_all() {

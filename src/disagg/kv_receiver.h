@@ -1,6 +1,6 @@
 #pragma once
-// The receiving half of a KV transfer (decode role). Owns a UcxWorker whose address goes to
-// the sender, and one staging buffer per expected page; a page is believed only after its
+// The receiving half of a KV transfer (decode role). Holds a UcxWorker from a pool, whose
+// address goes to the sender, and one staging buffer per expected page; a page is believed only after its
 // header names this transfer and page, carries the tag the page was reserved under (a write
 // for a page whose tag changed is rejected) and its payload matches the digest. Nothing is
 // written into the page pool here: the engine adopts the verified bytes on its own thread
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "disagg/ucx_worker.h"
+#include "disagg/ucx_pool.h"
 #include "engine/engine_types.h"
 
 namespace densa::disagg {
@@ -26,9 +26,14 @@ class KvReceiver {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Posts one receive per page of `page_tags` (the reserved pages' tags, token order).
-  static Result<std::unique_ptr<KvReceiver>> create(const UcxContext& context, uint64_t transfer_id,
+  // Posts one receive per page of `page_tags` (the reserved pages' tags, token order) on a
+  // worker from `pool` (which must outlive the receiver).
+  static Result<std::unique_ptr<KvReceiver>> create(UcxWorkerPool& pool, uint64_t transfer_id,
                                                     std::vector<uint32_t> page_tags, int64_t page_bytes);
+  // Destroys the worker unless recycle() gave it back.
+  ~KvReceiver();
+  KvReceiver(const KvReceiver&) = delete;
+  KvReceiver& operator=(const KvReceiver&) = delete;
 
   const std::vector<uint8_t>& address() const { return worker_->address(); }
   // Progresses until every page arrived (then verifies them all), `deadline` passes or
@@ -38,11 +43,17 @@ class KvReceiver {
   Result<KvImportData> receive(Clock::time_point deadline, Stop stop);
   // One round of progress (keeps the worker answering while the caller waits elsewhere).
   void progress() { worker_->progress(); }
+  // Once the sender has confirmed its flush (nothing of this transfer is still on the way):
+  // hands the worker back to the pool, which keeps it only if it is reusable. Returns whether
+  // it was kept. The receiver is spent afterwards.
+  bool recycle();
 
  private:
-  KvReceiver(std::unique_ptr<UcxWorker> worker, uint64_t transfer_id, std::vector<uint32_t> tags, int64_t page_bytes);
+  KvReceiver(UcxWorkerPool& pool, std::unique_ptr<UcxWorker> worker, uint64_t transfer_id, std::vector<uint32_t> tags,
+             int64_t page_bytes);
   Result<KvImportData> verify_all();
 
+  UcxWorkerPool& pool_;
   std::unique_ptr<UcxWorker> worker_;
   uint64_t transfer_id_;
   std::vector<uint32_t> tags_;                  // [num_pages]

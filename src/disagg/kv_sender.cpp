@@ -32,23 +32,24 @@ std::vector<std::vector<uint8_t>> build_page_messages(const KvPageFormat& from, 
   return out;
 }
 
-Result<int64_t> send_page_messages(const UcxContext& context, const KvSendOrder& order,
+Result<int64_t> send_page_messages(UcxWorkerPool& pool, const KvSendOrder& order,
                                    const std::vector<std::vector<uint8_t>>& messages,
                                    std::chrono::steady_clock::time_point deadline) {
-  Result<std::unique_ptr<UcxWorker>> worker = UcxWorker::create(context);
+  Result<std::unique_ptr<UcxWorker>> worker = pool.acquire(order.peer_address);
   if (!worker.is_ok()) return kv_transfer_failed(worker.status().message());
-  UcxWorker& w = **worker;
-  if (Status s = w.connect(order.peer_address); !s.is_ok()) return kv_transfer_failed(s.message());
+  // Dropped on every early return: a worker whose transfer failed is destroyed, not pooled.
+  std::unique_ptr<UcxWorker> w = std::move(worker).value();
   int64_t bytes = 0;
   for (size_t k = 0; k < messages.size(); ++k) {
-    Result<size_t> op = w.post_send(page_message_tag(order.transfer_id, static_cast<uint32_t>(k)), messages[k]);
+    Result<size_t> op = w->post_send(page_message_tag(order.transfer_id, static_cast<uint32_t>(k)), messages[k]);
     if (!op.is_ok()) return kv_transfer_failed(op.status().message());
     bytes += static_cast<int64_t>(messages[k].size());
   }
-  if (Status s = w.wait_all(deadline, [] { return false; }); !s.is_ok()) {
+  if (Status s = w->wait_all(deadline, [] { return false; }); !s.is_ok()) {
     return kv_transfer_failed("sending " + std::to_string(messages.size()) + " pages: " + s.message());
   }
-  if (Status s = w.close_endpoint(deadline); !s.is_ok()) return kv_transfer_failed(s.message());
+  if (Status s = w->flush_endpoint(deadline); !s.is_ok()) return kv_transfer_failed(s.message());
+  pool.release(std::move(w));
   return bytes;
 }
 

@@ -9,7 +9,7 @@
 
 #include "core/status.h"
 #include "disagg/kv_page_convert.h"
-#include "disagg/ucx_worker.h"
+#include "disagg/ucx_pool.h"
 
 namespace densa::disagg {
 
@@ -27,9 +27,11 @@ std::vector<std::vector<uint8_t>> build_page_messages(const KvPageFormat& from, 
                                                       int32_t num_tokens, const KvPageFormat& to,
                                                       uint64_t transfer_id, std::span<const uint32_t> page_tags);
 
-// Sends the messages and closes the endpoint (flushed), all before `deadline`. Returns the
-// bytes put on the wire; kv_transfer_failed on any UCX error or timeout.
-Result<int64_t> send_page_messages(const UcxContext& context, const KvSendOrder& order,
+// Sends the messages on a worker from `pool` connected to the receiver (kept from an earlier
+// transfer to the same receiver, or fresh) and flushes it, all before `deadline`; the worker
+// goes back to the pool only when everything went through. Returns the bytes put on the wire;
+// kv_transfer_failed on any UCX error or timeout.
+Result<int64_t> send_page_messages(UcxWorkerPool& pool, const KvSendOrder& order,
                                    const std::vector<std::vector<uint8_t>>& messages,
                                    std::chrono::steady_clock::time_point deadline);
 

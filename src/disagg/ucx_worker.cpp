@@ -33,7 +33,9 @@ UcxContext::~UcxContext() { ucp_cleanup(ctx_); }
 Result<std::unique_ptr<UcxWorker>> UcxWorker::create(const UcxContext& context) {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  // One thread at a time, but not always the same one: a pooled worker serves transfers run
+  // by different threads (the pool's mutex orders the hand-overs).
+  params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   ucp_worker_h worker = nullptr;
   ucs_status_t s = ucp_worker_create(context.handle(), &params, &worker);
   if (s != UCS_OK) return ucx_error("UCX worker", s);
@@ -82,6 +84,7 @@ Status UcxWorker::connect(std::span<const uint8_t> peer_address) {
     ep_ = nullptr;
     return ucx_error("UCX connect", s);
   }
+  peer_.assign(peer_address.begin(), peer_address.end());
   return Status::ok();
 }
 
@@ -155,6 +158,34 @@ void UcxWorker::cancel_pending() {
   }
 }
 
+Status UcxWorker::wait_request(void* r, Clock::time_point deadline, const char* what) {
+  if (r == nullptr) return Status::ok();
+  if (UCS_PTR_IS_ERR(r)) {
+    broken_ = true;
+    return ucx_error(what, UCS_PTR_STATUS(r));
+  }
+  ucs_status_t s;
+  while ((s = ucp_request_check_status(r)) == UCS_INPROGRESS) {
+    if (Clock::now() >= deadline) {
+      // Freed while in flight, UCX releases the request when it completes; the worker is
+      // not reused, and its destructor force-closes the endpoint.
+      ucp_request_free(r);
+      broken_ = true;
+      return unavailable(std::string("timed out: ") + what);
+    }
+    if (ucp_worker_progress(worker_) == 0) wait_idle();
+  }
+  ucp_request_free(r);
+  if (s != UCS_OK) broken_ = true;
+  return s == UCS_OK ? Status::ok() : ucx_error(what, s);
+}
+
+Status UcxWorker::flush_endpoint(Clock::time_point deadline) {
+  if (ep_ == nullptr) return Status::ok();
+  ucp_request_param_t param{};
+  return wait_request(ucp_ep_flush_nbx(ep_, &param), deadline, "UCX flush");
+}
+
 Status UcxWorker::close_endpoint(Clock::time_point deadline) {
   if (ep_ == nullptr) return Status::ok();
   ucp_request_param_t param{};
@@ -162,22 +193,29 @@ Status UcxWorker::close_endpoint(Clock::time_point deadline) {
   param.flags = 0;  // flush: everything sent has reached the peer
   void* r = ucp_ep_close_nbx(ep_, &param);
   ep_ = nullptr;
-  if (r == nullptr) return Status::ok();
-  if (UCS_PTR_IS_ERR(r)) return ucx_error("UCX close", UCS_PTR_STATUS(r));
-  ucs_status_t s;
-  while ((s = ucp_request_check_status(r)) == UCS_INPROGRESS) {
-    if (Clock::now() >= deadline) {
-      ucp_request_cancel(worker_, r);
-      while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline + std::chrono::seconds(2)) {
-        ucp_worker_progress(worker_);
-      }
-      ucp_request_free(r);
-      return unavailable("timed out closing the UCX endpoint");
-    }
-    if (ucp_worker_progress(worker_) == 0) wait_idle();
+  peer_.clear();
+  return wait_request(r, deadline, "UCX close");
+}
+
+bool UcxWorker::reusable() {
+  if (broken_) return false;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    std::optional<Result<size_t>> r = op_result(i);
+    if (!r || !r->is_ok()) return false;
   }
-  ucp_request_free(r);
-  return s == UCS_OK ? Status::ok() : ucx_error("UCX close", s);
+  return !has_unmatched_message();
+}
+
+bool UcxWorker::has_unmatched_message() {
+  ucp_worker_progress(worker_);
+  ucp_tag_recv_info_t info{};
+  // Tag mask 0 matches every tag; remove = 0 leaves the message where it is.
+  return ucp_tag_probe_nb(worker_, 0, 0, 0, &info) != nullptr;
+}
+
+void UcxWorker::clear_ops() {
+  for (const Op& op : ops_) CHECK(op.done && op.request == nullptr) << "clear_ops with an op in flight";
+  ops_.clear();
 }
 
 }  // namespace densa::disagg

@@ -1,10 +1,11 @@
 #pragma once
 // Thin RAII wrappers over UCX's ucp layer (tag messaging only), the data plane of KV
 // transfers. UcxContext: one per process, reads the UCX_* environment (UCX_TLS picks tcp,
-// shared memory, RDMA ...). UcxWorker: one per transfer, used by one thread at a time; it
-// owns its ucp_worker, at most one endpoint and its in-flight operations, and nothing of it
-// outlives the transfer: the destructor cancels what is pending and closes the endpoint.
-// Peers exchange ucp_worker addresses out of band (the HTTP control plane).
+// shared memory, RDMA ...). UcxWorker: serves one transfer at a time, used by one thread at a
+// time (workers move between threads through UcxWorkerPool); it owns its ucp_worker, at most
+// one endpoint and the transfer's in-flight operations. The destructor cancels what is
+// pending and closes the endpoint. Peers exchange ucp_worker addresses out of band (the HTTP
+// control plane).
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -44,6 +45,8 @@ class UcxWorker {
   const std::vector<uint8_t>& address() const { return address_; }
   // Opens the one endpoint to a peer worker (peer failures surface as op errors).
   Status connect(std::span<const uint8_t> peer_address);
+  // The address connect() was given; empty when not connected.
+  const std::vector<uint8_t>& peer() const { return peer_; }
 
   // Posts a tagged send (the endpoint must be connected) or a receive of exactly `tag` into
   // `buffer` (which must stay alive until the op completes or the worker dies). Returns the
@@ -62,8 +65,21 @@ class UcxWorker {
   template <typename Stop>
   Status wait_all(Clock::time_point deadline, Stop stop);
 
+  // Waits until everything sent on the endpoint has reached the peer; the endpoint stays open.
+  Status flush_endpoint(Clock::time_point deadline);
   // Flushes and closes the endpoint (graceful), within `deadline`.
   Status close_endpoint(Clock::time_point deadline);
+
+  // True when this worker may serve another transfer: every op completed without error, no
+  // flush or close failed, and no message waits unmatched (one would be a leftover of some
+  // other transfer: it can never match a later transfer's tags, but it would sit in UCX's
+  // unexpected queue, and it says the peer sent what nobody asked for).
+  bool reusable();
+  // True when a message waits in this worker that no posted receive matched (after one
+  // round of progress).
+  bool has_unmatched_message();
+  // Forgets the completed ops, so the next transfer's op indices start at 0. Needs reusable().
+  void clear_ops();
 
  private:
   struct Op {
@@ -76,10 +92,14 @@ class UcxWorker {
   UcxWorker(ucp_worker* worker, std::vector<uint8_t> address) : worker_(worker), address_(std::move(address)) {}
   void cancel_pending();
   void wait_idle();  // brief sleep when progress found nothing to do
+  // Progresses until `request` (a flush or close) completes or `deadline` passes, then frees it.
+  Status wait_request(void* request, Clock::time_point deadline, const char* what);
 
   ucp_worker* worker_;
   ucp_ep* ep_ = nullptr;
+  bool broken_ = false;  // a flush or close failed: the worker is not reused
   std::vector<uint8_t> address_;
+  std::vector<uint8_t> peer_;
   std::vector<Op> ops_;
 };
 

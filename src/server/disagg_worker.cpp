@@ -101,6 +101,19 @@ std::string DisaggMetrics::render(const EngineStats& stats) const {
   out += "# HELP densa_kv_transfer_failures_total KV transfers that failed.\n"
          "# TYPE densa_kv_transfer_failures_total counter\ndensa_kv_transfer_failures_total " +
          std::to_string(kv_transfer_failures.load()) + "\n";
+  if (const disagg::UcxWorkerPool* pool = ucx_pool.load()) {
+    const disagg::UcxWorkerPool::Counts c = pool->counts();
+    auto metric = [&](const char* name, const char* type, const char* help, uint64_t v) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+             std::to_string(v) + "\n";
+    };
+    metric("densa_ucx_workers_created_total", "counter", "UCX workers created for KV transfers.", c.created);
+    metric("densa_ucx_workers_reused_total", "counter", "KV transfers served by a pooled UCX worker.", c.reused);
+    metric("densa_ucx_workers_discarded_total", "counter",
+           "UCX workers destroyed after a transfer instead of pooled (failed, timed out or not clean).",
+           c.discarded);
+    metric("densa_ucx_workers_idle", "gauge", "UCX workers pooled for later transfers.", c.idle);
+  }
   return out;
 }
 
@@ -117,14 +130,17 @@ DisaggWorker::DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::Uc
     : ctx_(ctx),
       role_(role),
       ucx_(ucx),
+      ucx_pool_(ucx != nullptr ? std::make_unique<disagg::UcxWorkerPool>(*ucx) : nullptr),
       timeout_ms_(timeout_ms),
       descriptor_(disagg::describe_kv(ctx.weights, ctx.engine.kv_layout(), ctx.engine.kv_static_scales())) {
   CHECK(role == ServeRole::kBoth || ucx != nullptr) << "a " << serve_role_name(role) << " worker needs UCX";
+  ctx_.disagg_metrics.ucx_pool = ucx_pool_.get();
 }
 
 DisaggWorker::~DisaggWorker() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return num_threads_ == 0; });
+  ctx_.disagg_metrics.ucx_pool = nullptr;
 }
 
 void DisaggWorker::register_routes(httplib::Server& http) {
@@ -212,7 +228,7 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   if (const char* delay = std::getenv("DENSA_DISAGG_SEND_DELAY_MS")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
   }
-  Result<int64_t> sent = disagg::send_page_messages(*ucx_, order, messages, deadline);
+  Result<int64_t> sent = disagg::send_page_messages(*ucx_pool_, order, messages, deadline);
   if (!sent.is_ok()) {
     ctx_.disagg_metrics.count_failure();
     std::fprintf(stderr, "densa serve: %s\n", sent.status().message().c_str());
@@ -247,11 +263,9 @@ Result<std::shared_ptr<RequestStream>> DisaggWorker::submit(GenerateRequest requ
 }
 
 void DisaggWorker::run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url) {
-  KvImportData data;
-  int64_t wire_bytes = 0;
   Status s;
   try {
-    s = import_pages(import, tokens, prefill_url, data, wire_bytes);
+    s = import_pages(import, tokens, prefill_url);
   } catch (const std::exception& e) {
     s = disagg::kv_transfer_failed(std::string("unexpected reply from the prefill worker: ") + e.what());
   }
@@ -261,23 +275,19 @@ void DisaggWorker::run_import(KvImport import, std::vector<TokenId> tokens, std:
     std::fprintf(stderr, "densa serve: request %llu: %s\n", static_cast<unsigned long long>(import.id),
                  s.message().c_str());
     ctx_.engine.fail_import(import.id, std::move(s));
-    return;
   }
-  ctx_.disagg_metrics.count_bytes(wire_bytes);
-  ctx_.engine.finish_import(import.id, std::move(data));
 }
 
 Status DisaggWorker::import_pages(const KvImport& import, const std::vector<TokenId>& tokens,
-                                  const std::string& prefill_url, KvImportData& data, int64_t& wire_bytes) {
+                                  const std::string& prefill_url) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
   const uint64_t transfer_id = (salt + counter.fetch_add(1) * 0x9e3779b97f4a7c15ull) & disagg::kKvTransferIdMask;
   const int64_t page_bytes = descriptor_.layout.page_bytes();
   Result<std::unique_ptr<disagg::KvReceiver>> receiver =
-      disagg::KvReceiver::create(*ucx_, transfer_id, import.tags, page_bytes);
+      disagg::KvReceiver::create(*ucx_pool_, transfer_id, import.tags, page_bytes);
   if (!receiver.is_ok()) return receiver.status();
-
   const json order = {{"tokens", tokens},
                       {"transfer_id", transfer_id},
                       {"ucx_address", to_hex((*receiver)->address())},
@@ -333,15 +343,30 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
     if (reply_ready() && reply.get().status != 200) return reply_failed();
     return received.status();
   }
+  // Every page arrived and passed its header, tag and digest checks: the engine may adopt them
+  // now (it re-checks tags and digests). The prefill worker's answer only confirms its flush.
+  const int64_t wire_bytes =
+      static_cast<int64_t>(import.tags.size()) * (static_cast<int64_t>(disagg::kKvPageHeaderBytes) + page_bytes);
+  ctx_.disagg_metrics.count_bytes(wire_bytes);
+  ctx_.engine.finish_import(import.id, std::move(received).value());
+
+  // Until that answer, this worker keeps progressing (the sender's flush may need it); only
+  // then is nothing of this transfer on the way, and the worker may serve the next one.
   while (!reply_ready()) {
-    if (Clock::now() >= deadline) return disagg::kv_transfer_failed("no answer from the prefill worker in time");
-    if (ctx_.stopping.load()) return disagg::kv_transfer_failed("the server is shutting down");
+    if (Clock::now() >= deadline || ctx_.stopping.load()) {
+      std::fprintf(stderr, "densa serve: request %llu: pages imported, but no answer from the prefill worker in time\n",
+                   static_cast<unsigned long long>(import.id));
+      return Status::ok();  // the receiver's worker is destroyed, not pooled
+    }
     (*receiver)->progress();
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  if (reply.get().status != 200) return reply_failed();
-  data = std::move(received).value();
-  wire_bytes = static_cast<int64_t>(import.tags.size()) * (static_cast<int64_t>(disagg::kKvPageHeaderBytes) + page_bytes);
+  if (reply.get().status == 200) {
+    (*receiver)->recycle();
+  } else {
+    std::fprintf(stderr, "densa serve: request %llu: pages imported, then the prefill worker reported: %s\n",
+                 static_cast<unsigned long long>(import.id), reply_failed().message().c_str());
+  }
   return Status::ok();
 }
 

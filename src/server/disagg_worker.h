@@ -23,7 +23,7 @@
 
 #include "core/status.h"
 #include "disagg/kv_layout_descriptor.h"
-#include "disagg/ucx_worker.h"
+#include "disagg/ucx_pool.h"
 #include "engine/engine.h"
 
 namespace httplib {
@@ -40,10 +40,13 @@ enum class ServeRole : uint8_t { kBoth, kPrefill, kDecode };
 
 // Transfer counters of one worker (both roles), rendered into /metrics beside Metrics:
 // densa_kv_transfer_bytes_total (bytes on the wire: sent by a prefill worker, received by a
-// decode worker), densa_kv_transfer_failures_total, and the gauge densa_tokens_in_flight.
+// decode worker), densa_kv_transfer_failures_total, the gauge densa_tokens_in_flight, and the
+// UCX worker pool's counts (densa_ucx_workers_{created,reused,discarded}_total, the gauge
+// densa_ucx_workers_idle) while a DisaggWorker with UCX is alive.
 struct DisaggMetrics {
   std::atomic<uint64_t> kv_transfer_bytes{0};
   std::atomic<uint64_t> kv_transfer_failures{0};
+  std::atomic<const disagg::UcxWorkerPool*> ucx_pool{nullptr};
 
   void count_bytes(int64_t bytes) { kv_transfer_bytes += static_cast<uint64_t>(bytes); }
   void count_failure() { ++kv_transfer_failures; }
@@ -72,12 +75,14 @@ class DisaggWorker {
   void handle_layout(httplib::Response& res) const;
   void handle_prefill(const httplib::Request& req, httplib::Response& res);
   void run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url);
-  Status import_pages(const KvImport& import, const std::vector<TokenId>& tokens, const std::string& prefill_url,
-                      KvImportData& data, int64_t& wire_bytes);
+  // Receives and verifies the pages, hands them to the engine (finish_import) and then waits
+  // for the prefill worker's answer. Returns an error only before finish_import.
+  Status import_pages(const KvImport& import, const std::vector<TokenId>& tokens, const std::string& prefill_url);
 
   ServingContext& ctx_;
   const ServeRole role_;
   const disagg::UcxContext* ucx_;
+  std::unique_ptr<disagg::UcxWorkerPool> ucx_pool_;  // null without UCX
   const int timeout_ms_;
   const disagg::KvLayoutDescriptor descriptor_;
 

@@ -1,6 +1,8 @@
 // disagg: layout compatibility, page conversion against the reference quantization, and real
 // UCX transfers between two workers of this process (tcp and shared memory), including the
-// rejections (a write for a page whose tag changed, a digest mismatch).
+// rejections (a write for a page whose tag changed, a digest mismatch), and the worker pools:
+// transfers one after another on kept workers, and no worker that failed or holds a stray
+// message is kept.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -180,13 +182,14 @@ Result<KvImportData> run_transfer(const char* tls, const Transfer& t, const std:
   Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
   EXPECT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   if (!ctx.is_ok()) return ctx.status();
-  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(**ctx, transfer_id, t.tags, t.page_bytes);
+  UcxWorkerPool pool(**ctx);
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(pool, transfer_id, t.tags, t.page_bytes);
   EXPECT_TRUE(receiver.is_ok()) << receiver.status().to_string();
   if (!receiver.is_ok()) return receiver.status();
   KvSendOrder order{transfer_id, (*receiver)->address(), t.tags};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::thread sender([&] {
-    Result<int64_t> bytes = send_page_messages(**ctx, order, sent, deadline);
+    Result<int64_t> bytes = send_page_messages(pool, order, sent, deadline);
     *send_status = bytes.status();
   });
   Result<KvImportData> got = (*receiver)->receive(deadline, [] { return false; });
@@ -266,13 +269,191 @@ TEST(KvTransferOverUcxFailure, ReceiverTimesOutWhenNothingIsSent) {
   setenv("UCX_TLS", "tcp", 1);
   Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
   ASSERT_TRUE(ctx.is_ok());
-  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(**ctx, 5, {1, 2}, 1024);
+  UcxWorkerPool pool(**ctx);
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(pool, 5, {1, 2}, 1024);
   ASSERT_TRUE(receiver.is_ok());
   Result<KvImportData> got =
       (*receiver)->receive(std::chrono::steady_clock::now() + std::chrono::milliseconds(200), [] { return false; });
   ASSERT_FALSE(got.is_ok());
   EXPECT_EQ(disagg_error_code(got.status()), kKvTransferFailed);
   EXPECT_NE(got.status().message().find("timed out"), std::string::npos) << got.status().message();
+}
+
+// ---- pooled UCX workers ----
+
+// One transfer between a decode-side pool (receivers) and a prefill-side pool (senders), as
+// the two workers run it: the receiver goes back to its pool after the sender has flushed.
+struct PooledResult {
+  Result<KvImportData> got = Status(StatusCode::kUnavailable, "not run");
+  Status sent;
+  std::vector<uint8_t> receiver_address;
+  bool recycled = false;
+};
+
+PooledResult pooled_transfer(UcxWorkerPool& decode, UcxWorkerPool& prefill, const Transfer& t, uint64_t id) {
+  PooledResult r;
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(decode, id, t.tags, t.page_bytes);
+  if (!receiver.is_ok()) {
+    r.got = receiver.status();
+    return r;
+  }
+  r.receiver_address = (*receiver)->address();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::thread sender([&] { r.sent = send_page_messages(prefill, {id, r.receiver_address, t.tags}, t.messages, deadline).status(); });
+  r.got = (*receiver)->receive(deadline, [] { return false; });
+  std::atomic<bool> joined{false};
+  std::thread progress([&] {
+    while (!joined.load()) (*receiver)->progress();
+  });
+  sender.join();
+  joined = true;
+  progress.join();
+  if (r.got.is_ok() && r.sent.is_ok()) r.recycled = (*receiver)->recycle();
+  return r;
+}
+
+void expect_pages(const PooledResult& r, const Transfer& t) {
+  ASSERT_TRUE(r.got.is_ok()) << r.got.status().to_string();
+  ASSERT_TRUE(r.sent.is_ok()) << r.sent.to_string();
+  ASSERT_EQ(r.got->bytes.size(), t.messages.size() * static_cast<size_t>(t.page_bytes));
+  for (size_t k = 0; k < t.messages.size(); ++k) {
+    EXPECT_EQ(std::memcmp(r.got->bytes.data() + k * t.page_bytes, t.messages[k].data() + kKvPageHeaderBytes,
+                          static_cast<size_t>(t.page_bytes)),
+              0)
+        << "page " << k;
+  }
+}
+
+TEST_P(KvTransferOverUcx, PooledWorkersCarryOneTransferAfterAnother) {
+  setenv("UCX_TLS", GetParam(), 1);
+  Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  UcxWorkerPool decode(**ctx), prefill(**ctx);
+  std::vector<uint8_t> first_address;
+  for (uint64_t i = 0; i < 3; ++i) {
+    const uint64_t id = 0xd00 + i;
+    const Transfer t = make_transfer(id, 3 + static_cast<int>(i));  // different page contents each time
+    const PooledResult r = pooled_transfer(decode, prefill, t, id);
+    expect_pages(r, t);
+    EXPECT_TRUE(r.recycled) << "transfer " << i;
+    if (i == 0) first_address = r.receiver_address;
+    EXPECT_EQ(r.receiver_address, first_address) << "transfer " << i << " got a fresh receiving worker";
+  }
+  const UcxWorkerPool::Counts d = decode.counts(), p = prefill.counts();
+  EXPECT_EQ(d.created, 1u);
+  EXPECT_EQ(d.reused, 2u);
+  EXPECT_EQ(d.discarded, 0u);
+  EXPECT_EQ(d.idle, 1u);
+  EXPECT_EQ(p.created, 1u) << "the sender's connection to the receiver is kept";
+  EXPECT_EQ(p.reused, 2u);
+  EXPECT_EQ(p.idle, 1u);
+}
+
+// A message nobody asked for (here: a page the transfer does not have) waits unmatched in the
+// receiving worker. It could never match a later transfer's tags, but the worker is not
+// pooled again: the next transfer gets a fresh worker and its own pages intact.
+TEST_P(KvTransferOverUcx, AWorkerHoldingAnUnmatchedMessageIsNotReused) {
+  setenv("UCX_TLS", GetParam(), 1);
+  Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  UcxWorkerPool decode(**ctx), prefill(**ctx);
+  const uint64_t id = 0xe00;
+  const Transfer t = make_transfer(id, 2);
+  Result<std::unique_ptr<UcxWorker>> receiving = decode.acquire();
+  ASSERT_TRUE(receiving.is_ok());
+  Result<std::unique_ptr<UcxWorker>> sending = prefill.acquire((*receiving)->address());
+  ASSERT_TRUE(sending.is_ok()) << sending.status().to_string();
+  // Page 0 is asked for and arrives; "page 5" of the same transfer was never asked for.
+  std::vector<uint8_t> buffer(t.messages[0].size() + 1);
+  ASSERT_TRUE((*receiving)->post_recv(page_message_tag(id, 0), buffer).is_ok());
+  ASSERT_TRUE((*sending)->post_send(page_message_tag(id, 0), t.messages[0]).is_ok());
+  ASSERT_TRUE((*sending)->post_send(page_message_tag(id, 5), t.messages[1]).is_ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::atomic<bool> sent{false};
+  std::thread progress([&] {
+    while (!sent.load()) (*receiving)->progress();
+  });
+  EXPECT_TRUE((*sending)->wait_all(deadline, [] { return false; }).is_ok());
+  EXPECT_TRUE((*sending)->flush_endpoint(deadline).is_ok());
+  sent = true;
+  progress.join();
+  ASSERT_TRUE((*receiving)->wait_all(deadline, [] { return false; }).is_ok());
+  bool unmatched = false;
+  while (!unmatched && std::chrono::steady_clock::now() < deadline) unmatched = (*receiving)->has_unmatched_message();
+  ASSERT_TRUE(unmatched) << "the stray message never reached the receiving worker";
+  const std::vector<uint8_t> stale_address = (*receiving)->address();
+  EXPECT_FALSE(decode.release(std::move(receiving).value())) << "a worker holding a stray message was pooled";
+  EXPECT_TRUE(prefill.release(std::move(sending).value())) << "the sender itself completed cleanly";
+  EXPECT_EQ(decode.counts().discarded, 1u);
+  EXPECT_EQ(decode.counts().idle, 0u);
+
+  const uint64_t next = 0xe01;
+  const Transfer u = make_transfer(next, 2);
+  const PooledResult r = pooled_transfer(decode, prefill, u, next);
+  expect_pages(r, u);
+  EXPECT_NE(r.receiver_address, stale_address);
+  EXPECT_EQ(decode.counts().created, 2u);
+  EXPECT_EQ(prefill.counts().created, 2u) << "a new receiver address needs a new connection";
+}
+
+// A receive that timed out leaves its receives posted: the worker is destroyed, never pooled,
+// so whatever arrives late for that transfer has no worker to land in.
+TEST(KvTransferOverUcxFailure, ATimedOutReceiverIsNotPooled) {
+  setenv("UCX_TLS", "tcp", 1);
+  Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
+  ASSERT_TRUE(ctx.is_ok());
+  UcxWorkerPool pool(**ctx);
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(pool, 6, {1, 2}, 1024);
+  ASSERT_TRUE(receiver.is_ok());
+  const std::vector<uint8_t> address = (*receiver)->address();
+  EXPECT_FALSE((*receiver)->receive(std::chrono::steady_clock::now() + std::chrono::milliseconds(100), [] {
+                             return false;
+                           }).is_ok());
+  EXPECT_FALSE((*receiver)->recycle());
+  EXPECT_EQ(pool.counts().discarded, 1u);
+  EXPECT_EQ(pool.counts().idle, 0u);
+  // A receiver dropped without recycle() is not pooled either.
+  Result<std::unique_ptr<KvReceiver>> second = KvReceiver::create(pool, 7, {1}, 1024);
+  ASSERT_TRUE(second.is_ok());
+  EXPECT_NE((*second)->address(), address);
+  second->reset();
+  EXPECT_EQ(pool.counts().created, 2u);
+  EXPECT_EQ(pool.counts().discarded, 2u);
+  EXPECT_EQ(pool.counts().idle, 0u);
+}
+
+TEST(UcxWorkerPool, KeepsAtMostMaxIdleAndDropsOldOnes) {
+  setenv("UCX_TLS", "tcp", 1);
+  Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
+  ASSERT_TRUE(ctx.is_ok());
+  UcxWorkerPool::Limits limits;
+  limits.max_idle = 2;
+  UcxWorkerPool pool(**ctx, limits);
+  std::vector<std::unique_ptr<UcxWorker>> held;
+  for (int i = 0; i < 3; ++i) {
+    Result<std::unique_ptr<UcxWorker>> w = pool.acquire();
+    ASSERT_TRUE(w.is_ok());
+    held.push_back(std::move(w).value());
+  }
+  const std::vector<uint8_t> oldest = held[0]->address(), newest = held[2]->address();
+  for (auto& w : held) EXPECT_TRUE(pool.release(std::move(w)));
+  EXPECT_EQ(pool.counts().idle, 2u) << "the oldest idle worker goes past max_idle";
+  Result<std::unique_ptr<UcxWorker>> again = pool.acquire();
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ((*again)->address(), newest) << "the most recently used worker is handed out first";
+  EXPECT_NE((*again)->address(), oldest);
+  EXPECT_EQ(pool.counts().reused, 1u);
+
+  UcxWorkerPool::Limits short_lived;
+  short_lived.max_idle_age = std::chrono::milliseconds(0);
+  UcxWorkerPool expiring(**ctx, short_lived);
+  Result<std::unique_ptr<UcxWorker>> w = expiring.acquire();
+  ASSERT_TRUE(w.is_ok());
+  EXPECT_TRUE(expiring.release(std::move(w).value()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(expiring.acquire().is_ok());
+  EXPECT_EQ(expiring.counts().created, 2u) << "an idle worker past max_idle_age is closed, not handed out";
+  EXPECT_EQ(expiring.counts().reused, 0u);
 }
 
 }  // namespace

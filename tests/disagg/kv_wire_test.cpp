@@ -96,11 +96,12 @@ TEST(KvWire, SendReturnsTheBytesOfEveryMessage) {
   const std::vector<uint32_t> tags = {5, 6, 7, 8};
   const uint64_t id = 0x5151;
   const auto messages = build_page_messages({from, {}}, pages, 4 * 16, {to, scales}, id, tags);
-  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(**ctx, id, tags, to.page_bytes());
+  UcxWorkerPool pool(**ctx);
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(pool, id, tags, to.page_bytes());
   ASSERT_TRUE(receiver.is_ok()) << receiver.status().to_string();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   Result<int64_t> sent = int64_t{-1};
-  std::thread sender([&] { sent = send_page_messages(**ctx, {id, (*receiver)->address(), tags}, messages, deadline); });
+  std::thread sender([&] { sent = send_page_messages(pool, {id, (*receiver)->address(), tags}, messages, deadline); });
   Result<KvImportData> got = (*receiver)->receive(deadline, [] { return false; });
   std::atomic<bool> done{false};
   std::thread progress([&] {

@@ -196,7 +196,10 @@ TEST_F(DisaggServe, UnreachablePrefillFailsTheRequestAndFreesPages) {
   const CurlResponse s = decode_paged8_->post("/v1/completions", stream_body, dead);
   EXPECT_EQ(s.status, 200);
   EXPECT_NE(s.body.find("kv_transfer_failed"), std::string::npos) << "an SSE error event: " << s.body;
-  EXPECT_GE(metric_value(decode_paged8_->get("/metrics").body, "densa_kv_transfer_failures_total"), 2.0);
+  const std::string metrics = decode_paged8_->get("/metrics").body;
+  EXPECT_GE(metric_value(metrics, "densa_kv_transfer_failures_total"), 2.0);
+  EXPECT_GE(metric_value(metrics, "densa_ucx_workers_discarded_total"), 2.0)
+      << "a failed transfer's receiving worker is destroyed, not pooled: " << metrics;
   expect_audit_clean(*decode_paged8_);
 }
 
@@ -232,6 +235,59 @@ TEST(DisaggServeKill, PrefillWorkerDiesMidTransfer) {
   EXPECT_EQ(decode.post("/v1/completions", body, to_healthy).status, 200) << "the decode worker still serves";
   EXPECT_EQ(decode.stop(), 0);
   EXPECT_EQ(healthy_prefill.stop(), 0);
+}
+
+// Transfers reuse pooled UCX workers on both sides (the decode worker's receiving worker, the
+// prefill worker's connection to it). A prefill worker that served through the decode
+// worker's pooled worker then dies (SIGKILL): that worker still serves the next transfer, from
+// another prefill worker, with the same output.
+TEST(DisaggServeKill, PooledWorkersOutliveAKilledPrefillPeer) {
+  setenv("UCX_TLS", "tcp", 1);
+  ServerProcess doomed({"--role", "prefill"});
+  ServerProcess other({"--role", "prefill"});
+  ServerProcess decode({"--role", "decode", "--disagg-timeout-ms", "20000"});
+  ASSERT_TRUE(doomed.wait_ready() && other.wait_ready() && decode.wait_ready());
+  const std::string body = json({{"prompt", kPrompts[0]}, {"max_tokens", 8}, {"temperature", 0}}).dump();
+  auto via = [&](const ServerProcess& prefill) {
+    return decode.post("/v1/completions", body, "-H " + shell_quote("X-Densa-Prefill-Url: " + prefill.url("")));
+  };
+  auto decode_metric = [&](const char* name) { return metric_value(decode.get("/metrics").body, name); };
+  // The receiving worker goes back to the pool once the prefill worker's answer is in, which
+  // may come a moment after the completion itself.
+  auto wait_pooled = [&] {
+    for (int i = 0; i < 200 && decode_metric("densa_ucx_workers_idle") < 1; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return decode_metric("densa_ucx_workers_idle");
+  };
+  const CurlResponse first = via(doomed);
+  ASSERT_EQ(first.status, 200) << first.body << decode.log();
+  const std::string text = json::parse(first.body)["choices"][0]["text"];
+  ASSERT_EQ(wait_pooled(), 1.0) << decode.get("/metrics").body;
+  const CurlResponse second = via(doomed);
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(json::parse(second.body)["choices"][0]["text"], text);
+  ASSERT_EQ(wait_pooled(), 1.0);
+  EXPECT_EQ(decode_metric("densa_ucx_workers_created_total"), 1.0);
+  EXPECT_EQ(decode_metric("densa_ucx_workers_reused_total"), 1.0);
+  const std::string sender_metrics = doomed.get("/metrics").body;
+  EXPECT_EQ(metric_value(sender_metrics, "densa_ucx_workers_created_total"), 1.0) << sender_metrics;
+  EXPECT_EQ(metric_value(sender_metrics, "densa_ucx_workers_reused_total"), 1.0) << "the connection is kept";
+
+  doomed.kill_hard();
+  for (int i = 0; i < 2; ++i) {
+    const CurlResponse r = via(other);
+    ASSERT_EQ(r.status, 200) << r.body << decode.log();
+    EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], text);
+    wait_pooled();
+  }
+  EXPECT_EQ(decode_metric("densa_ucx_workers_created_total"), 1.0) << "the pooled worker served the other peer";
+  EXPECT_EQ(decode_metric("densa_ucx_workers_reused_total"), 3.0);
+  EXPECT_EQ(decode_metric("densa_kv_transfer_failures_total"), 0.0);
+  const CurlResponse h = decode.get("/health?audit=1");
+  EXPECT_EQ(json::parse(h.body)["audit"], "ok") << h.body;
+  EXPECT_EQ(decode.stop(), 0) << decode.log();
+  EXPECT_EQ(other.stop(), 0);
 }
 
 }  // namespace
