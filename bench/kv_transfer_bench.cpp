@@ -155,15 +155,15 @@ bool transfer_once(Pools& pools, const KvPageFormat& from, const std::vector<con
     return false;
   }
   const int64_t wire = static_cast<int64_t>(pages.size()) * kv_page_message_bytes(to.layout);
-  if (*sent != wire || got->bytes.size() != pages.size() * static_cast<size_t>(to.layout.page_bytes())) {
-    std::fprintf(stderr, "transfer: %lld bytes sent, %lld expected; %zu payload bytes received\n",
+  if (*sent != wire || !got->holds(pages.size(), to.layout.page_bytes())) {
+    std::fprintf(stderr, "transfer: %lld bytes sent, %lld expected; %zu bytes received\n",
                  static_cast<long long>(*sent), static_cast<long long>(wire), got->bytes.size());
     return false;
   }
   if (check_bytes) {
     const size_t pb = static_cast<size_t>(to.layout.page_bytes());
     for (size_t k = 0; k < messages.size(); ++k) {
-      if (std::memcmp(got->bytes.data() + k * pb, messages[k].data() + kKvPageHeaderBytes, pb) != 0) {
+      if (std::memcmp(got->page(k, to.layout.page_bytes()), messages[k].data() + kKvPageHeaderBytes, pb) != 0) {
         std::fprintf(stderr, "transfer: page %zu differs from what was sent\n", k);
         return false;
       }
@@ -213,7 +213,6 @@ bool run_conversion(Pools& pools, const Options& o, const Conversion& c, uint64_
   std::vector<double> verifies;
   for (int i = 0; i < 5; ++i) {
     KvImportData data;
-    data.bytes.reserve(messages.size() * static_cast<size_t>(to.page_bytes()));
     const Clock::time_point t0 = Clock::now();
     for (size_t k = 0; k < messages.size(); ++k) {
       const Status s = verify_page_message(messages[k], verify_id, static_cast<uint32_t>(k),

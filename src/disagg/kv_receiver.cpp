@@ -33,7 +33,6 @@ Status verify_page_message(std::span<const uint8_t> message, uint64_t transfer_i
     return kv_transfer_failed(which + ": digest mismatch (sent " + std::to_string(h.digest) + ", received " +
                               std::to_string(found) + ")");
   }
-  data.bytes.insert(data.bytes.end(), payload.begin(), payload.end());
   data.digests.push_back(h.digest);
   data.tags.push_back(h.page_tag);
   return Status::ok();
@@ -46,7 +45,8 @@ Result<std::unique_ptr<KvReceiver>> KvReceiver::create(UcxWorkerPool& pool, uint
   std::unique_ptr<KvReceiver> r(
       new KvReceiver(pool, std::move(worker).value(), transfer_id, std::move(page_tags), page_bytes));
   for (size_t k = 0; k < r->tags_.size(); ++k) {
-    Result<size_t> op = r->worker_->post_recv(page_message_tag(transfer_id, static_cast<uint32_t>(k)), r->staging_[k]);
+    const std::span<uint8_t> buffer(r->staging_.data() + k * r->stride_, r->stride_);
+    Result<size_t> op = r->worker_->post_recv(page_message_tag(transfer_id, static_cast<uint32_t>(k)), buffer);
     if (!op.is_ok()) return kv_transfer_failed(op.status().message());
   }
   return r;
@@ -55,11 +55,14 @@ Result<std::unique_ptr<KvReceiver>> KvReceiver::create(UcxWorkerPool& pool, uint
 KvReceiver::KvReceiver(UcxWorkerPool& pool, std::unique_ptr<UcxWorker> worker, uint64_t transfer_id,
                        std::vector<uint32_t> tags, int64_t page_bytes)
     : pool_(pool),
-      worker_(std::move(worker)), transfer_id_(transfer_id), tags_(std::move(tags)), page_bytes_(page_bytes) {
-  // One byte more than a valid message, so an oversized one shows as a size mismatch
-  // instead of UCX truncation.
-  staging_.resize(tags_.size(), std::vector<uint8_t>(kKvPageHeaderBytes + static_cast<size_t>(page_bytes) + 1));
-}
+      worker_(std::move(worker)),
+      transfer_id_(transfer_id),
+      tags_(std::move(tags)),
+      page_bytes_(page_bytes),
+      // One byte more than a valid message, so an oversized one shows as a size mismatch
+      // instead of UCX truncation.
+      stride_(kKvPageHeaderBytes + static_cast<size_t>(page_bytes) + 1),
+      staging_(tags_.size() * stride_) {}
 
 KvReceiver::~KvReceiver() {
   if (worker_ != nullptr) pool_.release(std::move(worker_), /*keep=*/false);
@@ -72,14 +75,17 @@ bool KvReceiver::recycle() {
 
 Result<KvImportData> KvReceiver::verify_all() {
   KvImportData data;
-  data.bytes.reserve(tags_.size() * static_cast<size_t>(page_bytes_));
   for (size_t k = 0; k < tags_.size(); ++k) {
     std::optional<Result<size_t>> got = worker_->op_result(k);
     CHECK(got.has_value() && got->is_ok()) << "verify_all before every page arrived";
-    const std::span<const uint8_t> message(staging_[k].data(), **got);
+    const std::span<const uint8_t> message(staging_.data() + k * stride_, **got);
     DENSA_RETURN_IF_ERROR(verify_page_message(message, transfer_id_, static_cast<uint32_t>(k),
                                               static_cast<uint32_t>(tags_.size()), tags_[k], page_bytes_, data));
   }
+  // Every message is verified and no receive is pending: the buffer is the engine's now.
+  data.bytes = std::move(staging_);
+  data.offset = kKvPageHeaderBytes;
+  data.stride = stride_;
   return data;
 }
 

@@ -18,7 +18,7 @@
 namespace densa::disagg {
 
 // Checks one received page message (header + payload) against what the receiver expects;
-// on success appends the payload and digest to `data`.
+// on success appends its digest and tag to `data` (the payload stays where it is).
 Status verify_page_message(std::span<const uint8_t> message, uint64_t transfer_id, uint32_t page_idx,
                            uint32_t num_pages, uint32_t expected_tag, int64_t page_bytes, KvImportData& data);
 
@@ -58,7 +58,10 @@ class KvReceiver {
   uint64_t transfer_id_;
   std::vector<uint32_t> tags_;                  // [num_pages]
   int64_t page_bytes_;
-  std::vector<std::vector<uint8_t>> staging_;   // [num_pages] header + payload
+  // One receive buffer: message k (header + payload) at k * stride_, handed to the engine
+  // as the KvImportData's bytes once every page is verified.
+  size_t stride_;
+  std::vector<uint8_t> staging_;
 };
 
 template <typename Stop>

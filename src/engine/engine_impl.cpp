@@ -394,8 +394,7 @@ Status EngineImpl::adopt(Import& im, const KvImportData& data) {
   BlockTable& table = im.request->table;
   const size_t num_pages = table.pages.size();
   const int64_t page_bytes = pool_.page_bytes();
-  if (data.digests.size() != num_pages || data.tags.size() != num_pages ||
-      data.bytes.size() != num_pages * static_cast<size_t>(page_bytes)) {
+  if (data.digests.size() != num_pages || data.tags.size() != num_pages || !data.holds(num_pages, page_bytes)) {
     return data_loss("kv_transfer_failed: import of " + std::to_string(num_pages) + " pages got " +
                      std::to_string(data.digests.size()) + " digests and " + std::to_string(data.bytes.size()) +
                      " bytes");
@@ -411,7 +410,7 @@ Status EngineImpl::adopt(Import& im, const KvImportData& data) {
   }
   for (size_t k = 0; k < num_pages; ++k) {
     uint8_t* dst = pool_.page_data(table.pages[k]);
-    std::memcpy(dst, data.bytes.data() + k * page_bytes, static_cast<size_t>(page_bytes));
+    std::memcpy(dst, data.page(k, page_bytes), static_cast<size_t>(page_bytes));
     const uint64_t found = page_digest(pool_, table.pages[k]);
     if (found != data.digests[k]) {
       return data_loss("kv_transfer_failed: page " + std::to_string(k) + " of the import has digest " +

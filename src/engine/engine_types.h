@@ -54,9 +54,25 @@ struct KvImport {
 // The bytes that arrived for an import: page i of the reservation, already verified against
 // `digests[i]` by the receiver; the engine re-checks tags and digests before adopting them.
 struct KvImportData {
-  std::vector<uint8_t> bytes;          // [num_pages * page_bytes]
+  // Page k's bytes start at bytes[offset + k * stride] (stride 0: page_bytes, pages back to
+  // back). A receiver hands over its receive buffer, message headers and all, instead of
+  // copying every page out of it.
+  std::vector<uint8_t> bytes;
+  size_t offset = 0;
+  size_t stride = 0;
   std::vector<uint64_t> digests;       // [num_pages] xxh3 of each page's bytes
   std::vector<uint32_t> tags;          // [num_pages] the tag each page was written for
+
+  size_t page_stride(int64_t page_bytes) const { return stride != 0 ? stride : static_cast<size_t>(page_bytes); }
+  // Whether `bytes` holds `num_pages` pages of `page_bytes` at this offset and stride.
+  bool holds(size_t num_pages, int64_t page_bytes) const {
+    return num_pages == 0 || (page_stride(page_bytes) >= static_cast<size_t>(page_bytes) &&
+                              bytes.size() >= offset + (num_pages - 1) * page_stride(page_bytes) +
+                                                  static_cast<size_t>(page_bytes));
+  }
+  const uint8_t* page(size_t k, int64_t page_bytes) const {
+    return bytes.data() + offset + k * page_stride(page_bytes);
+  }
 };
 
 enum class FinishReason : uint8_t {

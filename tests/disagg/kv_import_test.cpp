@@ -42,16 +42,24 @@ std::shared_ptr<const KvExport> export_prompt(Engine& prefill, const std::vector
 }
 
 // What the receiver hands the engine: pages converted into `decode`'s format, with digests
-// and the reservation's tags.
-KvImportData import_data(const KvExport& x, const Engine& decode, const KvImport& im) {
+// and the reservation's tags. `strided`: the pages sit in a receive buffer between other bytes
+// (a 48-byte header before each, one spare byte after), as KvReceiver hands them over.
+KvImportData import_data(const KvExport& x, const Engine& decode, const KvImport& im, bool strided = false) {
   const KvLayout to = decode.kv_layout();
   const std::vector<float> scales = decode.kv_static_scales();
   KvImportData d;
   std::vector<uint8_t> page(static_cast<size_t>(to.page_bytes()));
+  const std::vector<uint8_t> header(48, 0xee);
+  if (strided) {
+    d.offset = header.size();
+    d.stride = header.size() + page.size() + 1;
+  }
   for (size_t k = 0; k < x.pages.size(); ++k) {
     const int32_t tokens = std::clamp<int32_t>(x.num_tokens - static_cast<int32_t>(k) * to.page_size, 0, to.page_size);
     convert_kv_page({x.layout, x.static_scales}, x.data[k], {to, scales}, tokens, page.data());
+    if (strided) d.bytes.insert(d.bytes.end(), header.begin(), header.end());
     d.bytes.insert(d.bytes.end(), page.begin(), page.end());
+    if (strided) d.bytes.push_back(0xee);
     d.digests.push_back(payload_digest(page));
     d.tags.push_back(im.tags[k]);
   }
@@ -88,10 +96,11 @@ TEST(KvImport, SameFormatImportEqualsColocatedGreedy) {
     ASSERT_EQ(x->num_tokens, len);
     auto [im, stream] = decode->begin_import(r, len).value();
     ASSERT_EQ(im.pages.size(), x->pages.size());
-    decode->finish_import(im.id, import_data(*x, *decode, im));
+    const bool strided = len % 2 == 1;
+    decode->finish_import(im.id, import_data(*x, *decode, im, strided));
     prefill->release_export(x->id);
     const Collected got = drain(*stream);
-    EXPECT_EQ(got.tokens, want.tokens) << "prompt of " << len + 1 << " tokens";
+    EXPECT_EQ(got.tokens, want.tokens) << "prompt of " << len + 1 << " tokens" << (strided ? ", strided" : "");
     for (size_t i = 0; i < std::min(got.events.size(), want.events.size()); ++i)
       EXPECT_EQ(got.events[i].logprob, want.events[i].logprob) << i;
     EXPECT_EQ(got.finish, want.finish);
@@ -167,6 +176,7 @@ INSTANTIATE_TEST_SUITE_P(
     Tampers, KvImportRejected,
     ::testing::Values(Tamper{"TagChanged", [](KvImportData& d) { d.tags[1] ^= 0x40; }, "write rejected"},
                       Tamper{"DigestMismatch", [](KvImportData& d) { d.bytes[d.bytes.size() / 2] ^= 1; }, "digest"},
+                      Tamper{"TruncatedBytes", [](KvImportData& d) { d.bytes.pop_back(); }, "pages got"},
                       Tamper{"MissingPage",
                              [](KvImportData& d) {
                                d.digests.pop_back();

@@ -217,14 +217,14 @@ TEST_P(KvTransferOverUcx, PagesArriveIntactAndVerified) {
   ASSERT_TRUE(got.is_ok()) << got.status().to_string();
   EXPECT_TRUE(send_status.is_ok()) << send_status.to_string();
   ASSERT_EQ(got->digests.size(), 5u);
-  ASSERT_EQ(got->bytes.size(), 5u * t.page_bytes);
+  ASSERT_TRUE(got->holds(5, t.page_bytes));
   for (size_t k = 0; k < 5; ++k) {
-    EXPECT_EQ(std::memcmp(got->bytes.data() + k * t.page_bytes, t.messages[k].data() + kKvPageHeaderBytes,
+    EXPECT_EQ(std::memcmp(got->page(k, t.page_bytes), t.messages[k].data() + kKvPageHeaderBytes,
                           static_cast<size_t>(t.page_bytes)),
               0)
         << "page " << k;
     EXPECT_EQ(got->tags[k], t.tags[k]);
-    EXPECT_EQ(got->digests[k], payload_digest({got->bytes.data() + k * t.page_bytes, static_cast<size_t>(t.page_bytes)}));
+    EXPECT_EQ(got->digests[k], payload_digest({got->page(k, t.page_bytes), static_cast<size_t>(t.page_bytes)}));
   }
 }
 
@@ -315,9 +315,9 @@ PooledResult pooled_transfer(UcxWorkerPool& decode, UcxWorkerPool& prefill, cons
 void expect_pages(const PooledResult& r, const Transfer& t) {
   ASSERT_TRUE(r.got.is_ok()) << r.got.status().to_string();
   ASSERT_TRUE(r.sent.is_ok()) << r.sent.to_string();
-  ASSERT_EQ(r.got->bytes.size(), t.messages.size() * static_cast<size_t>(t.page_bytes));
+  ASSERT_TRUE(r.got->holds(t.messages.size(), t.page_bytes));
   for (size_t k = 0; k < t.messages.size(); ++k) {
-    EXPECT_EQ(std::memcmp(r.got->bytes.data() + k * t.page_bytes, t.messages[k].data() + kKvPageHeaderBytes,
+    EXPECT_EQ(std::memcmp(r.got->page(k, t.page_bytes), t.messages[k].data() + kKvPageHeaderBytes,
                           static_cast<size_t>(t.page_bytes)),
               0)
         << "page " << k;

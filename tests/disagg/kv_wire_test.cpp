@@ -114,7 +114,8 @@ TEST(KvWire, SendReturnsTheBytesOfEveryMessage) {
   ASSERT_TRUE(sent.is_ok()) << sent.status().to_string();
   EXPECT_EQ(*sent, 4 * kv_page_message_bytes(to));
   EXPECT_EQ(*sent, 4 * (static_cast<int64_t>(kKvPageHeaderBytes) + from.page_bytes() / 2));
-  EXPECT_EQ(static_cast<int64_t>(got->bytes.size()), 4 * to.page_bytes());
+  EXPECT_TRUE(got->holds(4, to.page_bytes()));
+  EXPECT_FALSE(got->holds(5, to.page_bytes()));
 }
 
 }  // namespace
