@@ -11,7 +11,8 @@
 #   MODEL (default: the MoE fixture's f16 GGUF), UCX_TLS (default tcp), KV_DTYPE (default
 #   bf16: colocated and prefill), DECODE_KV_DTYPE (default KV_DTYPE; fp8 = the prefill converts
 #   its pages on the way out), THREADS (default 1 per server), PORT (first of 5, default 18310).
-# Writes OUT_DIR/<path>-<round>/result.json, OUT_DIR/load.txt, OUT_DIR/ttft.md, server logs.
+# Writes OUT_DIR/<path>-<round>/result.json, OUT_DIR/load.txt, OUT_DIR/ttft.md, server logs, and
+# OUT_DIR/{decode,prefill}_metrics.txt (KV transfer bytes and failures, UCX worker pool counts).
 set -euo pipefail
 
 DENSA=$1
@@ -84,8 +85,9 @@ for r in $(seq 1 "$ROUNDS"); do
       --out-dir "$OUT/$p-$r" > "$OUT/$p-$r.txt" 2>&1
   done
 done
-# The decode worker's count of KV bytes received (the wire bytes of every transfer).
-curl -sf "http://127.0.0.1:$DECODE/metrics" 2>/dev/null | grep -E '^densa_kv_transfer' > "$OUT/decode_metrics.txt" || true
+# Both workers' KV transfer counts (the wire bytes of every transfer) and UCX worker pool counts.
+curl -sf "http://127.0.0.1:$DECODE/metrics" 2>/dev/null | grep -E '^densa_(kv_transfer|ucx_workers)' > "$OUT/decode_metrics.txt" || true
+curl -sf "http://127.0.0.1:$PREFILL/metrics" 2>/dev/null | grep -E '^densa_(kv_transfer|ucx_workers)' > "$OUT/prefill_metrics.txt" || true
 
 python3 - "$OUT" "$ROUNDS" "${paths[@]}" <<'EOF' | tee "$OUT/ttft.md"
 import json, sys, statistics
