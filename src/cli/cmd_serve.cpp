@@ -50,6 +50,7 @@ struct ServeArgs {
   std::string served_model_name;
   std::string role = "both";
   int disagg_timeout_ms = 30000;
+  int disagg_ucx_workers = 16;
   std::string kv_scales = "dynamic";
   WeightArgs weights;
 };
@@ -178,6 +179,7 @@ int run_serve(const ServeArgs& a) {
   scfg.role = *role;
   scfg.ucx = ucx.get();
   scfg.disagg_timeout_ms = a.disagg_timeout_ms;
+  scfg.disagg_ucx_workers = a.disagg_ucx_workers;
   server::HttpServer http(**engine, weights, scfg);
   if (Status s = http.bind(); !s.is_ok()) {
     (*engine)->shutdown();
@@ -279,6 +281,10 @@ const CommandRegistrar kRegister([](CLI::App& app) {
                   "X-Densa-Prefill-Url header)");
   cmd->add_option("--disagg-timeout-ms", a->disagg_timeout_ms, "limit of every wait of a KV transfer")
       ->check(CLI::Range(1, 3600000));
+  cmd->add_option("--disagg-ucx-workers", a->disagg_ucx_workers,
+                  "idle UCX workers kept between KV transfers (a prefill worker's stay connected to their "
+                  "receiver); 0: a fresh worker per transfer")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--kv-scales", a->kv_scales, "fp8 KV scales: dynamic | calibrate[=FILE] | checkpoint");
   cmd->callback([a] {
     if (int rc = run_serve(*a); rc != 0) throw CLI::RuntimeError(rc);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -126,11 +127,21 @@ const char* serve_role_name(ServeRole role) {
   return "both";
 }
 
-DisaggWorker::DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms)
+namespace {
+disagg::UcxWorkerPool::Limits pool_limits(int idle_workers) {
+  disagg::UcxWorkerPool::Limits l;
+  l.max_idle = static_cast<size_t>(std::max(idle_workers, 0));
+  return l;
+}
+}  // namespace
+
+DisaggWorker::DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms,
+                           int ucx_idle_workers)
     : ctx_(ctx),
       role_(role),
       ucx_(ucx),
-      ucx_pool_(ucx != nullptr ? std::make_unique<disagg::UcxWorkerPool>(*ucx) : nullptr),
+      ucx_pool_(ucx != nullptr ? std::make_unique<disagg::UcxWorkerPool>(*ucx, pool_limits(ucx_idle_workers))
+                               : nullptr),
       timeout_ms_(timeout_ms),
       descriptor_(disagg::describe_kv(ctx.weights, ctx.engine.kv_layout(), ctx.engine.kv_static_scales())) {
   CHECK(role == ServeRole::kBoth || ucx != nullptr) << "a " << serve_role_name(role) << " worker needs UCX";

@@ -59,8 +59,10 @@ inline constexpr const char* kPrefillUrlHeader = "X-Densa-Prefill-Url";
 
 class DisaggWorker {
  public:
-  // `ucx` may be null for role kBoth (no transfers); it must outlive the worker.
-  DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms);
+  // `ucx` may be null for role kBoth (no transfers); it must outlive the worker. Up to
+  // `ucx_idle_workers` UCX workers are kept between transfers (0: fresh ones every time).
+  DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms,
+               int ucx_idle_workers = 16);
   ~DisaggWorker();  // waits for transfer threads (each bounded by the timeout)
 
   void register_routes(httplib::Server& http);

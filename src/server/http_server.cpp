@@ -51,7 +51,8 @@ HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerCo
   ctx_.reset(new ServingContext{engine, weights, *weights.tokenizer, config_.served_model_name, config_.page_size,
                                 detect_chat_template(weights.chat_template), {}, {}});
   completions_ = std::make_unique<CompletionHandler>(*ctx_);
-  disagg_ = std::make_unique<DisaggWorker>(*ctx_, config_.role, config_.ucx, config_.disagg_timeout_ms);
+  disagg_ = std::make_unique<DisaggWorker>(*ctx_, config_.role, config_.ucx, config_.disagg_timeout_ms,
+                                           config_.disagg_ucx_workers);
   if (config_.role == ServeRole::kDecode) ctx_->disagg = disagg_.get();
   ctx_->prefill_only = config_.role == ServeRole::kPrefill;
   const size_t threads = static_cast<size_t>(std::max(8, config_.num_http_threads));

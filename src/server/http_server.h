@@ -34,6 +34,7 @@ struct HttpServerConfig {
   ServeRole role = ServeRole::kBoth;        // disaggregation role (server/disagg_worker.h)
   const disagg::UcxContext* ucx = nullptr;  // prefill / decode roles; must outlive the server
   int disagg_timeout_ms = 30000;            // every wait of a KV transfer
+  int disagg_ucx_workers = 16;              // idle UCX workers pooled between transfers
 };
 
 class HttpServer {

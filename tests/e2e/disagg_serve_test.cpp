@@ -48,11 +48,14 @@ class DisaggServe : public ::testing::Test {
                                         "--disagg-timeout-ms", "5000"});
     decode_static_ = new ServerProcess({"--served-model-name", "tiny-moe", "--role", "decode", "--kv-dtype", "fp8",
                                         "--kv-scales", "calibrate"});
+    decode_unpooled_ =
+        new ServerProcess({"--served-model-name", "tiny-moe", "--role", "decode", "--disagg-ucx-workers", "0"});
     ready_ = colocated_->wait_ready() && prefill_->wait_ready() && decode_->wait_ready() &&
-             decode_fp8_->wait_ready() && decode_paged8_->wait_ready() && decode_static_->wait_ready();
+             decode_fp8_->wait_ready() && decode_paged8_->wait_ready() && decode_static_->wait_ready() &&
+             decode_unpooled_->wait_ready();
   }
   static void TearDownTestSuite() {
-    for (ServerProcess* s : {decode_static_, decode_paged8_, decode_fp8_, decode_, prefill_, colocated_}) {
+    for (ServerProcess* s : {decode_unpooled_, decode_static_, decode_paged8_, decode_fp8_, decode_, prefill_, colocated_}) {
       EXPECT_EQ(s->stop(), 0) << "densa serve did not exit cleanly:\n" << s->log();
       delete s;
     }
@@ -75,6 +78,7 @@ class DisaggServe : public ::testing::Test {
   static inline ServerProcess* decode_fp8_ = nullptr;
   static inline ServerProcess* decode_paged8_ = nullptr;
   static inline ServerProcess* decode_static_ = nullptr;
+  static inline ServerProcess* decode_unpooled_ = nullptr;
   static inline bool ready_ = false;
 };
 
@@ -109,6 +113,30 @@ TEST_F(DisaggServe, GreedyCompletionsEqualColocatedTokenForToken) {
   EXPECT_GT(metric_value(prefill_->get("/metrics").body, "densa_kv_transfer_bytes_total"), 0.0);
   expect_audit_clean(*decode_);
   expect_audit_clean(*prefill_);
+}
+
+// --disagg-ucx-workers 0: every transfer on a fresh UCX worker, destroyed afterwards; the
+// answers are the same.
+TEST_F(DisaggServe, WithoutThePoolEveryTransferGetsAFreshWorker) {
+  for (const char* prompt : {kPrompts[0], kPrompts[1]}) {
+    const std::string body = json({{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}}).dump();
+    const CurlResponse ref = colocated_->post("/v1/completions", body);
+    const CurlResponse got = decode_unpooled_->post("/v1/completions", body, header());
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_EQ(json::parse(got.body)["choices"][0]["text"], json::parse(ref.body)["choices"][0]["text"]);
+  }
+  // The worker is released once the prefill worker's answer is in, a moment after the reply.
+  std::string metrics;
+  for (int i = 0; i < 200; ++i) {
+    metrics = decode_unpooled_->get("/metrics").body;
+    if (metric_value(metrics, "densa_ucx_workers_discarded_total") >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(metric_value(metrics, "densa_ucx_workers_created_total"), 2.0) << metrics;
+  EXPECT_EQ(metric_value(metrics, "densa_ucx_workers_reused_total"), 0.0);
+  EXPECT_EQ(metric_value(metrics, "densa_ucx_workers_discarded_total"), 2.0);
+  EXPECT_EQ(metric_value(metrics, "densa_ucx_workers_idle"), 0.0);
+  expect_audit_clean(*decode_unpooled_);
 }
 
 TEST_F(DisaggServe, StreamingChatEqualsColocated) {
