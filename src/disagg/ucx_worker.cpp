@@ -59,7 +59,9 @@ UcxWorker::~UcxWorker() {
     param.flags = UCP_EP_CLOSE_FLAG_FORCE;
     void* r = ucp_ep_close_nbx(ep_, &param);
     if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
-      while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+      // A forced close does not wait for the peer; bounded all the same.
+      const auto deadline = Clock::now() + std::chrono::seconds(2);
+      while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline) ucp_worker_progress(worker_);
       ucp_request_free(r);
     }
   }

@@ -318,5 +318,37 @@ TEST(DisaggServeKill, PooledWorkersOutliveAKilledPrefillPeer) {
   EXPECT_EQ(other.stop(), 0);
 }
 
+// The other direction: the prefill worker keeps a pooled connection to a decode worker's
+// receiving worker, then that decode worker dies (SIGKILL). The prefill worker serves a new
+// decode worker as before, and the connection to the dead one neither breaks a transfer nor
+// keeps the prefill worker from exiting cleanly.
+TEST(DisaggServeKill, APrefillWorkerServesOnAfterItsPooledPeerDied) {
+  setenv("UCX_TLS", "tcp", 1);
+  ServerProcess prefill({"--role", "prefill"});
+  ServerProcess doomed({"--role", "decode", "--disagg-timeout-ms", "20000"});
+  ASSERT_TRUE(prefill.wait_ready() && doomed.wait_ready());
+  const std::string body = json({{"prompt", kPrompts[1]}, {"max_tokens", 8}, {"temperature", 0}}).dump();
+  const std::string to_prefill = "-H " + shell_quote("X-Densa-Prefill-Url: " + prefill.url(""));
+  const CurlResponse first = doomed.post("/v1/completions", body, to_prefill);
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::string text = json::parse(first.body)["choices"][0]["text"];
+  auto prefill_metric = [&](const char* name) { return metric_value(prefill.get("/metrics").body, name); };
+  ASSERT_EQ(prefill_metric("densa_ucx_workers_idle"), 1.0) << "the sender is pooled, still connected";
+  doomed.kill_hard();
+
+  ServerProcess decode({"--role", "decode", "--disagg-timeout-ms", "20000"});
+  ASSERT_TRUE(decode.wait_ready());
+  for (int i = 0; i < 2; ++i) {
+    const CurlResponse r = decode.post("/v1/completions", body, to_prefill);
+    ASSERT_EQ(r.status, 200) << r.body << prefill.log();
+    EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], text);
+  }
+  EXPECT_EQ(prefill_metric("densa_ucx_workers_created_total"), 2.0) << "one connection per receiver";
+  EXPECT_EQ(prefill_metric("densa_ucx_workers_reused_total"), 1.0);
+  EXPECT_EQ(prefill_metric("densa_kv_transfer_failures_total"), 0.0);
+  EXPECT_EQ(decode.stop(), 0);
+  EXPECT_EQ(prefill.stop(), 0) << "closing the pooled connection to the dead peer must not hang:\n" << prefill.log();
+}
+
 }  // namespace
 }  // namespace densa::testing
