@@ -9,6 +9,7 @@
 #include "kernels/mla_attention.h"
 #include "kernels/norm.h"
 #include "model/ffn.h"
+#include "model/mla_absorb.h"
 #include "quant/dequantize.h"
 
 namespace densa {
@@ -27,55 +28,6 @@ double yarn_mscale(double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m
 // The rotary dim whose wavelength makes `num_rotations` turns over `max_pos` positions.
 double yarn_correction_dim(double num_rotations, int dim, double base, int max_pos) {
   return dim * std::log(max_pos / (num_rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
-}
-
-// q_abs[t, h] = [W_UK_h^T q_nope[t, h] | q_pe[t, h]] for every token and head.
-void absorb_queries(const MlaConfig& m, int H, const float* q, const float* kv_b, int64_t n, float* q_abs,
-                    ThreadPool* pool) {
-  const int dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
-  const int D = C + dr;
-  auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int h = static_cast<int>(item % H);
-      const float* qh = q + item * (dn + dr);
-      float* out = q_abs + item * D;
-      std::fill_n(out, C, 0.0f);
-      for (int d = 0; d < dn; ++d) {
-        const float* row = kv_b + (static_cast<int64_t>(h) * (dn + dv) + d) * C;
-        const float qd = qh[d];
-        for (int c = 0; c < C; ++c) out[c] += qd * row[c];
-      }
-      std::copy_n(qh + dn, dr, out + C);
-    }
-  };
-  if (pool != nullptr && n * H > 1) {
-    pool->parallel_for(n * H, run, 4);
-  } else {
-    run(0, n * H);
-  }
-}
-
-// out[t, h, j] = W_UV_h[j] . o_lat[t, h] for every token and head.
-void expand_values(const MlaConfig& m, int H, const float* o_lat, const float* kv_b, int64_t n, float* out,
-                   ThreadPool* pool) {
-  const int dn = m.qk_nope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
-  auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int h = static_cast<int>(item % H);
-      const float* lat = o_lat + item * C;
-      for (int j = 0; j < dv; ++j) {
-        const float* row = kv_b + (static_cast<int64_t>(h) * (dn + dv) + dn + j) * C;
-        float acc = 0.0f;
-        for (int c = 0; c < C; ++c) acc += row[c] * lat[c];
-        out[item * dv + j] = acc;
-      }
-    }
-  };
-  if (pool != nullptr && n * H > 1) {
-    pool->parallel_for(n * H, run, 4);
-  } else {
-    run(0, n * H);
-  }
 }
 
 // One MLA attention block: xn [n, hidden] -> proj [n, hidden]; stores the batch's latents.
@@ -104,21 +56,30 @@ void mla_attention(const ModelConfig& cfg, const LayerWeights& lw, int layer, co
   rope_with_freqs(latent + C, batch.positions.data(), n, 1, D, D, dr, inv_freq, attn_factor, m.rope_interleave);
   mla_kv_store(kv, layer, latent, C, batch.seq_idx, batch.positions);
 
-  // kv_b_proj in fp32 (any stored dtype) for the absorbed products.
-  const int64_t kvb_rows = int64_t{H} * (dn + dv);
-  float* kv_b = grow(s.mla_kv_b, kvb_rows * C);
-  for (int64_t r = 0; r < kvb_rows; ++r) dequantize_row(lw.kv_b, r, kv_b + r * C);
-
   float* q_abs = grow(s.v, n * H * D);
-  absorb_queries(m, H, q, kv_b, n, q_abs, pool);
+  mla_absorb_queries(m, lw.mla_uk_t, H, q, n, q_abs, s.mla, pool);
   float* o_lat = grow(s.attn, n * H * C);
   paged_mla_attention(kv, layer, q_abs, H, C, scale, batch.seq_idx, batch.positions, o_lat, pool);
   float* attn_out = grow(s.gate, n * H * dv);
-  expand_values(m, H, o_lat, kv_b, n, attn_out, pool);
+  mla_expand_values(m, lw.mla_uv, H, o_lat, n, attn_out, s.mla, pool);
   matmul(lw.wo, attn_out, n, proj, pool);
 }
 
 }  // namespace
+
+void prepare_mla_weights(ModelWeights& w) {
+  const ModelConfig& cfg = w.config;
+  if (!cfg.is_mla()) return;
+  const MlaConfig& m = cfg.mla;
+  const int H = cfg.num_heads, dn = m.qk_nope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
+  for (LayerWeights& lw : w.layers) {
+    auto* uk_t = reinterpret_cast<float*>(w.alloc_owned(sizeof(float) * H * C * dn));
+    auto* uv = reinterpret_cast<float*>(w.alloc_owned(sizeof(float) * H * dv * C));
+    mla_split_kv_b(lw.kv_b, m, H, uk_t, uv);
+    lw.mla_uk_t = mla_f32_view(uk_t, int64_t{H} * C, dn);
+    lw.mla_uv = mla_f32_view(uv, int64_t{H} * dv, C);
+  }
+}
 
 std::vector<double> mla_rope_inv_freq(const ModelConfig& c) {
   const int d = c.mla.qk_rope_head_dim;
@@ -163,6 +124,7 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
   CHECK(cfg.is_mla()) << "forward_deepseek_v3 on a non-MLA config";
   CHECK(kv.layout.is_latent() && kv.layout.latent_dim == cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim)
       << "MLA forward needs a latent KV layout of kv_lora_rank + qk_rope_head_dim";
+  CHECK(w.layers.empty() || !w.layers[0].mla_uv.empty()) << "MLA forward before prepare_mla_weights";
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   CHECK(batch.positions.size() == batch.tokens.size() && batch.seq_idx.size() == batch.tokens.size());
   const int H = cfg.hidden_size;

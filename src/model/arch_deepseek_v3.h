@@ -31,7 +31,13 @@ float mla_rope_attn_factor(const ModelConfig& c);
 // (qk_nope + qk_rope)^-0.5, times mscale(factor, mscale_all_dim)^2 when YaRN sets mscale_all_dim.
 float mla_softmax_scale(const ModelConfig& c);
 
-// forward() for configs with is_mla(); same contract. kv must have a latent layout.
+// Builds every layer's mla_uk_t / mla_uv from its kv_b (dequantized once, exactly as a step
+// dequantized it before) in w's arena. load_model calls it after quantize-on-load; forward
+// needs it. A no-op for configs without MLA.
+void prepare_mla_weights(ModelWeights& w);
+
+// forward() for configs with is_mla(); same contract. kv must have a latent layout and
+// prepare_mla_weights must have run.
 void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
                          ForwardScratch& scratch, ThreadPool* pool, float* logits);
 

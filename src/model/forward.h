@@ -12,6 +12,7 @@
 #include "kernels/kv_view.h"
 #include "kernels/matmul.h"
 #include "kernels/rope.h"
+#include "model/mla_absorb.h"
 #include "model/model_weights.h"
 
 namespace densa {
@@ -37,7 +38,7 @@ struct ForwardScratch {
   std::vector<float> topk_weights;                // [num_tokens, top_k]
   std::vector<float> final_rows;                  // [num_logits, hidden]
   RopeTable rope;                                 // this batch's cos / sin, shared by all layers
-  std::vector<float> mla_kv_b;                    // MLA: kv_b_proj as fp32 (model/arch_deepseek_v3.cpp)
+  MlaScratch mla;                                 // MLA: the absorbed products (model/mla_absorb.h)
   // Experts chosen per layer (the MoE routing record): [num_layers][num_tokens][top_k];
   // -1 for the tokens of dense layers.
   std::vector<int32_t> selected_experts;

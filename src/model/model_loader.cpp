@@ -11,6 +11,7 @@
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
 #include "kernels/matmul.h"
+#include "model/arch_deepseek_v3.h"
 #include "model/gguf_config.h"
 #include "model/hf_moe_names.h"
 #include "model/hf_quantized.h"
@@ -448,6 +449,7 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
   w.int4_tiles = options.prepare_for_kernels && options.int4_tiles && matmul_prefers_int4_tiles();
   if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
   if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));
+  prepare_mla_weights(w);  // from kv_b as quantized
   if (options.prepare_for_kernels) {
     repack_ggml_for_kernels(w);
     move_matrices_to_arena(w);
