@@ -57,7 +57,7 @@ void mla_attention(const ModelConfig& cfg, const LayerWeights& lw, int layer, co
   mla_kv_store(kv, layer, latent, C, batch.seq_idx, batch.positions);
 
   float* q_abs = grow(s.v, n * H * D);
-  mla_absorb_queries(m, lw.mla_uk_t, H, q, n, q_abs, s.mla, pool);
+  mla_absorb_queries(m, lw.mla_uk, H, q, n, q_abs, pool);
   float* o_lat = grow(s.attn, n * H * C);
   paged_mla_attention(kv, layer, q_abs, H, C, scale, batch.seq_idx, batch.positions, o_lat, pool);
   float* attn_out = grow(s.gate, n * H * dv);
@@ -73,10 +73,10 @@ void prepare_mla_weights(ModelWeights& w) {
   const MlaConfig& m = cfg.mla;
   const int H = cfg.num_heads, dn = m.qk_nope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
   for (LayerWeights& lw : w.layers) {
-    auto* uk_t = reinterpret_cast<float*>(w.alloc_owned(sizeof(float) * H * C * dn));
+    auto* uk = reinterpret_cast<float*>(w.alloc_owned(sizeof(float) * H * dn * C));
     auto* uv = reinterpret_cast<float*>(w.alloc_owned(sizeof(float) * H * dv * C));
-    mla_split_kv_b(lw.kv_b, m, H, uk_t, uv);
-    lw.mla_uk_t = mla_f32_view(uk_t, int64_t{H} * C, dn);
+    mla_split_kv_b(lw.kv_b, m, H, uk, uv);
+    lw.mla_uk = mla_f32_view(uk, int64_t{H} * dn, C);
     lw.mla_uv = mla_f32_view(uv, int64_t{H} * dv, C);
   }
 }

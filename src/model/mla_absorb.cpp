@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kernels/rows_combination.h"
 #include "quant/dequantize.h"
 
 namespace densa {
@@ -41,39 +42,36 @@ WeightView mla_f32_view(const float* data, int64_t rows, int64_t cols) {
   return v;
 }
 
-void mla_split_kv_b(const WeightView& kv_b, const MlaConfig& m, int H, float* uk_t, float* uv) {
+void mla_split_kv_b(const WeightView& kv_b, const MlaConfig& m, int H, float* uk, float* uv) {
   const int dn = m.qk_nope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
   CHECK(kv_b.rows == int64_t{H} * (dn + dv) && kv_b.cols == C) << "kv_b_proj is " << kv_b.rows << " x " << kv_b.cols;
-  std::vector<float> row(static_cast<size_t>(C));
   for (int h = 0; h < H; ++h) {
     for (int d = 0; d < dn + dv; ++d) {
-      dequantize_row(kv_b, int64_t{h} * (dn + dv) + d, row.data());
-      if (d < dn) {  // row d of W_UK_h is column d of W_UK_h^T
-        float* dst = uk_t + int64_t{h} * C * dn + d;
-        for (int c = 0; c < C; ++c) dst[int64_t{c} * dn] = row[c];
-      } else {
-        std::copy(row.begin(), row.end(), uv + (int64_t{h} * dv + (d - dn)) * C);
-      }
+      float* dst = d < dn ? uk + (int64_t{h} * dn + d) * C : uv + (int64_t{h} * dv + (d - dn)) * C;
+      dequantize_row(kv_b, int64_t{h} * (dn + dv) + d, dst);
     }
   }
 }
 
-void mla_absorb_queries(const MlaConfig& m, const WeightView& uk_t, int H, const float* q, int64_t n, float* q_abs,
-                        MlaScratch& s, ThreadPool* pool) {
+void mla_absorb_queries(const MlaConfig& m, const WeightView& uk, int H, const float* q, int64_t n, float* q_abs,
+                        ThreadPool* pool) {
   const int dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim, C = m.kv_lora_rank;
   const int D = C + dr;
-  float* in = grow(s.in, static_cast<size_t>(H * n * dn));
-  float* out = grow(s.out, static_cast<size_t>(H * n * C));
-  for (int64_t t = 0; t < n; ++t) {
-    for (int h = 0; h < H; ++h) std::copy_n(q + (t * H + h) * (dn + dr), dn, in + (h * n + t) * dn);
-  }
-  per_head_products(uk_t, H, C, dn, in, n, out, s.jobs, pool);
-  for (int64_t t = 0; t < n; ++t) {
-    for (int h = 0; h < H; ++h) {
-      float* dst = q_abs + (t * H + h) * D;
-      std::copy_n(out + (h * n + t) * C, C, dst);
-      std::copy_n(q + (t * H + h) * (dn + dr) + dn, dr, dst + C);
+  CHECK(uk.dtype == DType::kF32 && uk.rows == int64_t{H} * dn && uk.cols == C) << "MLA absorb: split kv_b shape";
+  const auto* w = static_cast<const float*>(uk.data);
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t h = begin; h < end; ++h) {
+      rows_combination(w + h * dn * C, dn, C, q + h * (dn + dr), int64_t{H} * (dn + dr), n, q_abs + h * D,
+                       int64_t{H} * D);
+      for (int64_t t = 0; t < n; ++t) {
+        std::copy_n(q + (t * H + h) * (dn + dr) + dn, dr, q_abs + (t * H + h) * D + C);
+      }
     }
+  };
+  if (pool != nullptr && H > 1) {
+    pool->parallel_for(H, run, 1);
+  } else {
+    run(0, H);
   }
 }
 
