@@ -449,8 +449,8 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
   w.int4_tiles = options.prepare_for_kernels && options.int4_tiles && matmul_prefers_int4_tiles();
   if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
   if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));
-  prepare_mla_weights(w);  // from kv_b as quantized
   if (options.prepare_for_kernels) {
+    prepare_mla_weights(w);  // from kv_b as quantized
     repack_ggml_for_kernels(w);
     move_matrices_to_arena(w);
   }

@@ -24,7 +24,9 @@ struct LoadOptions {
   // Prepares the matrices for the kernels, values unchanged: GGUF Q4_0 (as stored or quantized
   // on load) is repacked into the INT4 layout the W4A8 kernel reads (repack_ggml_for_kernels,
   // f16 scales), and matrices still in the mapped file are copied into huge pages
-  // (move_matrices_to_arena). Off for tools that report or rewrite the stored tensors.
+  // (move_matrices_to_arena), and MLA's kv_b_proj is split for the absorbed products
+  // (prepare_mla_weights; an MLA forward needs it). Off for tools that report or rewrite the
+  // stored tensors.
   bool prepare_for_kernels = true;
   // With prepare_for_kernels: INT4 g32 matrices are laid out in 8-row tiles
   // (WeightLayout::kInt4Tiles8) where the kernels read those faster (matmul_prefers_int4_tiles).
