@@ -31,9 +31,9 @@ float mla_rope_attn_factor(const ModelConfig& c);
 // (qk_nope + qk_rope)^-0.5, times mscale(factor, mscale_all_dim)^2 when YaRN sets mscale_all_dim.
 float mla_softmax_scale(const ModelConfig& c);
 
-// Builds every layer's mla_uk_t / mla_uv from its kv_b (dequantized once, exactly as a step
-// dequantized it before) in w's arena. load_model calls it after quantize-on-load; forward
-// needs it. A no-op for configs without MLA.
+// Builds every layer's mla_uk / mla_uv from its kv_b (dequantized once, exactly as a step
+// dequantized it before) in w's arena. load_model calls it after quantize-on-load (with
+// prepare_for_kernels, the default); forward needs it. A no-op for configs without MLA.
 void prepare_mla_weights(ModelWeights& w);
 
 // forward() for configs with is_mla(); same contract. kv must have a latent layout and
