@@ -12,6 +12,7 @@
 
 #include "core/cpu_features.h"
 #include "engine/engine.h"
+#include "exec/runner.h"
 #include "kernels/matmul.h"
 #include "quant/quantize_matrix.h"
 #include "kv/contiguous_kv_cache.h"
@@ -56,18 +57,27 @@ std::vector<TokenId> random_prompt(const ModelConfig& c, int len, uint64_t& stat
 // Bytes a matrix occupies in memory as stored, scales included.
 int64_t matrix_bytes(const WeightView& v) { return v.empty() ? 0 : v.bytes() + v.scale_bytes(); }
 
+// Bytes of routed expert e of a layer; 0 in a dense layer (DeepSeek-V3 / GLM's leading
+// layers have no experts).
 int64_t expert_bytes(const LayerWeights& l, size_t e) {
+  if (e >= l.expert_gate.size()) return 0;
   return matrix_bytes(l.expert_gate[e]) + matrix_bytes(l.expert_up[e]) + matrix_bytes(l.expert_down[e]);
 }
 
-// Weight bytes a decode step reads besides the experts: attention, dense FFN, router, norms,
-// lm_head, and the embedding rows of `batch` tokens.
+// Weight bytes a decode step reads besides the routed experts: attention (MLA: its
+// projections, and kv_b_proj as the absorbed products read it: split in fp32 where the kernels
+// run, as stored otherwise), dense FFN, router, shared expert, norms, lm_head, and the
+// embedding rows of `batch` tokens.
 int64_t fixed_step_bytes(const ModelWeights& w, int batch) {
   const ModelConfig& c = w.config;
   int64_t n = matrix_bytes(w.lm_head) + static_cast<int64_t>(w.final_norm.size()) * 4;
   n += batch * (w.tok_embeddings.rows > 0 ? matrix_bytes(w.tok_embeddings) / w.tok_embeddings.rows : 0);
   for (const LayerWeights& l : w.layers) {
-    for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) n += matrix_bytes(*m);
+    for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.q_a, &l.q_b,
+                                &l.kv_a, &l.shared_gate, &l.shared_up, &l.shared_down}) {
+      n += matrix_bytes(*m);
+    }
+    n += l.mla_uv.empty() ? matrix_bytes(l.kv_b) : matrix_bytes(l.mla_uk) + matrix_bytes(l.mla_uv);
     n += 2 * int64_t{c.hidden_size} * 4;
   }
   return n;
@@ -81,9 +91,14 @@ int64_t all_weight_bytes(const ModelWeights& w) {
   return n;
 }
 
-// KV bytes of one token (all layers, K and V, dynamic FP8 scales included).
+// KV bytes of one token (all layers, dynamic FP8 scales included): K and V per KV head, or
+// MLA's one latent row of kv_lora_rank + qk_rope_head_dim per layer (one scale per row).
 int64_t kv_token_bytes(const ModelConfig& c, DType kv) {
   const int64_t elem = kv == DType::kF32 ? 4 : kv == DType::kBF16 ? 2 : 1;
+  if (c.is_mla()) {
+    const int64_t latent = int64_t{c.mla.kv_lora_rank} + c.mla.qk_rope_head_dim;
+    return int64_t{c.num_layers} * (latent * elem + (kv == DType::kFP8E4M3 ? 4 : 0));
+  }
   int64_t n = int64_t{c.num_layers} * 2 * c.num_kv_heads * c.head_dim * elem;
   if (kv == DType::kFP8E4M3) n += int64_t{c.num_layers} * 2 * c.num_kv_heads * 4;
   return n;
@@ -113,8 +128,8 @@ std::vector<std::vector<int>> routed_experts_per_step(const ModelWeights& w,
   const int group = std::max(1, 4096 / std::max(len, 1));
   for (int first = 0; first < b; first += group) {
     const int n_seq = std::min(group, b - first);
-    const KvScaleMode mode = kv_dtype == DType::kFP8E4M3 ? KvScaleMode::kDynamic : KvScaleMode::kNone;
-    const ContiguousKvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, len, n_seq, kv_dtype, mode);
+    // The runtime's layout (MLA: one latent row per token per layer), one page per sequence.
+    const ContiguousKvCache cache(kv_layout_for(c, len, kv_dtype), n_seq);
     std::vector<TokenId> tokens;
     std::vector<int32_t> positions, seq_idx;
     for (int s = 0; s < n_seq; ++s) {
@@ -132,7 +147,7 @@ std::vector<std::vector<int>> routed_experts_per_step(const ModelWeights& w,
           const int64_t t = static_cast<int64_t>(s) * len + p + j;
           for (int k = 0; k < top_k; ++k) {
             const int e = scratch.selected_experts[(static_cast<int64_t>(l) * n + t) * top_k + k];
-            used[j][l][e] = 1;
+            if (e >= 0) used[j][l][e] = 1;  // -1: a dense layer (DeepSeek-V3 / GLM's first layers)
           }
         }
       }
@@ -280,7 +295,9 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
         }
       }
       experts /= static_cast<double>(counts.size());
-      rep.experts_per_layer_step = expert_layers / static_cast<double>(counts.size()) / c.num_layers;
+      int moe_layers = 0;
+      for (int l = 0; l < c.num_layers; ++l) moe_layers += c.is_moe_layer(l) ? 1 : 0;
+      rep.experts_per_layer_step = expert_layers / static_cast<double>(counts.size()) / std::max(moe_layers, 1);
       rep.routing_measured = true;
     } else {
       for (const LayerWeights& l : w.layers) experts += static_cast<double>(expert_bytes(l, 0)) * c.num_experts;

@@ -70,7 +70,7 @@ struct BenchOfflineReport {
   // Bytes one decode step reads (averaged over the measured steps of the last repeat).
   int64_t weight_bytes_all = 0;       // every matrix and norm as stored
   double weight_bytes_per_step = 0;   // active: routed experts only, embeddings of the batch
-  double experts_per_layer_step = 0;  // MoE: distinct experts a step reads per layer (avg)
+  double experts_per_layer_step = 0;  // MoE: distinct experts a step reads per MoE layer (avg)
   double kv_bytes_per_step = 0;       // K and V of every context token of every sequence
   double weight_gbs = 0;              // weight_bytes_per_step / decode_step seconds
   double total_gbs = 0;               // (weights + KV) per step / decode_step seconds

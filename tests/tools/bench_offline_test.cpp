@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "core/cpu_features.h"
 #include "kernels/matmul.h"
 #include "model/model_loader.h"
@@ -104,6 +107,51 @@ TEST(BenchOffline, DenseReadsEveryMatrixOncePerStep) {
   EXPECT_DOUBLE_EQ(r->weight_bytes_per_step, static_cast<double>(r->weight_bytes_all) - (1024 - 2) * 128 * 4);
   // FP8 KV: 1 byte per element plus a 4-byte scale per (layer, K|V, head, token).
   EXPECT_DOUBLE_EQ(r->kv_bytes_per_step, (12 + 1 + 1) * 2.0 * (4 * 2 * 4 * 16 + 4 * 2 * 4 * 4));
+}
+
+// An MLA model whose first layer is dense (DeepSeek-V3's first_k_dense_replace): the dense
+// layer has no experts to count (batch 1 read expert 0 of it and crashed; a batch replayed its
+// routing record's -1 as an expert index and corrupted the heap). KV is one latent row per
+// token per layer, and the step reads the MLA projections and the split kv_b_proj.
+TEST(BenchOffline, MlaModelWithADenseFirstLayer) {
+  Result<ModelWeights> loaded = load_model(std::filesystem::path(DENSA_SOURCE_DIR) / "tests/data/reference/deepseek_v3");
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  const ModelWeights& w = *loaded;
+  const ModelConfig& m = w.config;
+  ASSERT_TRUE(m.is_mla());
+  ASSERT_FALSE(m.is_moe_layer(0));
+  for (int batch : {1, 3}) {
+    const BenchOfflineConfig c = small_run(batch, 16, 6, 1);
+    Result<BenchOfflineReport> r = run_bench_offline(w, c);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    expect_consistent_runs(*r, c);
+    EXPECT_TRUE(r->routing_measured);
+    EXPECT_GE(r->experts_per_layer_step, 2.0) << "per MoE layer: top-2 at least";
+    EXPECT_LE(r->experts_per_layer_step, std::min(2.0 * batch, 8.0));
+    // KV: 3 layers x (kv_lora_rank 32 + rope 8) x 2 bytes per token, average context 16 + 2 + 1.
+    EXPECT_DOUBLE_EQ(r->kv_bytes_per_step, 19.0 * batch * 3 * (32 + 8) * 2);
+    // Weights: every matrix a step reads, kv_b_proj as the split the kernels read.
+    double mla = 0, experts_all = 0, expert = 0;
+    for (const LayerWeights& l : w.layers) {
+      for (const WeightView* v : {&l.q_a, &l.q_b, &l.kv_a, &l.mla_uk, &l.mla_uv, &l.wo}) mla += static_cast<double>(v->bytes());
+      for (size_t e = 0; e < l.expert_gate.size(); ++e) {
+        const double b = static_cast<double>(l.expert_gate[e].bytes() + l.expert_up[e].bytes() + l.expert_down[e].bytes());
+        experts_all += b;
+        expert = b;
+      }
+    }
+    EXPECT_GT(mla, 0.0);
+    // The MLA projections are part of what the report counts.
+    EXPECT_GE(static_cast<double>(r->weight_bytes_all),
+              mla + experts_all + static_cast<double>(w.tok_embeddings.bytes() + w.lm_head.bytes()));
+    const double embed_row = static_cast<double>(w.tok_embeddings.bytes()) / w.tok_embeddings.rows;
+    EXPECT_NEAR(r->weight_bytes_per_step,
+                static_cast<double>(r->weight_bytes_all) - experts_all - (m.vocab_size - batch) * embed_row +
+                    r->experts_per_layer_step * 2 * expert,
+                1.0)
+        << "2 MoE layers";
+    EXPECT_GT(r->weight_bytes_per_step, mla);
+  }
 }
 
 // --lm-head-dtype shows in the report and in the bytes a decode step streams: an INT4 g32
