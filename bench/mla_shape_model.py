@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a random-weight DeepseekV3ForCausalLM checkpoint (HF safetensors, BF16) with
 DeepSeek-V3's attention shape: 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk_nope 128,
-qk_rope 64, v_head_dim 128. A narrow hidden size (2048), few layers and small experts keep it
+qk_rope 64, v_head_dim 128. A narrow hidden size (2048), few layers (all MoE) and small experts keep it
 under 1 GB. Its MLA attention costs per token are those of the real model's layers, so
 `densa bench offline` on it shows what the absorbed products cost end to end
 (docs/benchmarks.md, session 14).
@@ -40,7 +40,7 @@ def config(layers):
         "num_key_value_heads": 128, "n_shared_experts": 1, "n_routed_experts": 8, "routed_scaling_factor": 2.5,
         "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128,
         "qk_nope_head_dim": 128, "topk_method": "noaux_tc", "n_group": 4, "topk_group": 2,
-        "num_experts_per_tok": 2, "moe_layer_freq": 1, "first_k_dense_replace": 1, "norm_topk_prob": True,
+        "num_experts_per_tok": 2, "moe_layer_freq": 1, "first_k_dense_replace": 0, "norm_topk_prob": True,
         "scoring_func": "sigmoid", "hidden_act": "silu", "max_position_embeddings": 4096, "rms_norm_eps": 1e-06,
         "tie_word_embeddings": False, "rope_theta": 10000.0, "rope_interleave": True,
         "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024,
