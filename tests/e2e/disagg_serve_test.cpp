@@ -342,6 +342,12 @@ TEST(DisaggServeKill, APrefillWorkerServesOnAfterItsPooledPeerDied) {
     const CurlResponse r = decode.post("/v1/completions", body, to_prefill);
     ASSERT_EQ(r.status, 200) << r.body << prefill.log();
     EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], text);
+    // The decode worker pools its receiving worker once the prefill worker's answer is in,
+    // which may come a moment after the completion; the next transfer must find it there
+    // (same receiver address, so the prefill worker's kept connection fits).
+    for (int k = 0; k < 200 && metric_value(decode.get("/metrics").body, "densa_ucx_workers_idle") < 1; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
   EXPECT_EQ(prefill_metric("densa_ucx_workers_created_total"), 2.0) << "one connection per receiver";
   EXPECT_EQ(prefill_metric("densa_ucx_workers_reused_total"), 1.0);
