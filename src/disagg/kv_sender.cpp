@@ -37,8 +37,15 @@ Result<int64_t> send_page_messages(UcxWorkerPool& pool, const KvSendOrder& order
                                    std::chrono::steady_clock::time_point deadline) {
   Result<std::unique_ptr<UcxWorker>> worker = pool.acquire(order.peer_address);
   if (!worker.is_ok()) return kv_transfer_failed(worker.status().message());
-  // Dropped on every early return: a worker whose transfer failed is destroyed, not pooled.
   std::unique_ptr<UcxWorker> w = std::move(worker).value();
+  // Every early return hands the worker back as failed: destroyed, not pooled, and counted.
+  struct Discard {
+    UcxWorkerPool& pool;
+    std::unique_ptr<UcxWorker>& worker;
+    ~Discard() {
+      if (worker != nullptr) pool.release(std::move(worker), /*keep=*/false);
+    }
+  } discard{pool, w};
   int64_t bytes = 0;
   for (size_t k = 0; k < messages.size(); ++k) {
     Result<size_t> op = w->post_send(page_message_tag(order.transfer_id, static_cast<uint32_t>(k)), messages[k]);

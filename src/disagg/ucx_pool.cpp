@@ -29,9 +29,13 @@ Result<std::unique_ptr<UcxWorker>> UcxWorkerPool::acquire(std::span<const uint8_
   }
   Result<std::unique_ptr<UcxWorker>> w = UcxWorker::create(context_);
   if (!w.is_ok()) return w.status();
-  if (!peer.empty()) DENSA_RETURN_IF_ERROR((*w)->connect(peer));
+  const Status connected = peer.empty() ? Status::ok() : (*w)->connect(peer);
   std::lock_guard<std::mutex> lock(mu_);
   ++counts_.created;
+  if (!connected.is_ok()) {
+    ++counts_.discarded;
+    return connected;  // the worker is destroyed on the way out
+  }
   return w;
 }
 

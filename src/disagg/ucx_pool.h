@@ -31,7 +31,8 @@ class UcxWorkerPool {
   struct Counts {
     uint64_t created = 0;    // fresh workers (connected when acquired for a peer)
     uint64_t reused = 0;     // acquisitions served from the pool
-    uint64_t discarded = 0;  // workers handed back but not reusable, or released with keep = false
+    uint64_t discarded = 0;  // destroyed after a transfer: not reusable, released with keep = false,
+                             // or their connection failed in acquire()
     size_t idle = 0;         // in the pool now
   };
 

@@ -356,5 +356,52 @@ TEST(DisaggServeKill, APrefillWorkerServesOnAfterItsPooledPeerDied) {
   EXPECT_EQ(prefill.stop(), 0) << "closing the pooled connection to the dead peer must not hang:\n" << prefill.log();
 }
 
+// The decode worker gives up on a slow prefill worker (its timeout passes before the pages
+// leave), destroys that transfer's receiving worker and frees the pages. The prefill worker
+// then sends them late, to a receiver that no longer exists: that send fails and its worker is
+// not kept. The decode worker's next transfer, on a new receiving worker, gets exactly its own
+// pages: the output equals a clean run's.
+TEST(DisaggServeKill, LatePagesOfATimedOutTransferNeverReachTheNextOne) {
+  setenv("UCX_TLS", "tcp", 1);
+  setenv("DENSA_DISAGG_SEND_DELAY_MS", "1500", 1);
+  ServerProcess slow({"--role", "prefill"});
+  unsetenv("DENSA_DISAGG_SEND_DELAY_MS");
+  ServerProcess prompt_prefill({"--role", "prefill"});
+  ServerProcess decode({"--role", "decode", "--disagg-timeout-ms", "700"});
+  ServerProcess colocated({});
+  ASSERT_TRUE(slow.wait_ready() && prompt_prefill.wait_ready() && decode.wait_ready() && colocated.wait_ready());
+  const std::string body = json({{"prompt", kPrompts[2]}, {"max_tokens", 8}, {"temperature", 0}}).dump();
+  auto via = [&](const ServerProcess& prefill) {
+    return decode.post("/v1/completions", body, "-H " + shell_quote("X-Densa-Prefill-Url: " + prefill.url("")));
+  };
+  const CurlResponse timed_out = via(slow);
+  EXPECT_EQ(timed_out.status, 502) << timed_out.body;
+  EXPECT_EQ(json::parse(timed_out.body)["error"]["code"], "kv_transfer_failed") << timed_out.body;
+  // Wait until the slow worker has tried its late send (1.5 s after the order) and failed.
+  double late_failures = 0;
+  for (int i = 0; i < 500 && late_failures < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    late_failures = metric_value(slow.get("/metrics").body, "densa_kv_transfer_failures_total");
+  }
+  EXPECT_EQ(late_failures, 1.0) << "the late send must fail: its receiver is gone\n" << slow.log();
+  const std::string slow_metrics = slow.get("/metrics").body;
+  EXPECT_EQ(metric_value(slow_metrics, "densa_ucx_workers_idle"), 0.0) << "a failed sender is not kept";
+  EXPECT_EQ(metric_value(slow_metrics, "densa_ucx_workers_discarded_total"), 1.0) << slow_metrics;
+
+  const CurlResponse ref = colocated.post("/v1/completions", body);
+  for (int i = 0; i < 2; ++i) {
+    const CurlResponse r = via(prompt_prefill);
+    ASSERT_EQ(r.status, 200) << r.body << decode.log();
+    EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], json::parse(ref.body)["choices"][0]["text"]);
+  }
+  const std::string metrics = decode.get("/metrics").body;
+  EXPECT_EQ(metric_value(metrics, "densa_kv_transfer_failures_total"), 1.0) << metrics;
+  EXPECT_GE(metric_value(metrics, "densa_ucx_workers_discarded_total"), 1.0) << "the timed-out receiver";
+  const CurlResponse h = decode.get("/health?audit=1");
+  EXPECT_EQ(json::parse(h.body)["audit"], "ok") << h.body;
+  EXPECT_EQ(json::parse(h.body)["kv_pages_used"], 0) << h.body;
+  for (ServerProcess* s : {&decode, &slow, &prompt_prefill, &colocated}) EXPECT_EQ(s->stop(), 0) << s->log();
+}
+
 }  // namespace
 }  // namespace densa::testing
