@@ -35,6 +35,15 @@ inline nlohmann::json read_json(const std::filesystem::path& p) {
   return nlohmann::json::parse(read_text(p));
 }
 
+// n standard normal floats from seed (mt19937).
+inline std::vector<float> normal_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
 // valid.ids.u16.bin as token ids.
 inline std::vector<int32_t> validation_ids(const std::string& model) {
   const auto raw = read_binary<uint16_t>(model_dir(model) / "golden" / "valid.ids.u16.bin");

@@ -5,23 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "core/cpu_features.h"
 #include "kernels/internal/rows_combination_isa.h"
 #include "kernels/rows_combination.h"
+#include "test_util.h"
 
 namespace densa {
 namespace {
-
-std::vector<float> randoms(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 TEST(RowsCombination, EveryIsaMatchesTheScalarLoopBitForBitAndTheDoubleSum) {
   const int64_t shapes[][2] = {{1, 1}, {3, 5}, {7, 16}, {16, 17}, {32, 255}, {128, 256}, {33, 257}, {128, 512}, {9, 530}};
@@ -29,9 +21,9 @@ TEST(RowsCombination, EveryIsaMatchesTheScalarLoopBitForBitAndTheDoubleSum) {
   int compared = 0;
   for (const auto& s : shapes) {
     const int64_t rows = s[0], cols = s[1];
-    const std::vector<float> w = randoms(static_cast<size_t>(rows * cols), 1 + static_cast<uint32_t>(rows * cols));
+    const std::vector<float> w = testing::normal_floats(static_cast<size_t>(rows * cols), 1 + static_cast<uint32_t>(rows * cols));
     const int64_t xs = rows + x_stride_pad, ys = cols + y_stride_pad;
-    const std::vector<float> x = randoms(static_cast<size_t>(n * xs), 99);
+    const std::vector<float> x = testing::normal_floats(static_cast<size_t>(n * xs), 99);
     std::vector<float> want(static_cast<size_t>(n * ys), -7.0f);
     rows_combination_internal::rows_combination_scalar(w.data(), rows, cols, x.data(), xs, n, want.data(), ys);
     for (int64_t t = 0; t < n; ++t) {

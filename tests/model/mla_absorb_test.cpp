@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "model/mla_absorb.h"
 #include "quant/quantize_matrix.h"
+#include "test_util.h"
 
 namespace densa {
 namespace {
@@ -23,14 +23,6 @@ MlaConfig shape() {
 }
 constexpr int kHeads = 3;
 
-std::vector<float> randoms(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
 struct Case {
   const char* name;
   DType dtype;
@@ -42,7 +34,7 @@ TEST_P(MlaAbsorb, ProductsMatchTheReferenceAndAreBatchInvariant) {
   const MlaConfig m = shape();
   const int H = kHeads, dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
   const int64_t rows = int64_t{H} * (dn + dv);
-  const std::vector<float> src = randoms(static_cast<size_t>(rows * C), 7);
+  const std::vector<float> src = testing::normal_floats(static_cast<size_t>(rows * C), 7);
   QuantizedMatrix stored;
   WeightView kv_b = mla_f32_view(src.data(), rows, C);
   if (GetParam().dtype != DType::kF32) {
@@ -56,8 +48,8 @@ TEST_P(MlaAbsorb, ProductsMatchTheReferenceAndAreBatchInvariant) {
   const WeightView uv_view = mla_f32_view(uv.data(), int64_t{H} * dv, C);
 
   const int64_t n = 5;
-  const std::vector<float> q = randoms(static_cast<size_t>(n * H * (dn + dr)), 11);
-  const std::vector<float> o_lat = randoms(static_cast<size_t>(n * H * C), 13);
+  const std::vector<float> q = testing::normal_floats(static_cast<size_t>(n * H * (dn + dr)), 11);
+  const std::vector<float> o_lat = testing::normal_floats(static_cast<size_t>(n * H * C), 13);
   ThreadPool pool(2);
   MlaScratch s;
   std::vector<float> q_abs(static_cast<size_t>(n * H * (C + dr))), out(static_cast<size_t>(n * H * dv));
