@@ -1,8 +1,8 @@
 // MLA's absorbed products per layer and step (model/mla_absorb.h) at DeepSeek-V3 and Kimi K2
 // shapes: the path before session 14 (every step dequantized the whole kv_b_proj to fp32 on
 // one thread, then ran the products as plain loops over the pool) against the products on
-// kv_b split once at load (absorb: rows_combination per head; expand: one fp32 matmul per
-// head, all heads in one pass over the pool).
+// kv_b split once at load (both products: rows_combination per head, heads split over the
+// pool).
 // Both run in turn in this process, `rounds` times; prints median ms per layer-step of each,
 // their ratio, the model-step total at the model's layer count, and the largest difference of
 // the two results relative to the largest output. A plain main(), not a timed test.
@@ -135,14 +135,13 @@ int run(int argc, char** argv) {
     for (float& x : o_lat) x = nd(rng) * 50;
     for (DType dtype : {DType::kBF16, DType::kFP8E4M3}) {
       const QuantizedMatrix stored = quantize_matrix(src.data(), rows, C, WeightQuantSpec{dtype, 128});
-      std::vector<float> uk(static_cast<size_t>(H * dn * C)), uv(static_cast<size_t>(H * dv * C));
-      mla_split_kv_b(stored.view, m, H, uk.data(), uv.data());
+      std::vector<float> uk(static_cast<size_t>(H * dn * C)), uv_t(static_cast<size_t>(H * C * dv));
+      mla_split_kv_b(stored.view, m, H, uk.data(), uv_t.data());
       const WeightView uk_view = mla_f32_view(uk.data(), int64_t{H} * dn, C);
-      const WeightView uv_view = mla_f32_view(uv.data(), int64_t{H} * dv, C);
+      const WeightView uv_view = mla_f32_view(uv_t.data(), int64_t{H} * C, dv);
       std::vector<float> a_abs(static_cast<size_t>(tokens * H * (C + dr))), a_out(static_cast<size_t>(tokens * H * dv));
       std::vector<float> b_abs(a_abs.size()), b_out(a_out.size());
       PerStepPath old;
-      MlaScratch s;
       std::vector<double> t_old, t_new;
       for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms up
         Clock::time_point t0 = Clock::now();
@@ -150,7 +149,7 @@ int run(int argc, char** argv) {
         const double o = ms_since(t0);
         t0 = Clock::now();
         mla_absorb_queries(m, uk_view, H, q.data(), tokens, b_abs.data(), &pool);
-        mla_expand_values(m, uv_view, H, o_lat.data(), tokens, b_out.data(), s, &pool);
+        mla_expand_values(m, uv_view, H, o_lat.data(), tokens, b_out.data(), &pool);
         const double n = ms_since(t0);
         if (r == 0) continue;
         t_old.push_back(o);

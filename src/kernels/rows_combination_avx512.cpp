@@ -3,8 +3,9 @@
 //
 // Columns go in blocks of 256 (16 accumulators); per block, every row of x walks the rows of w
 // in order, so a block of w (rows x 1 KiB) stays in cache for the next row of x, and each
-// w row segment is read contiguously. A last partial block uses as many whole vectors as fit
-// and one masked vector. Every lane sums its terms in row order with one fma each, as the
+// w row segment is read contiguously. A last partial block takes its whole vectors in one pass
+// (as many accumulators), then one masked vector. A matrix of 128 columns is one pass over
+// contiguous memory. Every lane sums its terms in row order with one fma each, as the
 // scalar loop does.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -44,6 +45,19 @@ DENSA_AVX512 void masked_vector(const float* w, int64_t rows, int64_t cols, int6
 
 }  // namespace
 
+// The last whole vectors of a row (fewer than a block): one pass with that many accumulators.
+template <int kVectors>
+DENSA_AVX512 void rest(const float* w, int64_t rows, int64_t cols, int64_t c0, int vectors, const float* x,
+                       int64_t x_stride, int64_t n, float* y, int64_t y_stride) {
+  if constexpr (kVectors > 0) {
+    if (vectors == kVectors) {
+      for (int64_t t = 0; t < n; ++t) block<kVectors>(w, rows, cols, c0, x + t * x_stride, y + t * y_stride);
+      return;
+    }
+    rest<kVectors - 1>(w, rows, cols, c0, vectors, x, x_stride, n, y, y_stride);
+  }
+}
+
 DENSA_AVX512 void rows_combination_avx512(const float* w, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
                                           int64_t n, float* y, int64_t y_stride) {
   constexpr int64_t kBlock = kBlockVectors * kLanes;
@@ -51,8 +65,9 @@ DENSA_AVX512 void rows_combination_avx512(const float* w, int64_t rows, int64_t 
   for (; c0 + kBlock <= cols; c0 += kBlock) {
     for (int64_t t = 0; t < n; ++t) block<kBlockVectors>(w, rows, cols, c0, x + t * x_stride, y + t * y_stride);
   }
-  for (; c0 + kLanes <= cols; c0 += kLanes) {
-    for (int64_t t = 0; t < n; ++t) block<1>(w, rows, cols, c0, x + t * x_stride, y + t * y_stride);
+  if (const int vectors = static_cast<int>((cols - c0) / kLanes); vectors > 0) {
+    rest<kBlockVectors - 1>(w, rows, cols, c0, vectors, x, x_stride, n, y, y_stride);
+    c0 += int64_t{vectors} * kLanes;
   }
   if (c0 < cols) {
     const __mmask16 mask = static_cast<__mmask16>((1u << (cols - c0)) - 1);

@@ -61,7 +61,7 @@ void mla_attention(const ModelConfig& cfg, const LayerWeights& lw, int layer, co
   float* o_lat = grow(s.attn, n * H * C);
   paged_mla_attention(kv, layer, q_abs, H, C, scale, batch.seq_idx, batch.positions, o_lat, pool);
   float* attn_out = grow(s.gate, n * H * dv);
-  mla_expand_values(m, lw.mla_uv, H, o_lat, n, attn_out, s.mla, pool);
+  mla_expand_values(m, lw.mla_uv_t, H, o_lat, n, attn_out, pool);
   matmul(lw.wo, attn_out, n, proj, pool);
 }
 
@@ -74,10 +74,10 @@ void prepare_mla_weights(ModelWeights& w) {
   const int H = cfg.num_heads, dn = m.qk_nope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
   for (LayerWeights& lw : w.layers) {
     auto* uk = reinterpret_cast<float*>(w.alloc_owned(sizeof(float) * H * dn * C));
-    auto* uv = reinterpret_cast<float*>(w.alloc_owned(sizeof(float) * H * dv * C));
-    mla_split_kv_b(lw.kv_b, m, H, uk, uv);
+    auto* uv_t = reinterpret_cast<float*>(w.alloc_owned(sizeof(float) * H * C * dv));
+    mla_split_kv_b(lw.kv_b, m, H, uk, uv_t);
     lw.mla_uk = mla_f32_view(uk, int64_t{H} * dn, C);
-    lw.mla_uv = mla_f32_view(uv, int64_t{H} * dv, C);
+    lw.mla_uv_t = mla_f32_view(uv_t, int64_t{H} * C, dv);
   }
 }
 
@@ -124,7 +124,7 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
   CHECK(cfg.is_mla()) << "forward_deepseek_v3 on a non-MLA config";
   CHECK(kv.layout.is_latent() && kv.layout.latent_dim == cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim)
       << "MLA forward needs a latent KV layout of kv_lora_rank + qk_rope_head_dim";
-  CHECK(w.layers.empty() || !w.layers[0].mla_uv.empty()) << "MLA forward before prepare_mla_weights";
+  CHECK(w.layers.empty() || !w.layers[0].mla_uv_t.empty()) << "MLA forward before prepare_mla_weights";
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   CHECK(batch.positions.size() == batch.tokens.size() && batch.seq_idx.size() == batch.tokens.size());
   const int H = cfg.hidden_size;

@@ -38,7 +38,6 @@ struct ForwardScratch {
   std::vector<float> topk_weights;                // [num_tokens, top_k]
   std::vector<float> final_rows;                  // [num_logits, hidden]
   RopeTable rope;                                 // this batch's cos / sin, shared by all layers
-  MlaScratch mla;                                 // MLA: the absorbed products (model/mla_absorb.h)
   // Experts chosen per layer (the MoE routing record): [num_layers][num_tokens][top_k];
   // -1 for the tokens of dense layers.
   std::vector<int32_t> selected_experts;

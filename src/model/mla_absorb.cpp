@@ -1,37 +1,13 @@
 #include "model/mla_absorb.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/check.h"
 #include "kernels/rows_combination.h"
 #include "quant/dequantize.h"
 
 namespace densa {
-namespace {
-
-float* grow(std::vector<float>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
-// One product per head in one pass over the pool: y_h[n, rows] = x_h[n, cols] . W_h^T, W_h the
-// rows [h * rows, (h + 1) * rows) of the fp32 `w`; x_h at in + h * n * cols, y_h at
-// out + h * n * rows.
-void per_head_products(const WeightView& w, int H, int64_t rows, int64_t cols, const float* in, int64_t n,
-                       float* out, std::vector<MatmulJob>& jobs, ThreadPool* pool) {
-  CHECK(w.dtype == DType::kF32 && w.rows == H * rows && w.cols == cols) << "MLA products: split kv_b shape";
-  jobs.resize(static_cast<size_t>(H));
-  for (int h = 0; h < H; ++h) {
-    MatmulJob& j = jobs[static_cast<size_t>(h)];
-    j.w = mla_f32_view(static_cast<const float*>(w.data) + h * rows * cols, rows, cols);
-    j.x = in + h * n * cols;
-    j.n = n;
-    j.y = out + h * n * rows;
-  }
-  matmul_many(jobs, pool);
-}
-
-}  // namespace
 
 WeightView mla_f32_view(const float* data, int64_t rows, int64_t cols) {
   WeightView v;
@@ -42,31 +18,27 @@ WeightView mla_f32_view(const float* data, int64_t rows, int64_t cols) {
   return v;
 }
 
-void mla_split_kv_b(const WeightView& kv_b, const MlaConfig& m, int H, float* uk, float* uv) {
+void mla_split_kv_b(const WeightView& kv_b, const MlaConfig& m, int H, float* uk, float* uv_t) {
   const int dn = m.qk_nope_head_dim, dv = m.v_head_dim, C = m.kv_lora_rank;
   CHECK(kv_b.rows == int64_t{H} * (dn + dv) && kv_b.cols == C) << "kv_b_proj is " << kv_b.rows << " x " << kv_b.cols;
+  std::vector<float> row(static_cast<size_t>(C));
   for (int h = 0; h < H; ++h) {
-    for (int d = 0; d < dn + dv; ++d) {
-      float* dst = d < dn ? uk + (int64_t{h} * dn + d) * C : uv + (int64_t{h} * dv + (d - dn)) * C;
-      dequantize_row(kv_b, int64_t{h} * (dn + dv) + d, dst);
+    for (int d = 0; d < dn; ++d) dequantize_row(kv_b, int64_t{h} * (dn + dv) + d, uk + (int64_t{h} * dn + d) * C);
+    for (int j = 0; j < dv; ++j) {  // row j of W_UV_h is column j of W_UV_h^T
+      dequantize_row(kv_b, int64_t{h} * (dn + dv) + dn + j, row.data());
+      float* dst = uv_t + int64_t{h} * C * dv + j;
+      for (int c = 0; c < C; ++c) dst[int64_t{c} * dv] = row[c];
     }
   }
 }
 
-void mla_absorb_queries(const MlaConfig& m, const WeightView& uk, int H, const float* q, int64_t n, float* q_abs,
-                        ThreadPool* pool) {
-  const int dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim, C = m.kv_lora_rank;
-  const int D = C + dr;
-  CHECK(uk.dtype == DType::kF32 && uk.rows == int64_t{H} * dn && uk.cols == C) << "MLA absorb: split kv_b shape";
-  const auto* w = static_cast<const float*>(uk.data);
+namespace {
+
+// Runs fn(h) for every head, heads split over the pool.
+template <typename Fn>
+void for_each_head(int H, ThreadPool* pool, Fn fn) {
   auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t h = begin; h < end; ++h) {
-      rows_combination(w + h * dn * C, dn, C, q + h * (dn + dr), int64_t{H} * (dn + dr), n, q_abs + h * D,
-                       int64_t{H} * D);
-      for (int64_t t = 0; t < n; ++t) {
-        std::copy_n(q + (t * H + h) * (dn + dr) + dn, dr, q_abs + (t * H + h) * D + C);
-      }
-    }
+    for (int64_t h = begin; h < end; ++h) fn(h);
   };
   if (pool != nullptr && H > 1) {
     pool->parallel_for(H, run, 1);
@@ -75,18 +47,29 @@ void mla_absorb_queries(const MlaConfig& m, const WeightView& uk, int H, const f
   }
 }
 
-void mla_expand_values(const MlaConfig& m, const WeightView& uv, int H, const float* o_lat, int64_t n, float* out,
-                       MlaScratch& s, ThreadPool* pool) {
+}  // namespace
+
+void mla_absorb_queries(const MlaConfig& m, const WeightView& uk, int H, const float* q, int64_t n, float* q_abs,
+                        ThreadPool* pool) {
+  const int dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim, C = m.kv_lora_rank;
+  const int D = C + dr;
+  CHECK(uk.dtype == DType::kF32 && uk.rows == int64_t{H} * dn && uk.cols == C) << "MLA absorb: split kv_b shape";
+  const auto* w = static_cast<const float*>(uk.data);
+  for_each_head(H, pool, [&](int64_t h) {
+    rows_combination(w + h * dn * C, dn, C, q + h * (dn + dr), int64_t{H} * (dn + dr), n, q_abs + h * D,
+                     int64_t{H} * D);
+    for (int64_t t = 0; t < n; ++t) std::copy_n(q + (t * H + h) * (dn + dr) + dn, dr, q_abs + (t * H + h) * D + C);
+  });
+}
+
+void mla_expand_values(const MlaConfig& m, const WeightView& uv_t, int H, const float* o_lat, int64_t n, float* out,
+                       ThreadPool* pool) {
   const int dv = m.v_head_dim, C = m.kv_lora_rank;
-  float* in = grow(s.in, static_cast<size_t>(H * n * C));
-  float* res = grow(s.out, static_cast<size_t>(H * n * dv));
-  for (int64_t t = 0; t < n; ++t) {
-    for (int h = 0; h < H; ++h) std::copy_n(o_lat + (t * H + h) * C, C, in + (h * n + t) * C);
-  }
-  per_head_products(uv, H, dv, C, in, n, res, s.jobs, pool);
-  for (int64_t t = 0; t < n; ++t) {
-    for (int h = 0; h < H; ++h) std::copy_n(res + (h * n + t) * dv, dv, out + (t * H + h) * dv);
-  }
+  CHECK(uv_t.dtype == DType::kF32 && uv_t.rows == int64_t{H} * C && uv_t.cols == dv) << "MLA expand: split kv_b shape";
+  const auto* w = static_cast<const float*>(uv_t.data);
+  for_each_head(H, pool, [&](int64_t h) {
+    rows_combination(w + h * C * dv, C, dv, o_lat + h * C, int64_t{H} * C, n, out + h * dv, int64_t{H} * dv);
+  });
 }
 
 }  // namespace densa

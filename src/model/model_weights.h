@@ -35,9 +35,9 @@ struct LayerWeights {
   WeightView kv_b;               // [num_heads*(qk_nope + v_head_dim), kv_lora_rank]
   // kv_b split for the absorbed products and kept in fp32 (prepare_mla_weights, at load), so
   // no step dequantizes kv_b: mla_uk [num_heads*qk_nope, kv_lora_rank] holds W_UK_h of each
-  // head h, mla_uv [num_heads*v_head_dim, kv_lora_rank] holds W_UV_h.
+  // head h, mla_uv_t [num_heads*kv_lora_rank, v_head_dim] holds W_UV_h^T.
   WeightView mla_uk;
-  WeightView mla_uv;
+  WeightView mla_uv_t;
   std::vector<float> ffn_norm;   // [hidden]
   // Dense FFN (layers where !config.is_moe_layer(i)).
   WeightView w_gate;             // [intermediate, hidden]

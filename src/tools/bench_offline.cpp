@@ -77,7 +77,7 @@ int64_t fixed_step_bytes(const ModelWeights& w, int batch) {
                                 &l.kv_a, &l.shared_gate, &l.shared_up, &l.shared_down}) {
       n += matrix_bytes(*m);
     }
-    n += l.mla_uv.empty() ? matrix_bytes(l.kv_b) : matrix_bytes(l.mla_uk) + matrix_bytes(l.mla_uv);
+    n += l.mla_uv_t.empty() ? matrix_bytes(l.kv_b) : matrix_bytes(l.mla_uk) + matrix_bytes(l.mla_uv_t);
     n += 2 * int64_t{c.hidden_size} * 4;
   }
   return n;

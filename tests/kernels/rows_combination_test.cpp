@@ -16,7 +16,8 @@ namespace densa {
 namespace {
 
 TEST(RowsCombination, EveryIsaMatchesTheScalarLoopBitForBitAndTheDoubleSum) {
-  const int64_t shapes[][2] = {{1, 1}, {3, 5}, {7, 16}, {16, 17}, {32, 255}, {128, 256}, {33, 257}, {128, 512}, {9, 530}};
+  const int64_t shapes[][2] = {{1, 1}, {3, 5}, {7, 16}, {16, 17}, {32, 255}, {128, 256}, {33, 257}, {128, 512}, {9, 530},
+                                 {512, 128}, {5, 200}};
   const int64_t n = 4, x_stride_pad = 3, y_stride_pad = 5;
   int compared = 0;
   for (const auto& s : shapes) {

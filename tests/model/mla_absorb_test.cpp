@@ -42,19 +42,18 @@ TEST_P(MlaAbsorb, ProductsMatchTheReferenceAndAreBatchInvariant) {
     kv_b = stored.view;
   }
   const std::vector<float> dq = dequantize_matrix(kv_b);  // what the products must use
-  std::vector<float> uk(static_cast<size_t>(H * dn * C)), uv(static_cast<size_t>(H * dv * C));
-  mla_split_kv_b(kv_b, m, H, uk.data(), uv.data());
+  std::vector<float> uk(static_cast<size_t>(H * dn * C)), uv_t(static_cast<size_t>(H * C * dv));
+  mla_split_kv_b(kv_b, m, H, uk.data(), uv_t.data());
   const WeightView uk_view = mla_f32_view(uk.data(), int64_t{H} * dn, C);
-  const WeightView uv_view = mla_f32_view(uv.data(), int64_t{H} * dv, C);
+  const WeightView uv_view = mla_f32_view(uv_t.data(), int64_t{H} * C, dv);
 
   const int64_t n = 5;
   const std::vector<float> q = testing::normal_floats(static_cast<size_t>(n * H * (dn + dr)), 11);
   const std::vector<float> o_lat = testing::normal_floats(static_cast<size_t>(n * H * C), 13);
   ThreadPool pool(2);
-  MlaScratch s;
   std::vector<float> q_abs(static_cast<size_t>(n * H * (C + dr))), out(static_cast<size_t>(n * H * dv));
   mla_absorb_queries(m, uk_view, H, q.data(), n, q_abs.data(), &pool);
-  mla_expand_values(m, uv_view, H, o_lat.data(), n, out.data(), s, &pool);
+  mla_expand_values(m, uv_view, H, o_lat.data(), n, out.data(), &pool);
 
   double worst_abs = 0, worst_exp = 0;
   for (int64_t t = 0; t < n; ++t) {
@@ -90,9 +89,8 @@ TEST_P(MlaAbsorb, ProductsMatchTheReferenceAndAreBatchInvariant) {
   // Each token alone, one thread: the same bits as in the batch of five on two threads.
   for (int64_t t = 0; t < n; ++t) {
     std::vector<float> one_abs(static_cast<size_t>(H * (C + dr))), one_out(static_cast<size_t>(H * dv));
-    MlaScratch s1;
     mla_absorb_queries(m, uk_view, H, q.data() + t * H * (dn + dr), 1, one_abs.data(), nullptr);
-    mla_expand_values(m, uv_view, H, o_lat.data() + t * H * C, 1, one_out.data(), s1, nullptr);
+    mla_expand_values(m, uv_view, H, o_lat.data() + t * H * C, 1, one_out.data(), nullptr);
     for (size_t i = 0; i < one_abs.size(); ++i) {
       ASSERT_EQ(one_abs[i], q_abs[static_cast<size_t>(t * H * (C + dr)) + i]) << "token " << t << " element " << i;
     }

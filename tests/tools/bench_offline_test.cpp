@@ -133,7 +133,7 @@ TEST(BenchOffline, MlaModelWithADenseFirstLayer) {
     // Weights: every matrix a step reads, kv_b_proj as the split the kernels read.
     double mla = 0, experts_all = 0, expert = 0;
     for (const LayerWeights& l : w.layers) {
-      for (const WeightView* v : {&l.q_a, &l.q_b, &l.kv_a, &l.mla_uk, &l.mla_uv, &l.wo}) mla += static_cast<double>(v->bytes());
+      for (const WeightView* v : {&l.q_a, &l.q_b, &l.kv_a, &l.mla_uk, &l.mla_uv_t, &l.wo}) mla += static_cast<double>(v->bytes());
       for (size_t e = 0; e < l.expert_gate.size(); ++e) {
         const double b = static_cast<double>(l.expert_gate[e].bytes() + l.expert_up[e].bytes() + l.expert_down[e].bytes());
         experts_all += b;
