@@ -1,7 +1,7 @@
 #pragma once
 // UcxWorkerPool: UCX workers kept between transfers, so a transfer does not pay for a fresh
-// ucp_worker (2-30 ms over tcp, 85-170 ms over shared memory on the development VM) and a
-// fresh connection to its peer. A decode worker keeps unconnected receiving workers; a
+// ucp_worker and a fresh connection to its peer (together 2-32 ms over tcp, 10-170 ms over
+// shared memory per transfer on the development VM). A decode worker keeps unconnected receiving workers; a
 // prefill worker keeps sending workers, each connected to one receiver's address. A worker is
 // used by one transfer at a time: acquire() hands it out exclusively, release() takes it back
 // only when UcxWorker::reusable() holds (every op of the transfer completed, no flush or close
