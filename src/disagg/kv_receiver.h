@@ -1,6 +1,6 @@
 #pragma once
 // The receiving half of a KV transfer (decode role). Holds a UcxWorker from a pool, whose
-// address goes to the sender, and one staging buffer per expected page; a page is believed only after its
+// address goes to the sender, and one receive buffer for all the pages; a page is believed only after its
 // header names this transfer and page, carries the tag the page was reserved under (a write
 // for a page whose tag changed is rejected) and its payload matches the digest. Nothing is
 // written into the page pool here: the engine adopts the verified bytes on its own thread

@@ -20,7 +20,7 @@ namespace {
 constexpr int kLanes = 16;
 constexpr int kBlockVectors = 16;
 
-// y[0 .. nv * 16 + tail) for one row of x over the columns [c0, ...) of w.
+// y[c0, c0 + 16 * kVectors) for one row of x.
 template <int kVectors>
 DENSA_AVX512 inline void block(const float* w, int64_t rows, int64_t cols, int64_t c0, const float* xt, float* yt) {
   __m512 acc[kVectors];
@@ -43,8 +43,6 @@ DENSA_AVX512 void masked_vector(const float* w, int64_t rows, int64_t cols, int6
   _mm512_mask_storeu_ps(yt + c0, mask, acc);
 }
 
-}  // namespace
-
 // The last whole vectors of a row (fewer than a block): one pass with that many accumulators.
 template <int kVectors>
 DENSA_AVX512 void rest(const float* w, int64_t rows, int64_t cols, int64_t c0, int vectors, const float* x,
@@ -57,6 +55,8 @@ DENSA_AVX512 void rest(const float* w, int64_t rows, int64_t cols, int64_t c0, i
     rest<kVectors - 1>(w, rows, cols, c0, vectors, x, x_stride, n, y, y_stride);
   }
 }
+
+}  // namespace
 
 DENSA_AVX512 void rows_combination_avx512(const float* w, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
                                           int64_t n, float* y, int64_t y_stride) {

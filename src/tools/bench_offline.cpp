@@ -91,18 +91,9 @@ int64_t all_weight_bytes(const ModelWeights& w) {
   return n;
 }
 
-// KV bytes of one token (all layers, dynamic FP8 scales included): K and V per KV head, or
-// MLA's one latent row of kv_lora_rank + qk_rope_head_dim per layer (one scale per row).
-int64_t kv_token_bytes(const ModelConfig& c, DType kv) {
-  const int64_t elem = kv == DType::kF32 ? 4 : kv == DType::kBF16 ? 2 : 1;
-  if (c.is_mla()) {
-    const int64_t latent = int64_t{c.mla.kv_lora_rank} + c.mla.qk_rope_head_dim;
-    return int64_t{c.num_layers} * (latent * elem + (kv == DType::kFP8E4M3 ? 4 : 0));
-  }
-  int64_t n = int64_t{c.num_layers} * 2 * c.num_kv_heads * c.head_dim * elem;
-  if (kv == DType::kFP8E4M3) n += int64_t{c.num_layers} * 2 * c.num_kv_heads * 4;
-  return n;
-}
+// KV bytes of one token, all layers, dynamic FP8 scales included: a one-token page of the
+// runtime's layout (K and V per KV head, or MLA's latent row).
+int64_t kv_token_bytes(const ModelConfig& c, DType kv) { return kv_layout_for(c, 1, kv).page_bytes(); }
 
 // Replays every sequence (prompt + generated tokens fed back during decode) through
 // model::forward and returns, per decode step and layer, how many distinct experts the batch
