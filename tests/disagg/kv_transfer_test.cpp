@@ -174,8 +174,41 @@ Transfer make_transfer(uint64_t transfer_id, int num_pages) {
   return t;
 }
 
+// One transfer between a decode-side pool (receivers) and a prefill-side pool (senders), as
+// the two workers run it: `sent` (t's messages, possibly tampered with) goes to a receiver
+// expecting t; the receiver goes back to its pool after the sender has flushed.
+struct PooledResult {
+  Result<KvImportData> got = Status(StatusCode::kUnavailable, "not run");
+  Status sent;
+  std::vector<uint8_t> receiver_address;
+  bool recycled = false;
+};
+
+PooledResult pooled_transfer(UcxWorkerPool& decode, UcxWorkerPool& prefill, const Transfer& t,
+                             const std::vector<std::vector<uint8_t>>& sent, uint64_t id) {
+  PooledResult r;
+  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(decode, id, t.tags, t.page_bytes);
+  if (!receiver.is_ok()) {
+    r.got = receiver.status();
+    return r;
+  }
+  r.receiver_address = (*receiver)->address();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::thread sender([&] { r.sent = send_page_messages(prefill, {id, r.receiver_address, t.tags}, sent, deadline).status(); });
+  r.got = (*receiver)->receive(deadline, [] { return false; });
+  std::atomic<bool> joined{false};
+  std::thread progress([&] {
+    while (!joined.load()) (*receiver)->progress();
+  });
+  sender.join();
+  joined = true;
+  progress.join();
+  if (r.got.is_ok() && r.sent.is_ok()) r.recycled = (*receiver)->recycle();
+  return r;
+}
+
 // Receives `t` in this thread while another thread sends `sent` (the same pages, possibly
-// tampered with) to this worker.
+// tampered with) to this worker, on a fresh context and pool.
 Result<KvImportData> run_transfer(const char* tls, const Transfer& t, const std::vector<std::vector<uint8_t>>& sent,
                                   uint64_t transfer_id, Status* send_status) {
   setenv("UCX_TLS", tls, 1);
@@ -183,28 +216,9 @@ Result<KvImportData> run_transfer(const char* tls, const Transfer& t, const std:
   EXPECT_TRUE(ctx.is_ok()) << ctx.status().to_string();
   if (!ctx.is_ok()) return ctx.status();
   UcxWorkerPool pool(**ctx);
-  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(pool, transfer_id, t.tags, t.page_bytes);
-  EXPECT_TRUE(receiver.is_ok()) << receiver.status().to_string();
-  if (!receiver.is_ok()) return receiver.status();
-  KvSendOrder order{transfer_id, (*receiver)->address(), t.tags};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  std::thread sender([&] {
-    Result<int64_t> bytes = send_page_messages(pool, order, sent, deadline);
-    *send_status = bytes.status();
-  });
-  Result<KvImportData> got = (*receiver)->receive(deadline, [] { return false; });
-  // Keep this worker progressing until the sender's flush completes.
-  std::atomic<bool> joined{false};
-  std::thread progress([&] {
-    while (!joined.load()) {
-      (*receiver)->progress();
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-  });
-  sender.join();
-  joined = true;
-  progress.join();
-  return got;
+  PooledResult r = pooled_transfer(pool, pool, t, sent, transfer_id);
+  *send_status = r.sent;
+  return std::move(r.got);
 }
 
 class KvTransferOverUcx : public ::testing::TestWithParam<const char*> {};
@@ -281,37 +295,6 @@ TEST(KvTransferOverUcxFailure, ReceiverTimesOutWhenNothingIsSent) {
 
 // ---- pooled UCX workers ----
 
-// One transfer between a decode-side pool (receivers) and a prefill-side pool (senders), as
-// the two workers run it: the receiver goes back to its pool after the sender has flushed.
-struct PooledResult {
-  Result<KvImportData> got = Status(StatusCode::kUnavailable, "not run");
-  Status sent;
-  std::vector<uint8_t> receiver_address;
-  bool recycled = false;
-};
-
-PooledResult pooled_transfer(UcxWorkerPool& decode, UcxWorkerPool& prefill, const Transfer& t, uint64_t id) {
-  PooledResult r;
-  Result<std::unique_ptr<KvReceiver>> receiver = KvReceiver::create(decode, id, t.tags, t.page_bytes);
-  if (!receiver.is_ok()) {
-    r.got = receiver.status();
-    return r;
-  }
-  r.receiver_address = (*receiver)->address();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  std::thread sender([&] { r.sent = send_page_messages(prefill, {id, r.receiver_address, t.tags}, t.messages, deadline).status(); });
-  r.got = (*receiver)->receive(deadline, [] { return false; });
-  std::atomic<bool> joined{false};
-  std::thread progress([&] {
-    while (!joined.load()) (*receiver)->progress();
-  });
-  sender.join();
-  joined = true;
-  progress.join();
-  if (r.got.is_ok() && r.sent.is_ok()) r.recycled = (*receiver)->recycle();
-  return r;
-}
-
 void expect_pages(const PooledResult& r, const Transfer& t) {
   ASSERT_TRUE(r.got.is_ok()) << r.got.status().to_string();
   ASSERT_TRUE(r.sent.is_ok()) << r.sent.to_string();
@@ -333,7 +316,7 @@ TEST_P(KvTransferOverUcx, PooledWorkersCarryOneTransferAfterAnother) {
   for (uint64_t i = 0; i < 3; ++i) {
     const uint64_t id = 0xd00 + i;
     const Transfer t = make_transfer(id, 3 + static_cast<int>(i));  // different page contents each time
-    const PooledResult r = pooled_transfer(decode, prefill, t, id);
+    const PooledResult r = pooled_transfer(decode, prefill, t, t.messages, id);
     expect_pages(r, t);
     EXPECT_TRUE(r.recycled) << "transfer " << i;
     if (i == 0) first_address = r.receiver_address;
@@ -389,7 +372,7 @@ TEST_P(KvTransferOverUcx, AWorkerHoldingAnUnmatchedMessageIsNotReused) {
 
   const uint64_t next = 0xe01;
   const Transfer u = make_transfer(next, 2);
-  const PooledResult r = pooled_transfer(decode, prefill, u, next);
+  const PooledResult r = pooled_transfer(decode, prefill, u, u.messages, next);
   expect_pages(r, u);
   EXPECT_NE(r.receiver_address, stale_address);
   EXPECT_EQ(decode.counts().created, 2u);
