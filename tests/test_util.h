@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/matmul.h"
+
 namespace densa::testing {
 
 inline std::filesystem::path models_dir() { return DENSA_MODELS_DIR; }
@@ -43,6 +45,17 @@ inline std::vector<float> normal_floats(size_t n, uint32_t seed) {
   for (float& x : v) x = d(rng);
   return v;
 }
+
+// For a scope, BF16 matrices keep fp32 activations (matmul_set_bf16_exact), then back to the
+// default: for tests that check an architecture against a reference computed in fp32 with
+// BF16-rounded weights, at tolerances for that arithmetic. BF16 on AMX tiles (x rounded to
+// bf16) has its own tests (kernels/matmul_test.cpp, tools/eval_test.cpp).
+struct ExactBf16Matmul {
+  ExactBf16Matmul() { matmul_set_bf16_exact(true); }
+  ~ExactBf16Matmul() { matmul_set_bf16_exact(false); }
+  ExactBf16Matmul(const ExactBf16Matmul&) = delete;
+  ExactBf16Matmul& operator=(const ExactBf16Matmul&) = delete;
+};
 
 // valid.ids.u16.bin as token ids.
 inline std::vector<int32_t> validation_ids(const std::string& model) {

@@ -13,7 +13,7 @@ namespace {
 
 struct EvalArgs {
   EvalConfig config;
-  std::string text, ids, baseline = "bf16/bf16", json_out, markdown_out;
+  std::string text, ids, baseline = "bf16+x-f32/bf16", json_out, markdown_out;
   int threads = 0;
 };
 
@@ -63,10 +63,12 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--weights", c.weights,
                   "weight formats: native,f32,bf16,fp8,int4,int4-g32,int4-g128,q8_0,q4_0 for the body matrices "
                   "(int4 = g128), each optionally with +head-FORMAT for lm_head (e.g. int4-g32+head-fp8; "
-                  "default: lm_head as stored)")
+                  "default: lm_head as stored), and +x-f32 at the end to keep BF16 matrices on fp32 "
+                  "activations (default: x rounded to bf16 on AMX tiles where the CPU has them)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--kv", c.kv, "KV cache formats: f32,bf16,fp8,fp8-dynamic")->delimiter(',')->capture_default_str();
-  cmd->add_option("--baseline", args->baseline, "WEIGHTS/KV combination the others are compared to")
+  cmd->add_option("--baseline", args->baseline, "WEIGHTS/KV combination the others are compared to (default: BF16 weights with fp32 "
+                  "activations, BF16 KV)")
       ->capture_default_str();
   cmd->add_option("--ctx", c.ctx, "window length in tokens")->check(CLI::Range(4, 1 << 20))->capture_default_str();
   cmd->add_option("--max-windows", c.max_windows, "evaluate at most this many windows (0 = all)")

@@ -1,5 +1,6 @@
 #include "cli/weight_options.h"
 
+#include "kernels/matmul.h"
 #include "quant/quantize_matrix.h"
 
 namespace densa::cli {
@@ -19,12 +20,19 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
                   "where the CPU has GFNI) | rows (row-major). Same results either way")
       ->check(CLI::IsMember({"tiles", "rows"}))
       ->capture_default_str();
+  cmd->add_option("--bf16-activations", args.bf16_activations,
+                  "BF16 matrices: auto (where the CPU grants AMX-BF16, x is rounded to bf16 and the products run "
+                  "on AMX tiles, as GPU engines and llama.cpp compute BF16 models; else fp32 x) | f32 (always "
+                  "fp32 x and exact products on FMAs: several times slower prefill)")
+      ->check(CLI::IsMember({"auto", "f32"}))
+      ->capture_default_str();
 }
 
 Result<LoadOptions> load_options_from(const WeightArgs& args) {
   LoadOptions opts;
   opts.weight_group_size = args.weight_group_size;
   opts.int4_tiles = args.int4_layout != "rows";
+  matmul_set_bf16_exact(args.bf16_activations == "f32");
   auto parse = [&](const std::string& flag, const std::string& name) -> Result<WeightQuantSpec> {
     Result<WeightQuantSpec> spec = weight_quant_spec_from_name(name, args.weight_group_size);
     if (!spec.is_ok()) return invalid_argument(flag + " " + spec.status().message());
@@ -48,17 +56,22 @@ std::string weight_precision_line(const ModelWeights& w) {
     return weight_quant_spec_name({v.dtype, static_cast<int>(v.scale_cols)});
   };
   std::string body = "none";
+  bool bf16 = w.lm_head.dtype == DType::kBF16;
   if (!w.layers.empty()) {
     const LayerWeights& l = w.layers[0];
     for (const WeightView* v : {&l.wq, &l.q_a, &l.kv_a}) {
       if (!v->empty()) {
         body = name(*v) + (v->layout == WeightLayout::kInt4Tiles8 ? " in 8-row tiles" : "");
+        bf16 = bf16 || v->dtype == DType::kBF16;
         break;
       }
     }
   }
   return "weights " + body + ", lm_head " + name(w.lm_head) +
-         (w.lm_head.data == w.tok_embeddings.data ? " (tied to the embeddings)" : "");
+         (w.lm_head.data == w.tok_embeddings.data ? " (tied to the embeddings)" : "") +
+         (!bf16                  ? ""
+          : matmul_bf16_on_amx() ? "; BF16 matrices on AMX tiles, x rounded to bf16"
+                                 : "; BF16 matrices with fp32 x");
 }
 
 std::string weight_memory_line(const ModelWeights& w) {

@@ -213,6 +213,12 @@ bool matmul_prefers_int4_tiles() { return matmul_internal::matmul_quant_avx512_i
 
 bool matmul_fp8_on_amx() { return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx(); }
 
+bool matmul_bf16_on_amx() { return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_bf16_amx(); }
+
+void matmul_set_bf16_exact(bool exact) {
+  matmul_internal::matmul_quant_bf16_force_amx(exact ? std::optional<bool>(false) : std::nullopt);
+}
+
 namespace matmul_internal {
 
 void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPool* pool) {
@@ -236,6 +242,11 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
         r.kind = RowsJob::Kind::kQuantFallback;
         r.row_cost = matmul_quant_fallback_row_cost(w, j.n);
       }
+    } else if (w.dtype == DType::kBF16 && isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
+      // BF16 on AMX tiles (matmul_quant_bf16_amx): the FP8 AMX kernel, x rounded to bf16.
+      r.kind = RowsJob::Kind::kQuantAvx512;
+      r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
+      x_bytes += (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
     } else {
       CHECK(matmul_supports(w.dtype)) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
       CHECK(w.cols % dtype_block_elems(w.dtype) == 0) << "matmul: cols " << w.cols;

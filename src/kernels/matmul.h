@@ -38,4 +38,13 @@ bool matmul_prefers_int4_tiles();
 // level, and AMX-BF16 granted with DENSA_AMX not 0); otherwise on vdpbf16ps or the fallback.
 bool matmul_fp8_on_amx();
 
+// Whether BF16 matrices run on AMX tiles in this process (the same conditions as FP8): then
+// x is rounded to bf16 for them (W16A16, as GPU engines and llama.cpp compute BF16 models),
+// otherwise they keep fp32 activations and exact products on fp32 FMAs.
+bool matmul_bf16_on_amx();
+// Keeps BF16 matrices on the fp32-activation kernels in this process (exact = true: serve
+// --bf16-activations f32, the evaluator's "+x-f32" weights, tests against fp32 references),
+// or back to the default (false). Call only while no matmul runs.
+void matmul_set_bf16_exact(bool exact);
+
 }  // namespace densa

@@ -241,6 +241,10 @@ DENSA_AVX512_INLINE __mmask64 byte_mask(int64_t valid) {
   return valid >= 64 ? ~__mmask64{0} : (__mmask64{1} << valid) - 1;
 }
 
+DENSA_AVX512_INLINE __mmask32 word_mask(int64_t valid) {
+  return valid >= 32 ? ~__mmask32{0} : valid <= 0 ? __mmask32{0} : static_cast<__mmask32>((1u << valid) - 1u);
+}
+
 // 64 e4m3 codes -> two vectors of 32 bf16 (codes 16k + 0..7 and 16k + 8..15 of lane k).
 DENSA_AVX512_INLINE void fp8_to_bf16(__m512i c, const __m512i lut[4], __m512i& w0, __m512i& w1) {
   __m512i hi = _mm512_permutex2var_epi8(lut[0], c, lut[1]);
@@ -708,7 +712,7 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
 //  - A tile = 16 weight rows x 32 of their columns (64 bytes of bf16 per row), decoded into a
 //    per-thread buffer of 32 row-major bf16 rows (a tile loads 16 of them at the row stride).
 //  - B tile = the same 32 columns of x for N tokens in the VNNI layout tdpbf16ps reads: row p
-//    holds, per token, the bf16 pair (2p, 2p+1) of that K-step (prepare_x_fp8_amx_rows).
+//    holds, per token, the bf16 pair (2p, 2p+1) of that K-step (prepare_x_amx_rows).
 //  - C tile = 16 rows x N tokens, fp32: C[r][i] = y[i, r] (the transpose of y).
 // Per (i, r) the order is fixed by this code alone: K-steps in order on one C tile from zero,
 // the tile unit's own summation inside each tdpbf16ps. C[r][i] depends only on weight row r and
@@ -719,7 +723,7 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
 // The bits differ from the vdpbf16ps path, so one process uses one of the two for every n
 // (matmul_quant_fp8_amx()).
 constexpr int64_t kAmxRows = 16;              // rows of an A or C tile
-constexpr int64_t kAmxXBlockBytes = 1 << 20;  // prepared x per block (L2 keeps it; see fp8_amx_gemm)
+constexpr int64_t kAmxXBlockBytes = 1 << 20;  // prepared x per block (L2 keeps it; see amx_gemm)
 constexpr int64_t kAmxChunkSteps = 8;         // GEMV: 64-column steps per pipelined chunk
 
 int64_t amx_tokens_per_tile(int64_t n) { return n == 1 ? 1 : 16; }
@@ -732,7 +736,7 @@ int64_t amx_x_bytes(const WeightView& w, int64_t n) { return amx_x_tiles_bytes(w
 
 // Rows [i_begin, i_end) of x into their B tiles (token i: dword 16 p + i % 16 of each B tile of
 // token tile i / 16); the call that ends at n also zeroes the padding tokens of the last tile.
-DENSA_AVX512 void prepare_x_fp8_amx_rows(const float* x, int64_t n, int64_t cols, int64_t i_begin, int64_t i_end,
+DENSA_AVX512 void prepare_x_amx_rows(const float* x, int64_t n, int64_t cols, int64_t i_begin, int64_t i_end,
                                          uint8_t* xp) {
   if (n == 1) {  // one token: B row p is pair p of the step, which is prepare_x_fp8's own layout
     prepare_x_fp8(x, cols, xp);
@@ -798,6 +802,7 @@ int64_t amx_lut_sets(const WeightView& w) { return std::min<int64_t>(2 * kAmxRow
 
 // The tables of the row blocks of the pair's rows [r0, r_hi), and each row's pointer to them.
 void amx_build_pair_luts(const WeightView& w, int64_t r0, int64_t r_hi, AmxScratch& s) {
+  if (w.dtype == DType::kBF16) return;  // no scales
   const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
   const int64_t rb0 = r0 / w.scale_rows;
   for (int64_t rb = rb0; rb <= (r_hi - 1) / w.scale_rows; ++rb) build_scaled_luts(w, rb, s.luts + (rb - rb0) * blocks);
@@ -833,6 +838,36 @@ DENSA_AVX512_INLINE void amx_decode_row(const uint8_t* rp, int64_t cols, int64_t
   }
 }
 
+// A BF16 row's steps [st_begin, st_end) as amx_decode_row writes an FP8 row's: the stored bf16
+// values (exact: nothing is decoded or scaled), each 64-column step permuted into the per-64
+// order of prepare_x_fp8, so both dtypes share the prepared x. Zeros past cols; the same
+// prefetches.
+DENSA_AVX512_INLINE void amx_bf16_row(const uint8_t* rp, int64_t cols, int64_t st_begin, int64_t st_end,
+                                      uint8_t* out, int64_t far) {
+  alignas(64) static constexpr int16_t kIdx[2][32] = {
+      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 32, 33, 34, 35, 36, 37, 38, 39, 48, 49, 50, 51, 52, 53, 54, 55},
+      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31, 40, 41, 42, 43, 44, 45, 46, 47, 56, 57, 58, 59, 60, 61, 62, 63}};
+  const __m512i i0 = _mm512_load_si512(kIdx[0]), i1 = _mm512_load_si512(kIdx[1]);
+  for (int64_t st = st_begin; st < st_end; ++st, out += 128) {
+    const uint8_t* src = rp + st * 128;
+    _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(src + 64 + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(src + far), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(src + 64 + far), _MM_HINT_T1);
+    __m512i a, b;
+    if ((st + 1) * kFp8Step <= cols) {
+      a = _mm512_loadu_si512(src);
+      b = _mm512_loadu_si512(src + 64);
+    } else {
+      const int64_t left = cols - st * kFp8Step;  // 1..63 elements
+      a = _mm512_maskz_loadu_epi16(word_mask(left), src);
+      b = _mm512_maskz_loadu_epi16(word_mask(left - 32), src + 64);
+    }
+    _mm512_store_si512(out, _mm512_permutex2var_epi16(a, i0, b));
+    _mm512_store_si512(out + 64, _mm512_permutex2var_epi16(a, i1, b));
+  }
+}
+
 // Row i of the pair from r0, steps [st_begin, st_end), decoded into a + i * stride (an A tile is
 // 16 of these rows, 64 bytes each, loaded at that stride); zero for rows at or past r_end. The
 // pair's tables are built (amx_build_pair_luts).
@@ -845,8 +880,9 @@ DENSA_AVX512_INLINE void amx_decode_pair_row(const WeightView& w, int64_t r0, in
     return;
   }
   const int64_t row_bytes = w.row_bytes();
-  amx_decode_row(static_cast<const uint8_t*>(w.data) + r * row_bytes, w.cols, st_begin, st_end,
-                 w.scale_cols / kFp8Step, s.row_luts[i], out, 2 * kAmxRows * row_bytes);
+  const uint8_t* rp = static_cast<const uint8_t*>(w.data) + r * row_bytes;
+  if (w.dtype == DType::kBF16) return amx_bf16_row(rp, w.cols, st_begin, st_end, out, 2 * kAmxRows * row_bytes);
+  amx_decode_row(rp, w.cols, st_begin, st_end, w.scale_cols / kFp8Step, s.row_luts[i], out, 2 * kAmxRows * row_bytes);
 }
 
 // Rows [r0, r0 + 16 * ra) of a pair, steps [st_begin, st_end), as amx_decode_pair_row.
@@ -858,8 +894,8 @@ DENSA_AVX512 void amx_decode_rows(const WeightView& w, int64_t r0, int64_t r_end
 // Per-thread scratch: the A buffer (GEMM: 2 row tiles over all K, 176 KiB at 2,816 columns;
 // GEMV: two chunks), the tables of one row pair and 4 C tiles.
 AmxScratch amx_scratch(const WeightView& w, int64_t a_bytes) {
-  const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
-  const size_t lut_bytes = static_cast<size_t>(amx_lut_sets(w) * blocks) * sizeof(ScaledLut);
+  const int64_t blocks = w.dtype == DType::kBF16 ? 0 : (w.cols + w.scale_cols - 1) / w.scale_cols;
+  const size_t lut_bytes = blocks == 0 ? 0 : static_cast<size_t>(amx_lut_sets(w) * blocks) * sizeof(ScaledLut);
   thread_local std::vector<uint8_t> storage;
   storage.resize(static_cast<size_t>(a_bytes) + lut_bytes + 4 * kAmxTileBytes + 64);
   uint8_t* base = kernels_internal::align64(storage.data());
@@ -918,7 +954,7 @@ DENSA_AMX void amx_pass(const WeightView& w, const uint8_t* xp, int64_t n, float
   DENSA_MEMORY_BARRIER();  // these reads of s.c come before the next pass's tile stores
 }
 
-DENSA_AMX void fp8_amx_gemm(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
+DENSA_AMX void amx_gemm(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
                             int64_t r_end) {
   const int64_t q_steps = amx_ksteps(w.cols), steps = q_steps / 2;
   const int64_t token_tiles = (n + 15) / 16;
@@ -982,9 +1018,9 @@ DENSA_AMX_INLINE void amx_gemv_op(const uint8_t* a, int64_t stride, const uint8_
 // into the other of two chunk buffers (which stay in L1) while the tile work of this chunk is
 // spread between its rows, so the tile unit and the decode overlap (issued one after the other
 // they added up: ~5 GB/s instead of ~15 from L2).
-DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, int64_t r_begin, int64_t r_end) {
+DENSA_AMX void amx_gemv(const WeightView& w, const uint8_t* xp, float* y, int64_t r_begin, int64_t r_end) {
   const int64_t steps = (w.cols + kFp8Step - 1) / kFp8Step;
-  const int64_t a_stride = kAmxChunkSteps * 128 + 64;  // padded as in fp8_amx_gemm
+  const int64_t a_stride = kAmxChunkSteps * 128 + 64;  // padded as in amx_gemm
   const int64_t chunk_bytes = 2 * kAmxRows * a_stride;
   AmxScratch s = amx_scratch(w, 2 * chunk_bytes);
   const AmxTileConfig cfg = amx_config(1, 0x3c);
@@ -1035,9 +1071,9 @@ DENSA_AMX void fp8_amx_gemv(const WeightView& w, const uint8_t* xp, float* y, in
   _tile_release();
 }
 
-void fp8_amx_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin, int64_t r_end) {
-  if (n == 1) return fp8_amx_gemv(w, xp, y, r_begin, r_end);
-  fp8_amx_gemm(w, xp, n, y, r_begin, r_end);
+void amx_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin, int64_t r_end) {
+  if (n == 1) return amx_gemv(w, xp, y, r_begin, r_end);
+  amx_gemm(w, xp, n, y, r_begin, r_end);
 }
 
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
@@ -1071,16 +1107,18 @@ bool have_gfni() {
   return v;
 }
 
-// -1: cpu_use_amx(); 0 / 1: forced by matmul_quant_fp8_force_amx.
+// -1: cpu_use_amx(); 0 / 1: forced by matmul_quant_fp8_force_amx / matmul_quant_bf16_force_amx.
 std::atomic<int> g_fp8_amx_forced{-1};
+std::atomic<int> g_bf16_amx_forced{-1};
 
-bool fp8_on_amx(const WeightView& w) {
-  return w.dtype == DType::kFP8E4M3 && matmul_quant_fp8_amx();
+bool on_amx(const WeightView& w) {
+  return (w.dtype == DType::kFP8E4M3 && matmul_quant_fp8_amx()) || (w.dtype == DType::kBF16 && matmul_quant_bf16_amx());
 }
 
 }  // namespace
 
 bool matmul_quant_avx512_supports(const WeightView& w) {
+  if (w.dtype == DType::kBF16) return w.layout == WeightLayout::kRows && matmul_quant_bf16_amx();
   if (w.scale_rows <= 0 || w.scale_cols <= 0) return false;
   if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) return false;
   if (w.dtype == DType::kFP8E4M3) return w.scales_f32 != nullptr && have_vbmi() && w.scale_cols % kFp8Step == 0;
@@ -1110,8 +1148,19 @@ void matmul_quant_fp8_force_amx(std::optional<bool> on) {
   g_fp8_amx_forced.store(on.has_value() ? (*on ? 1 : 0) : -1, std::memory_order_relaxed);
 }
 
+bool matmul_quant_bf16_amx() {
+  const int forced = g_bf16_amx_forced.load(std::memory_order_relaxed);
+  return forced >= 0 ? forced == 1
+                     : cpu_use_amx() && static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16);
+}
+
+void matmul_quant_bf16_force_amx(std::optional<bool> on) {
+  CHECK(!on.value_or(false) || cpu_has_amx_bf16()) << "matmul: AMX forced on without AMX-BF16";
+  g_bf16_amx_forced.store(on.has_value() ? (*on ? 1 : 0) : -1, std::memory_order_relaxed);
+}
+
 int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n) {
-  if (fp8_on_amx(w)) return amx_x_bytes(w, n);
+  if (on_amx(w)) return amx_x_bytes(w, n);
   return n * x_stride(w);
 }
 
@@ -1125,7 +1174,7 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
                                          << ", scale block " << w.scale_rows << "x" << w.scale_cols;
   CHECK(reinterpret_cast<uintptr_t>(xp) % 64 == 0) << "matmul avx512 quant: unaligned activations";
   CHECK(0 <= i_begin && i_begin <= i_end && i_end <= n) << "matmul avx512 quant: rows " << i_begin << ".." << i_end;
-  if (fp8_on_amx(w)) return prepare_x_fp8_amx_rows(x, n, w.cols, i_begin, i_end, xp);
+  if (on_amx(w)) return prepare_x_amx_rows(x, n, w.cols, i_begin, i_end, xp);
   const int64_t stride = x_stride(w);
   for (int64_t i = i_begin; i < i_end; ++i) {
     if (w.dtype == DType::kFP8E4M3) {
@@ -1141,7 +1190,7 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
 void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
                               int64_t r_end) {
   if (n <= 0 || r_begin >= r_end) return;
-  if (fp8_on_amx(w)) return fp8_amx_rows(w, xp, n, y, r_begin, r_end);  // blocks x itself
+  if (on_amx(w)) return amx_rows(w, xp, n, y, r_begin, r_end);  // blocks x itself
   // A GEMM sweeps all its x rows once per weight row tile. With many x rows (a prefill step of
   // many prompts: 8,192 x 1,024 columns is 16 MB prepared) that sweep runs from L3 or DRAM for
   // every tile, so x is taken in blocks of ~kXBlockBytes that stay in L2, and the thread's

@@ -11,6 +11,7 @@
 #include <random>
 #include <string_view>
 
+#include "kernels/matmul.h"
 #include "model/model_loader.h"
 #include "quant/quantize_matrix.h"
 #include "tools/kv_calibration.h"
@@ -101,8 +102,14 @@ std::pair<double, double> delta_ppl_ci(std::span<const double> base_nll, std::sp
 
 namespace {
 
-// "BODY" or "BODY+head-HEAD" (eval.h); plain int4 means group 128 in both places.
-Result<LoadOptions> weight_option(const std::string& name) {
+// The weights-name suffix that keeps BF16 matrices on fp32 activations (eval.h).
+constexpr std::string_view kExactX = "+x-f32";
+bool exact_x(const std::string& name) { return name.ends_with(kExactX); }
+
+// "BODY" or "BODY+head-HEAD", either optionally + "+x-f32" (eval.h); plain int4 means group 128
+// in both places.
+Result<LoadOptions> weight_option(const std::string& full) {
+  const std::string name = exact_x(full) ? full.substr(0, full.size() - kExactX.size()) : full;
   constexpr std::string_view kHead = "+head-";
   const size_t at = name.find(kHead);
   const std::string body = name.substr(0, at);
@@ -198,6 +205,11 @@ int bucket_of(const std::vector<std::pair<int, int>>& buckets, int pos) {
 
 // One pass of one combination; record=true writes the baseline store instead of comparing.
 Status run_combo(RunState& st, const ModelWeights& w, const EvalCombo& combo, bool record, EvalComboResult& out) {
+  // BF16 matrices: this combination's path for the whole run, then the default again.
+  matmul_set_bf16_exact(exact_x(combo.weights));
+  struct Restore {
+    ~Restore() { matmul_set_bf16_exact(false); }
+  } restore;
   PerplexityOptions po;
   po.ctx = st.ctx;
   po.max_windows = st.cfg.max_windows;

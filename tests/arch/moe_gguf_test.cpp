@@ -153,7 +153,11 @@ struct ArchCase {
   std::string gguf_arch;  // general.architecture
 };
 
-class MoeGguf : public ::testing::TestWithParam<ArchCase> {};
+class MoeGguf : public ::testing::TestWithParam<ArchCase> {
+ protected:
+  // These compare against references computed in fp32 with BF16-rounded weights.
+  testing::ExactBf16Matmul exact_bf16_;
+};
 
 TEST_P(MoeGguf, Bf16FileUsesLlamaCppNamesAndLoadsBitIdentical) {
   const ArchCase& ac = GetParam();

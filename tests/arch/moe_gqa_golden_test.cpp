@@ -184,6 +184,8 @@ Diff compare(const std::vector<float>& got, const std::vector<float>& want, int 
 
 class ArchGolden : public ::testing::TestWithParam<std::string> {
  protected:
+  // These compare against references computed in fp32 with BF16-rounded weights.
+  testing::ExactBf16Matmul exact_bf16_;
   static const ModelWeights& weights(const std::string& arch) {
     static std::map<std::string, ModelWeights>* cache = new std::map<std::string, ModelWeights>();
     auto it = cache->find(arch);

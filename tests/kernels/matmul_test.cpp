@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "kernels/internal/matmul_isa.h"
+#include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/reference/matmul_ref.h"
 #include "quant/dequantize.h"
 
@@ -21,6 +23,23 @@ namespace {
 using matmul_internal::matmul_with_isa;
 
 constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+
+// The BF16 paths this CPU runs at the AVX-512 level: fp32 activations on FMAs (false) and, with
+// AMX-BF16 granted, x rounded to bf16 on AMX tiles (true). The other ISA levels always take
+// the first.
+std::vector<bool> bf16_amx_modes() {
+  std::vector<bool> v{false};
+  if (cpu_has_amx_bf16()) v.push_back(true);
+  return v;
+}
+
+// Forces one BF16 path for a scope, then back to the process default.
+struct ForceBf16Amx {
+  explicit ForceBf16Amx(bool on) { matmul_internal::matmul_quant_bf16_force_amx(on); }
+  ~ForceBf16Amx() { matmul_internal::matmul_quant_bf16_force_amx(std::nullopt); }
+  ForceBf16Amx(const ForceBf16Amx&) = delete;
+  ForceBf16Amx& operator=(const ForceBf16Amx&) = delete;
+};
 
 std::vector<CpuIsa> available_isas() {
   std::vector<CpuIsa> out;
@@ -104,17 +123,23 @@ std::vector<double> abs_dot(const WeightView& w, const std::vector<float>& x, in
 }
 
 std::string label(CpuIsa isa, DType dtype) {
-  return std::string(cpu_isa_name(isa)) + "/" + std::string(dtype_name(dtype));
+  const bool amx = dtype == DType::kBF16 && isa == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_bf16_amx();
+  return std::string(cpu_isa_name(isa)) + "/" + std::string(dtype_name(dtype)) + (amx ? " (amx)" : "");
 }
 
 // Tolerance: a chain of at most cols/4 fp32 additions plus a short lane tree, so
-// |y - ref| <= (cols/4 + 8) * 2^-24 * sum|w x| (the standard a-priori bound).
+// |y - ref| <= (cols/4 + 8) * 2^-24 * sum|w x| (the standard a-priori bound). BF16 on AMX
+// tiles rounds x to bf16 first (round to nearest even) and nothing else: its twin is the same
+// double reference on bf16(x), with the same bound (the tile unit's fp32 sums are as short).
 void expect_matches_reference(CpuIsa isa, DType dtype, int64_t rows, int64_t cols, int64_t n,
                               uint32_t seed) {
   RandomWeights w(dtype, rows, cols, seed);
-  const std::vector<float> x = random_x(n, cols, seed + 1);
+  std::vector<float> x = random_x(n, cols, seed + 1);
   std::vector<float> y(static_cast<size_t>(n * rows), NAN), want(y.size());
   matmul_with_isa(isa, w.view, x.data(), n, y.data(), nullptr);
+  if (dtype == DType::kBF16 && isa == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_bf16_amx()) {
+    for (float& v : x) v = bf16_to_f32(f32_to_bf16(v));
+  }
   ref::matmul(w.view, x.data(), n, want.data());
   const std::vector<double> scale = abs_dot(w.view, x, n);
   const double unit = std::ldexp(1.0, -24) * (static_cast<double>(cols) / 4 + 8);
@@ -125,17 +150,22 @@ void expect_matches_reference(CpuIsa isa, DType dtype, int64_t rows, int64_t col
 }
 
 TEST(MatmulTest, MatchesReferenceEveryDtypeAndIsa) {
-  for (CpuIsa isa : available_isas()) {
+  for (bool amx : bf16_amx_modes()) {
+    const ForceBf16Amx force(amx);
+    for (CpuIsa isa : available_isas()) {
     for (DType dtype : kDtypes) {
       expect_matches_reference(isa, dtype, 64, 256, 4, 1);
       expect_matches_reference(isa, dtype, 40, 4096, 2, 2);
       expect_matches_reference(isa, dtype, 16, 32, 1, 3);
     }
   }
+  }
 }
 
 TEST(MatmulTest, OddShapes) {
   uint32_t seed = 100;
+  for (bool amx : bf16_amx_modes()) {
+  const ForceBf16Amx force(amx);
   for (CpuIsa isa : available_isas()) {
     for (DType dtype : kDtypes) {
       for (int64_t rows : {1, 3, 5, 17, 33}) {
@@ -148,6 +178,7 @@ TEST(MatmulTest, OddShapes) {
         for (int64_t n : {1, 2, 5}) expect_matches_reference(isa, dtype, 19, cols, n, ++seed);
       }
     }
+  }
   }
 }
 
@@ -165,8 +196,11 @@ TEST(MatmulTest, DefaultDispatchUsesCpuIsa) {
 TEST(MatmulTest, BatchInvariance) {
   constexpr int64_t kRows = 301, kCols = 1024, kN = 37;
   ThreadPool one(1), two(2), three(3);
+  for (bool amx : bf16_amx_modes()) {
+  const ForceBf16Amx force(amx);
   for (CpuIsa isa : available_isas()) {
     for (DType dtype : kDtypes) {
+      if (amx && dtype != DType::kBF16) continue;
       RandomWeights w(dtype, kRows, kCols, 11);
       const std::vector<float> x = random_x(kN, kCols, 12);
       std::vector<float> batch(kN * kRows), batch2(kN * kRows), batch3(kN * kRows);
@@ -191,6 +225,7 @@ TEST(MatmulTest, BatchInvariance) {
             << label(isa, dtype) << " m=" << m;
       }
     }
+  }
   }
 }
 

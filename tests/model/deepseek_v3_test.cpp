@@ -224,7 +224,11 @@ void PrintTo(const KvCase& c, std::ostream* os) {
   *os << c.variant << "_" << dtype_name(c.kv_dtype) << "_page" << c.page_size << "_chunk" << c.chunk;
 }
 
-class DeepseekV3Golden : public ::testing::TestWithParam<KvCase> {};
+class DeepseekV3Golden : public ::testing::TestWithParam<KvCase> {
+ protected:
+  // These compare against references computed in fp32 with BF16-rounded weights.
+  testing::ExactBf16Matmul exact_bf16_;
+};
 
 // Every position of every prompt (prompt + greedy, teacher-forced) on the paged latent cache.
 TEST_P(DeepseekV3Golden, PagedLogitsMatchReference) {
@@ -255,7 +259,11 @@ TEST_P(DeepseekV3Golden, PagedLogitsMatchReference) {
 // Greedy decoding through forward() on a contiguous latent cache, one token per step. A step
 // may differ from the golden one only where the golden top-1/top-2 margin is below
 // 2 * max_abs_tol (then the rest of the continuation legitimately diverges).
-class DeepseekV3Greedy : public ::testing::TestWithParam<KvCase> {};
+class DeepseekV3Greedy : public ::testing::TestWithParam<KvCase> {
+ protected:
+  // These compare against references computed in fp32 with BF16-rounded weights.
+  testing::ExactBf16Matmul exact_bf16_;
+};
 
 TEST_P(DeepseekV3Greedy, ContinuationsMatchReference) {
   const KvCase& kc = GetParam();
@@ -365,6 +373,7 @@ TEST(DeepseekV3StaticFp8, CalibratedScalesStayCloseToReference) {
 }
 
 TEST(DeepseekV3Routing, SelectedExpertsMatchReference) {
+  const testing::ExactBf16Matmul exact_bf16;  // the reference computes in fp32
   const Golden g = golden("deepseek_v3");
   std::vector<int32_t> sel;
   paged_logits(model("deepseek_v3"), g, DType::kF32, 16, 24, &sel);

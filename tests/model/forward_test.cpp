@@ -46,6 +46,8 @@ std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
 
 class ForwardGolden : public ::testing::TestWithParam<Variant> {
  protected:
+  // The golden logits are fp32 compute; hf-bf16's tolerances are for BF16-rounded weights alone.
+  testing::ExactBf16Matmul exact_bf16_;
   static ThreadPool& pool() {
     static ThreadPool p(0);
     return p;

@@ -144,7 +144,11 @@ struct HeadCase {
 
 void PrintTo(const HeadCase& c, std::ostream* os) { *os << c.model << " body=" << c.body << " head=" << c.head; }
 
-class LmHeadOnLoad : public ::testing::TestWithParam<HeadCase> {};
+class LmHeadOnLoad : public ::testing::TestWithParam<HeadCase> {
+ protected:
+  // The reference bound is for the head's weights alone, with fp32 activations.
+  testing::ExactBf16Matmul exact_bf16_;
+};
 
 TEST_P(LmHeadOnLoad, LogitsEqualDequantizedHeadReference) {
   const HeadCase& hc = GetParam();

@@ -71,9 +71,9 @@ TEST(Eval, Bf16BaselineReproducesReferenceAndSelfKlIsZero) {
   // The reference rounds every tensor to BF16 (router, norms and embeddings too), which is the
   // hf-bf16 checkpoint as stored; quantize-on-load keeps those in F32 (see the next test).
   cfg.model_path = (testing::model_dir(kMoe) / "hf-bf16").string();
-  cfg.weights = {"native"};
+  cfg.weights = {"native+x-f32"};
   cfg.kv = {"f32", "bf16"};
-  cfg.baseline = {"native", "f32"};  // the reference computes in fp32 throughout
+  cfg.baseline = {"native+x-f32", "f32"};  // the reference computes in fp32 throughout
   cfg.bootstrap_resamples = 200;
   ThreadPool pool(0);
   auto report = run_eval(cfg, ids, &pool, [](const std::string&) {});

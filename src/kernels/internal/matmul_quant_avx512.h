@@ -46,6 +46,15 @@ bool matmul_quant_fp8_amx();
 // or back to the default (nullopt). Call only while no matmul runs.
 void matmul_quant_fp8_force_amx(std::optional<bool> on);
 
+// Whether BF16 matrices run on AMX tiles (W16A16: x rounded to bf16, tdpbf16ps; the stored
+// bf16 weights are exact) in this process: cpu_use_amx() unless a test or the evaluator forced
+// a path. Otherwise BF16 matrices take the exact fp32-activation kernels of matmul_isa.h. As
+// for FP8, one process uses one path for every n.
+bool matmul_quant_bf16_amx();
+// Force BF16 onto AMX (true; needs cpu_has_amx_bf16()) or onto the fp32-activation kernels
+// (false), or back to the default (nullopt). Call only while no matmul runs.
+void matmul_quant_bf16_force_amx(std::optional<bool> on);
+
 // Test hook: decodes 16 e4m3 codes to fp32 with the kernel's in-register decoder (table to
 // bf16, sign or-ed in; NaN codes give NaN). Requires AVX-512 and AVX512-VBMI.
 void fp8_e4m3_decode16_avx512(const uint8_t* codes, float* out);
