@@ -21,6 +21,10 @@ struct MatmulJob {
   const float* x = nullptr;
   int64_t n = 0;
   float* y = nullptr;
+  // BF16 weights keep fp32 activations and exact products even where BF16 matrices run on AMX
+  // tiles (matmul_bf16_on_amx): for the MoE router, whose expert choice is the decision most
+  // sensitive to rounding and whose matrix is small. Other dtypes run as always.
+  bool f32_x = false;
 };
 
 // Several independent products in one pass over the pool (e.g. Q, K and V of a layer, gate

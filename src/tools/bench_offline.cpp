@@ -181,6 +181,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   rep.config = cfg;
   rep.model = w.source;
   rep.kernels = std::string(cpu_isa_name(cpu_isa())) + (matmul_fp8_on_amx() ? "+amx" : "");
+  rep.bf16_activations = matmul_bf16_on_amx() ? "bf16" : "f32";
   rep.weight_dtype = std::string(weight_view_format_name(w.layers.empty() ? w.lm_head : w.layers[0].wq));
   rep.lm_head_dtype = std::string(weight_view_format_name(w.lm_head));
   rep.total_params = w.num_params();
@@ -322,6 +323,7 @@ std::string bench_offline_json(const BenchOfflineReport& r) {
   j["repeats"] = c.repeats;
   j["threads"] = r.num_threads;
   j["kernels"] = r.kernels;
+  j["bf16_activations"] = r.bf16_activations;
   j["page_size"] = r.config.page_size;
   j["cpu_share"] = r.cpu_share;
   j["prompt_tokens"] = r.prompt_tokens;
@@ -356,7 +358,8 @@ std::string bench_offline_summary(const BenchOfflineReport& r) {
                 "decode:  %.2f tok/s aggregate, %.2f ms/step\n"
                 "bytes per decode step: weights %.1f MB (all weights %.1f MB%s), KV %.1f MB\n"
                 "achieved: weights %.2f GB/s, weights + KV %.2f GB/s\n"
-                "CPU share: %.2f of %d threads' cores (process CPU time / (wall x threads)); kernels %s\n",
+                "CPU share: %.2f of %d threads' cores (process CPU time / (wall x threads)); kernels %s, BF16 "
+                "matrices' x %s\n",
                 r.model.c_str(), r.total_params / 1e6, r.weight_dtype.c_str(), r.lm_head_dtype.c_str(),
                 std::string(dtype_name(c.kv_dtype)).c_str(), c.batch, c.prompt_len, c.gen_len, c.repeats,
                 r.prefill_tok_s, r.decode_tok_s, r.decode_step_ms, r.weight_bytes_per_step / 1e6,
@@ -365,7 +368,8 @@ std::string bench_offline_summary(const BenchOfflineReport& r) {
                     ? (", " + std::to_string(r.experts_per_layer_step).substr(0, 4) + " experts/layer/step" +
                        (r.routing_measured ? " routed" : " assumed")).c_str()
                     : "",
-                r.kv_bytes_per_step / 1e6, r.weight_gbs, r.total_gbs, r.cpu_share, r.num_threads, r.kernels.c_str());
+                r.kv_bytes_per_step / 1e6, r.weight_gbs, r.total_gbs, r.cpu_share, r.num_threads, r.kernels.c_str(),
+                r.bf16_activations.c_str());
   return buf;
 }
 

@@ -86,6 +86,14 @@ TEST(GenModelCli, LmHeadDtypeFlags) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "weights bf16, lm_head q8_0")) << r.output;
   EXPECT_EQ(testing::read_json(json)["lm_head_dtype"], "q8_0");
+  // BF16 matrices: x rounded to bf16 on AMX tiles where this CPU grants them, unless told f32.
+  EXPECT_EQ(testing::read_json(json)["bf16_activations"], matmul_bf16_on_amx() ? "bf16" : "f32");
+  r = run("bench offline -m " + bf16 + " --bf16-activations f32 --batch 1 --prompt-len 4 --gen-len 2 --repeats 1 "
+          "--threads 1 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "BF16 matrices' x f32")) << r.output;
+  EXPECT_EQ(testing::read_json(json)["bf16_activations"], "f32");
+  EXPECT_EQ(run("bench offline -m " + bf16 + " --bf16-activations f16 --repeats 1").exit_code, 105) << "CLI11: value not in the set";
   std::filesystem::remove_all(dir);
 }
 

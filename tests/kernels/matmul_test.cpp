@@ -191,6 +191,28 @@ TEST(MatmulTest, DefaultDispatchUsesCpuIsa) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
 }
 
+// A job marked f32_x (the MoE router) keeps fp32 activations for BF16 weights: the bits of the
+// exact path whichever path BF16 matrices take; unmarked jobs in the same call take theirs.
+TEST(MatmulTest, F32xJobKeepsExactBf16Path) {
+  RandomWeights w(DType::kBF16, 24, 192, 21);
+  const std::vector<float> x = random_x(5, 192, 22);
+  std::vector<float> exact(5 * 24), marked(5 * 24), plain(5 * 24), plain_ref(5 * 24);
+  {
+    const ForceBf16Amx force(false);
+    matmul(w.view, x.data(), 5, exact.data(), nullptr);
+  }
+  for (bool amx : bf16_amx_modes()) {
+    const ForceBf16Amx force(amx);
+    const MatmulJob jobs[2] = {{w.view, x.data(), 5, marked.data(), /*f32_x=*/true}, {w.view, x.data(), 5, plain.data()}};
+    matmul_many(jobs, nullptr);
+    matmul(w.view, x.data(), 5, plain_ref.data(), nullptr);
+    EXPECT_EQ(0, std::memcmp(marked.data(), exact.data(), exact.size() * 4)) << "amx " << amx;
+    EXPECT_EQ(0, std::memcmp(plain.data(), plain_ref.data(), plain.size() * 4)) << "amx " << amx;
+    // On AMX the unmarked job rounds x: not the exact bits.
+    EXPECT_EQ(amx && cpu_isa() == CpuIsa::kAvx512Bf16, std::memcmp(plain.data(), exact.data(), exact.size() * 4) != 0);
+  }
+}
+
 // Row i of an n = 37 batch is bit-equal to the n = 1 result for x row i alone, and 1, 2 and 3
 // threads give the same bits. The shape is large enough that 2 threads really split rows.
 TEST(MatmulTest, BatchInvariance) {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/cpu_features.h"
 #include "test_util.h"
 
 namespace densa {
@@ -112,6 +113,40 @@ TEST(Eval, Bf16BaselineReproducesReferenceAndSelfKlIsZero) {
   int64_t bucket_tokens = 0;
   for (const EvalBucket& b : kv16.buckets) bucket_tokens += b.num_tokens;
   EXPECT_EQ(bucket_tokens, 16320);
+}
+
+// BF16 matrices on AMX tiles (x rounded to bf16, the default where AMX-BF16 is granted) against
+// the same checkpoint with fp32 activations ("+x-f32"): a real, small cost, an order of
+// magnitude under FP8 weights' (docs/benchmarks.md). Without AMX both names run the same
+// kernels, and the candidate equals the baseline exactly.
+TEST(Eval, Bf16ActivationsOnAmxCostLittle) {
+  const auto ids = testing::validation_ids(kMoe);
+  EvalConfig cfg;
+  cfg.model_path = (testing::model_dir(kMoe) / "hf-bf16").string();
+  cfg.weights = {"native"};
+  cfg.kv = {"f32"};
+  cfg.baseline = {"native+x-f32", "f32"};
+  cfg.max_windows = 16;
+  cfg.bootstrap_resamples = 100;
+  ThreadPool pool(2);
+  auto report = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  const EvalReport& r = report.value();
+  ASSERT_EQ(r.results.size(), 2u);
+  const EvalComboResult& a16 = r.results[1];
+  ASSERT_TRUE(a16.error.empty()) << a16.error;
+  EXPECT_EQ(a16.combo.weights, "native");
+  const bool amx = cpu_use_amx() && cpu_isa() == CpuIsa::kAvx512Bf16;
+  EXPECT_EQ(matmul_bf16_on_amx(), amx) << "run_eval leaves the process default behind";
+  if (amx) {
+    EXPECT_GT(a16.kl.mean, 0.0);
+    EXPECT_LT(a16.kl.mean, 2e-3);
+    EXPECT_GT(a16.kl.same_top1, 0.99);
+    EXPECT_LT(std::fabs(a16.delta_ppl), 0.005 * r.results[0].ppl);
+  } else {
+    EXPECT_EQ(a16.kl.max, 0.0);
+    EXPECT_EQ(a16.delta_ppl, 0.0);
+  }
 }
 
 // "BODY+head-HEAD" names quantize lm_head apart from the body; against a baseline with the same
