@@ -9,6 +9,7 @@
 //   ./build/gemv_bench --benchmark_filter='isa/'         # scalar vs avx2 vs avx512 per dtype
 //   ./build/gemv_bench --benchmark_filter='gemv/(fp8|int4)'  # FP8 / INT4 (bytes include scales)
 //   ./build/gemv_bench --benchmark_filter='gemm/n:512'  # prefill GEMM, FP8 vs INT4 vs bf16
+//   ./build/gemv_bench --benchmark_filter='bf16'  # BF16 on AMX (x rounded) vs bf16_x32 (fp32 x, FMAs)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -98,7 +99,14 @@ struct WeightSet {
   }
 };
 
-void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, int64_t n, int threads) {
+// exact_bf16: BF16 matrices keep fp32 activations (matmul_set_bf16_exact) for this benchmark,
+// so the AMX path ("bf16") and the FMA path ("bf16_x32") run in one process.
+void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, int64_t n, int threads,
+                bool exact_bf16) {
+  matmul_set_bf16_exact(exact_bf16);
+  struct Restore {
+    ~Restore() { matmul_set_bf16_exact(false); }
+  } restore;
   WeightSet ws(dtype, shape);
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;
@@ -252,7 +260,11 @@ void register_all() {
     for (const Shape& s : kShapes) {
       for (int t : thread_counts) {
         const std::string name = "gemv/" + std::string(dtype_name(dtype)) + "/" + s.note + "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, dtype, s, 1, t)->UseRealTime()->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, dtype, s, 1, t, false)->UseRealTime()->Unit(benchmark::kMicrosecond);
+        if (dtype == DType::kBF16) {
+          const std::string x32 = "gemv/bf16_x32/" + std::string(s.note) + "/threads:" + std::to_string(t);
+          benchmark::RegisterBenchmark(x32.c_str(), run_matmul, best, dtype, s, 1, t, true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+        }
       }
     }
   }
@@ -261,19 +273,28 @@ void register_all() {
     for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;
       const std::string name = "isa/" + std::string(cpu_isa_name(isa)) + "/gemv/" + std::string(dtype_name(dtype)) + "/4096x4096/threads:1";
-      benchmark::RegisterBenchmark(name.c_str(), run_matmul, isa, dtype, kShapes[0], 1, 1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(name.c_str(), run_matmul, isa, dtype, kShapes[0], 1, 1, false)->UseRealTime()->Unit(benchmark::kMicrosecond);
     }
   }
   register_quant(thread_counts);
   for (int t : thread_counts) {
-    const std::string name = "gemm/n:512/bf16/" + std::string(kShapes[2].note) + "/threads:" + std::to_string(t);
-    benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, DType::kBF16, kShapes[2], 512, t)->UseRealTime()->Unit(benchmark::kMillisecond);
+    for (bool exact : {false, true}) {
+      const std::string name = std::string("gemm/n:512/") + (exact ? "bf16_x32/" : "bf16/") + kShapes[2].note +
+                               "/threads:" + std::to_string(t);
+      benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, DType::kBF16, kShapes[2], 512, t, exact)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
   }
   // Small prefill GEMM: 64 tokens through a 4096x4096 matrix.
   for (DType dtype : kDtypes) {
     for (int t : thread_counts) {
       const std::string name = "gemm/n:64/" + std::string(dtype_name(dtype)) + "/4096x4096/threads:" + std::to_string(t);
-      benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, dtype, kShapes[0], 64, t)->UseRealTime()->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(name.c_str(), run_matmul, best, dtype, kShapes[0], 64, t, false)->UseRealTime()->Unit(benchmark::kMillisecond);
+      if (dtype == DType::kBF16) {
+        const std::string x32 = "gemm/n:64/bf16_x32/4096x4096/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(x32.c_str(), run_matmul, best, dtype, kShapes[0], 64, t, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+      }
     }
   }
 }
