@@ -99,7 +99,7 @@ if want accuracy; then
   windows=0
   [ "$QUICK" = 1 ] && windows=8
   "$DENSA" eval -m "$MOE/hf" --ids "$MOE/golden/valid.ids.u16.bin" --weights bf16,fp8,int4,int4-g32 \
-    --kv bf16,fp8,fp8-dynamic --baseline bf16/bf16 --max-windows "$windows" \
+    --kv bf16,fp8,fp8-dynamic --baseline bf16+x-f32/bf16 --max-windows "$windows" \
     --json "$IMG/accuracy.json" --markdown "$IMG/accuracy.md"
 fi
 

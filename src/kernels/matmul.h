@@ -1,6 +1,8 @@
 #pragma once
 // Matrix products against a weight matrix in any stored dtype:
-//   y[n, w.rows] = x[n, w.cols] . w^T       (fp32 activations, fp32 accumulation)
+//   y[n, w.rows] = x[n, w.cols] . w^T       (fp32 activations in and out, fp32 accumulation;
+// FP8 and INT4 kernels round x once per call, and so do BF16 matrices on AMX tiles:
+// matmul_fp8_on_amx, matmul_bf16_on_amx below)
 // Contract (batch invariance): every output element y[i, r] is computed with the same
 // arithmetic and the same reduction order whatever n, the other rows of x, or the thread
 // count, so a request's result never depends on what else is in the batch.

@@ -1,4 +1,6 @@
-// AVX-512 matmul for FP8 e4m3 block-scaled and INT4 group-wise weights.
+// AVX-512 matmul for FP8 e4m3 block-scaled and INT4 group-wise weights, and BF16 weights on
+// AMX tiles (W16A16, the FP8 AMX kernels with a copy instead of the decode; see "BF16 on AMX"
+// below and matmul_quant_bf16_amx).
 //
 // Both paths keep the weights exact and round the activations once per call, so the inner
 // loop is a hardware dot-product instruction instead of a decode to fp32 (the exact fp32 path
@@ -722,6 +724,11 @@ DENSA_AVX512 void fp8_gemm_rows(const Args& a0, int64_t n, int64_t r_begin, int6
 // sums' fp32 rounding (two bf16 roundings per product); twin ref::matmul_fp8_scaled_x_bf16.
 // The bits differ from the vdpbf16ps path, so one process uses one of the two for every n
 // (matmul_quant_fp8_amx()).
+//
+// BF16 on AMX (W16A16, matmul_quant_bf16_amx()): the same kernels, x prepared the same way;
+// where an FP8 row is decoded into the A buffer, a BF16 row is copied, each 64-column step
+// permuted into prepare_x_fp8's order (amx_bf16_row). The weights are exact; the error is x's
+// rounding to bf16 plus the sums' fp32 rounding (twin: ref::matmul on bf16(x)). No scales.
 constexpr int64_t kAmxRows = 16;              // rows of an A or C tile
 constexpr int64_t kAmxXBlockBytes = 1 << 20;  // prepared x per block (L2 keeps it; see amx_gemm)
 constexpr int64_t kAmxChunkSteps = 8;         // GEMV: 64-column steps per pipelined chunk
