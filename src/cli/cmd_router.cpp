@@ -87,7 +87,8 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--prefill", a->prefill, "prefill workers: http://host:port[,http://host:port...]")->required();
   cmd->add_option("--decode", a->decode, "decode workers: http://host:port[,http://host:port...]")->required();
   cmd->add_option("--host", a->host, "address to listen on");
-  cmd->add_option("--port", a->port, "port to listen on")->check(CLI::Range(0, 65535));
+  cmd->add_option("--port", a->port, "port to listen on (0: any free port, named on the \"listening on\" line)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/* (forwarded to the workers)");
   cmd->add_option("--timeout-ms", a->timeout_ms, "longest silence from a worker before the attempt fails")
       ->check(CLI::Range(1, 24 * 3600 * 1000));

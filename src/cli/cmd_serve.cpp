@@ -249,7 +249,8 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   cmd->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: the MoE fixture in models/)");
   cmd->add_option("--host", a->host, "address to listen on");
-  cmd->add_option("--port", a->port, "port to listen on")->check(CLI::Range(1, 65535));
+  cmd->add_option("--port", a->port, "port to listen on (0: any free port, named on the \"listening on\" line)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
   cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV pool size, e.g. 64MiB, 2GiB");
   cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: bf16 | f32 | fp8");

@@ -2,6 +2,11 @@
 // ServerProcess: runs the real `densa serve` binary (DENSA_BINARY) on a free port for
 // end-to-end tests, waits until /health answers, and stops it with SIGTERM (checking that it
 // exits cleanly). Plus curl helpers: every request in these tests goes through real curl.
+//
+// Servers start with --port 0 and the test reads the port the server bound from its
+// "listening on http://HOST:PORT" line (ListenedPort). A port picked by the test and bound
+// later by the server could be taken in between by a server of a test running in parallel,
+// whose /health then answered for ours (seen once under ctest -j2).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -10,10 +15,14 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -58,6 +67,46 @@ inline int free_port() {
   close(fd);
   return ntohs(addr.sin_port);
 }
+
+// A log file name of its own for each child of this test process.
+inline std::string child_log_path(const std::string& name) {
+  static std::atomic<int> counter{0};
+  return (std::filesystem::temp_directory_path() /
+          ("densa-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".log"))
+      .string();
+}
+
+// The port a child started with --port 0 bound: read from its log's "listening on
+// http://HOST:PORT" line, waiting (up to `timeout`) while the child runs and has not printed
+// it. 0 if it exited first or the line never came; once found it is kept.
+class ListenedPort {
+ public:
+  int get(pid_t pid, const std::string& log_path, std::chrono::seconds timeout = std::chrono::seconds(120)) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (port_ == 0) {
+      std::ifstream in(log_path);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      constexpr std::string_view kKey = "listening on http://";
+      const size_t at = text.find(kKey);
+      const size_t colon = at == std::string::npos ? at : text.find(':', at + kKey.size());
+      if (colon != std::string::npos && text.find('\n', colon) != std::string::npos) {
+        port_ = std::atoi(text.c_str() + colon + 1);
+        break;
+      }
+      if (pid <= 0 || exited(pid) || std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return port_;
+  }
+
+ private:
+  // Whether the child has exited (a zombie counts), without reaping it.
+  static bool exited(pid_t pid) {
+    siginfo_t info{};
+    return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == pid;
+  }
+  mutable int port_ = 0;
+};
 
 // What curl got: HTTP status, headers and body.
 struct CurlResponse {
@@ -126,9 +175,9 @@ inline int stop_child(pid_t& pid, int sig = SIGTERM) {
 
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> extra_args) : port_(free_port()) {
-    log_path_ = (std::filesystem::temp_directory_path() / ("densa-serve-" + std::to_string(port_) + ".log")).string();
-    std::vector<std::string> args = {"serve", "-m", fixture_model_path(), "--port", std::to_string(port_), "--threads", "2"};
+  explicit ServerProcess(std::vector<std::string> extra_args) {
+    log_path_ = child_log_path("serve");
+    std::vector<std::string> args = {"serve", "-m", fixture_model_path(), "--port", "0", "--threads", "2"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     pid_ = spawn_densa(args, log_path_);
   }
@@ -144,7 +193,7 @@ class ServerProcess {
         ADD_FAILURE() << "densa serve exited early:\n" << log();
         return false;
       }
-      if (get("/health").status == 200) return true;
+      if (port() > 0 && get("/health").status == 200) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     ADD_FAILURE() << "densa serve did not become ready:\n" << log();
@@ -157,8 +206,9 @@ class ServerProcess {
   // SIGKILL, no goodbye (a worker dying mid-request); waits for the process to be gone.
   void kill_hard() { stop_child(pid_, SIGKILL); }
 
-  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
-  int port() const { return port_; }
+  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port()) + path; }
+  // The bound port (waits for the server to print it; 0 if it exited first).
+  int port() const { return port_.get(pid_, log_path_); }
   std::string log() const { return run_command("cat " + shell_quote(log_path_)); }
 
   // curl; `extra` is appended to the command line (e.g. -H, --max-time).
@@ -172,7 +222,7 @@ class ServerProcess {
   }
 
  private:
-  int port_;
+  ListenedPort port_;
   pid_t pid_ = -1;
   std::string log_path_;
 };

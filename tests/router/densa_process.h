@@ -24,10 +24,11 @@ namespace densa::testing {
 class DensaProcess {
  public:
   // `args` without --port; `name` names the log file.
-  DensaProcess(const std::string& name, std::vector<std::string> args) : port_(free_port()) {
-    log_path_ = (std::filesystem::temp_directory_path() / ("densa-" + name + "-" + std::to_string(port_) + ".log")).string();
+  // The port is the one it bound with --port 0 (ListenedPort, e2e/server_process.h).
+  DensaProcess(const std::string& name, std::vector<std::string> args) {
+    log_path_ = child_log_path(name);
     args.push_back("--port");
-    args.push_back(std::to_string(port_));
+    args.push_back("0");
     pid_ = spawn_densa(args, log_path_);
   }
   ~DensaProcess() { stop(); }
@@ -44,7 +45,7 @@ class DensaProcess {
         ADD_FAILURE() << "densa exited early:\n" << log();
         return false;
       }
-      if (get("/health").status == status) return true;
+      if (port() > 0 && get("/health").status == status) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ADD_FAILURE() << "densa did not answer /health " << status << ":\n" << log();
@@ -56,8 +57,8 @@ class DensaProcess {
   void kill9() { stop_child(pid_, SIGKILL); }
   bool running() const { return pid_ > 0; }
 
-  std::string url(const std::string& path = "") const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
-  int port() const { return port_; }
+  std::string url(const std::string& path = "") const { return "http://127.0.0.1:" + std::to_string(port()) + path; }
+  int port() const { return port_.get(pid_, log_path_); }
   std::string log() const { return run_command("cat " + shell_quote(log_path_)); }
 
   CurlResponse curl(const std::string& method, const std::string& path, const std::string& body = "",
@@ -68,7 +69,7 @@ class DensaProcess {
   CurlResponse post(const std::string& path, const std::string& body) const { return curl("POST", path, body); }
 
  private:
-  int port_;
+  ListenedPort port_;
   pid_t pid_ = -1;
   std::string log_path_;
 };
