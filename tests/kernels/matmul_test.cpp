@@ -162,6 +162,16 @@ TEST(MatmulTest, MatchesReferenceEveryDtypeAndIsa) {
   }
 }
 
+// BF16 on AMX takes x in blocks of 1 MiB of B tiles (512 tokens at 1,024 columns): 530 tokens
+// cross a block, and 1,000 columns end in a partial 64-column step.
+TEST(MatmulTest, Bf16ManyTokensCrossXBlocks) {
+  for (bool amx : bf16_amx_modes()) {
+    const ForceBf16Amx force(amx);
+    expect_matches_reference(CpuIsa::kAvx512Bf16 <= cpu_isa_hardware() ? CpuIsa::kAvx512Bf16 : cpu_isa_hardware(),
+                             DType::kBF16, 40, 1000, 530, 31);
+  }
+}
+
 TEST(MatmulTest, OddShapes) {
   uint32_t seed = 100;
   for (bool amx : bf16_amx_modes()) {
