@@ -46,10 +46,10 @@ inline std::vector<float> normal_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-// For a scope, BF16 matrices keep fp32 activations (matmul_set_bf16_exact), then back to the
-// default: for tests that check an architecture against a reference computed in fp32 with
-// BF16-rounded weights, at tolerances for that arithmetic. BF16 on AMX tiles (x rounded to
-// bf16) has its own tests (kernels/matmul_test.cpp, tools/eval_test.cpp).
+// For a scope, BF16 and F16 matrices keep fp32 activations (matmul_set_bf16_exact), then back
+// to the default: for tests that check an architecture against a reference computed in fp32
+// with BF16- or F16-rounded weights, at tolerances for that arithmetic. BF16 / F16 on AMX tiles
+// (x rounded to bf16) have their own tests (kernels/matmul_test.cpp, tools/eval_test.cpp).
 struct ExactBf16Matmul {
   ExactBf16Matmul() { matmul_set_bf16_exact(true); }
   ~ExactBf16Matmul() { matmul_set_bf16_exact(false); }

@@ -21,9 +21,9 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
       ->check(CLI::IsMember({"tiles", "rows"}))
       ->capture_default_str();
   cmd->add_option("--bf16-activations", args.bf16_activations,
-                  "BF16 matrices: auto (where the CPU grants AMX-BF16, x is rounded to bf16 and the products run "
-                  "on AMX tiles, as GPU engines and llama.cpp compute BF16 models; else fp32 x) | f32 (always "
-                  "fp32 x and exact products on FMAs: several times slower prefill)")
+                  "BF16 and F16 matrices: auto (where the CPU grants AMX-BF16, x is rounded to bf16 and the "
+                  "products run on AMX tiles, as GPU engines and llama.cpp compute BF16 / F16 models; else fp32 "
+                  "x) | f32 (always fp32 x and exact products on FMAs: several times slower prefill)")
       ->check(CLI::IsMember({"auto", "f32"}))
       ->capture_default_str();
 }
@@ -56,13 +56,14 @@ std::string weight_precision_line(const ModelWeights& w) {
     return weight_quant_spec_name({v.dtype, static_cast<int>(v.scale_cols)});
   };
   std::string body = "none";
-  bool bf16 = w.lm_head.dtype == DType::kBF16;
+  auto half = [](DType t) { return t == DType::kBF16 || t == DType::kF16; };
+  bool bf16 = half(w.lm_head.dtype);
   if (!w.layers.empty()) {
     const LayerWeights& l = w.layers[0];
     for (const WeightView* v : {&l.wq, &l.q_a, &l.kv_a}) {
       if (!v->empty()) {
         body = name(*v) + (v->layout == WeightLayout::kInt4Tiles8 ? " in 8-row tiles" : "");
-        bf16 = bf16 || v->dtype == DType::kBF16;
+        bf16 = bf16 || half(v->dtype);
         break;
       }
     }
@@ -70,8 +71,8 @@ std::string weight_precision_line(const ModelWeights& w) {
   return "weights " + body + ", lm_head " + name(w.lm_head) +
          (w.lm_head.data == w.tok_embeddings.data ? " (tied to the embeddings)" : "") +
          (!bf16                  ? ""
-          : matmul_bf16_on_amx() ? "; BF16 matrices on AMX tiles, x rounded to bf16"
-                                 : "; BF16 matrices with fp32 x");
+          : matmul_bf16_on_amx() ? "; BF16 / F16 matrices on AMX tiles, x rounded to bf16"
+                                 : "; BF16 / F16 matrices with fp32 x");
 }
 
 std::string weight_memory_line(const ModelWeights& w) {

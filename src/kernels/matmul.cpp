@@ -242,8 +242,9 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
         r.kind = RowsJob::Kind::kQuantFallback;
         r.row_cost = matmul_quant_fallback_row_cost(w, j.n);
       }
-    } else if (w.dtype == DType::kBF16 && !j.f32_x && isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
-      // BF16 on AMX tiles (matmul_quant_bf16_amx): the FP8 AMX kernel, x rounded to bf16.
+    } else if ((w.dtype == DType::kBF16 || w.dtype == DType::kF16) && !j.f32_x && isa == CpuIsa::kAvx512Bf16 &&
+               matmul_quant_avx512_supports(w)) {
+      // BF16 / F16 on AMX tiles (matmul_quant_bf16_amx): the FP8 AMX kernel, x rounded to bf16.
       r.kind = RowsJob::Kind::kQuantAvx512;
       r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
       x_bytes += (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;

@@ -23,7 +23,7 @@ struct MatmulJob {
   const float* x = nullptr;
   int64_t n = 0;
   float* y = nullptr;
-  // BF16 weights keep fp32 activations and exact products even where BF16 matrices run on AMX
+  // BF16 / F16 weights keep fp32 activations and exact products even where they run on AMX
   // tiles (matmul_bf16_on_amx): for the MoE router, whose expert choice is the decision most
   // sensitive to rounding and whose matrix is small. Other dtypes run as always.
   bool f32_x = false;
@@ -44,11 +44,12 @@ bool matmul_prefers_int4_tiles();
 // level, and AMX-BF16 granted with DENSA_AMX not 0); otherwise on vdpbf16ps or the fallback.
 bool matmul_fp8_on_amx();
 
-// Whether BF16 matrices run on AMX tiles in this process (the same conditions as FP8): then
-// x is rounded to bf16 for them (W16A16, as GPU engines and llama.cpp compute BF16 models),
-// otherwise they keep fp32 activations and exact products on fp32 FMAs.
+// Whether BF16 and F16 matrices run on AMX tiles in this process (the same conditions as FP8):
+// then x is rounded to bf16 for them (W16A16, as GPU engines and llama.cpp compute BF16 / F16
+// models; F16 weights stay exact, split into two bf16 parts), otherwise they keep fp32
+// activations and exact products on fp32 FMAs.
 bool matmul_bf16_on_amx();
-// Keeps BF16 matrices on the fp32-activation kernels in this process (exact = true: serve
+// Keeps BF16 and F16 matrices on the fp32-activation kernels in this process (exact = true: serve
 // --bf16-activations f32, the evaluator's "+x-f32" weights, tests against fp32 references),
 // or back to the default (false). Call only while no matmul runs.
 void matmul_set_bf16_exact(bool exact);

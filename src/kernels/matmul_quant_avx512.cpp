@@ -739,24 +739,49 @@ int64_t amx_x_tiles_bytes(int64_t cols, int64_t n) {
   const int64_t per_tile = amx_tokens_per_tile(n);
   return (n + per_tile - 1) / per_tile * amx_ksteps(cols) * 64 * per_tile;
 }
-int64_t amx_x_bytes(const WeightView& w, int64_t n) { return amx_x_tiles_bytes(w.cols, n); }
+// The columns the tile kernels see: an F16 row of `cols` is a bf16 row of twice as many, each
+// 64-column step once as its bf16 high parts and once as the remainders (amx_f16_row), and x
+// is repeated to match (prepare_x_amx).
+int64_t amx_cols(const WeightView& w) {
+  return w.dtype == DType::kF16 ? 2 * ((w.cols + kFp8Step - 1) / kFp8Step * kFp8Step) : w.cols;
+}
+int64_t amx_x_bytes(const WeightView& w, int64_t n) { return amx_x_tiles_bytes(amx_cols(w), n); }
+
+// One x row as prepare_x_fp8 writes it, or with repeat (F16 weights, amx_cols) every 128-byte
+// step written twice in a row: out holds fp8_x_stride(cols) bytes, twice that with repeat.
+DENSA_AVX512 void prepare_x_amx_row(const float* x, int64_t cols, bool repeat, uint8_t* out) {
+  if (!repeat) return prepare_x_fp8(x, cols, out);
+  thread_local std::vector<uint8_t> scratch;
+  scratch.resize(static_cast<size_t>(fp8_x_stride(cols) + 64));
+  uint8_t* once = kernels_internal::align64(scratch.data());
+  prepare_x_fp8(x, cols, once);
+  for (int64_t s = 0; s < fp8_x_stride(cols) / kFp8StepBytes; ++s) {
+    for (int half = 0; half < 2; ++half) {
+      const __m512i lo = _mm512_load_si512(once + s * kFp8StepBytes), hi = _mm512_load_si512(once + s * kFp8StepBytes + 64);
+      _mm512_store_si512(out + (2 * s + half) * kFp8StepBytes, lo);
+      _mm512_store_si512(out + (2 * s + half) * kFp8StepBytes + 64, hi);
+    }
+  }
+}
 
 // Rows [i_begin, i_end) of x into their B tiles (token i: dword 16 p + i % 16 of each B tile of
 // token tile i / 16); the call that ends at n also zeroes the padding tokens of the last tile.
-DENSA_AVX512 void prepare_x_amx_rows(const float* x, int64_t n, int64_t cols, int64_t i_begin, int64_t i_end,
-                                         uint8_t* xp) {
+// repeat: every step twice (F16 weights, amx_cols).
+DENSA_AVX512 void prepare_x_amx_rows(const float* x, int64_t n, int64_t cols, bool repeat, int64_t i_begin,
+                                     int64_t i_end, uint8_t* xp) {
   if (n == 1) {  // one token: B row p is pair p of the step, which is prepare_x_fp8's own layout
-    prepare_x_fp8(x, cols, xp);
+    prepare_x_amx_row(x, cols, repeat, xp);
     return;
   }
-  const int64_t q_steps = amx_ksteps(cols);
+  const int64_t row_bytes = fp8_x_stride(cols) * (repeat ? 2 : 1);
+  const int64_t q_steps = row_bytes / 64;
   thread_local std::vector<uint8_t> scratch;
-  scratch.resize(static_cast<size_t>(fp8_x_stride(cols) + 64));
+  scratch.resize(static_cast<size_t>(row_bytes + 64));
   uint8_t* row = kernels_internal::align64(scratch.data());
   const __m512i pair_to_dword = _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80, 64, 48, 32, 16, 0);
   const int64_t i_stop = i_end == n ? (n + 15) / 16 * 16 : i_end;
   for (int64_t i = i_begin; i < i_stop; ++i) {
-    if (i < n) prepare_x_fp8(x + i * cols, cols, row);
+    if (i < n) prepare_x_amx_row(x + i * cols, cols, repeat, row);
     uint8_t* tile0 = xp + (i / 16) * q_steps * kAmxTileBytes + (i % 16) * 4;
     for (int64_t q = 0; q < q_steps; ++q) {
       const __m512i v = i < n ? _mm512_load_si512(row + q * 64) : _mm512_setzero_si512();
@@ -809,7 +834,7 @@ int64_t amx_lut_sets(const WeightView& w) { return std::min<int64_t>(2 * kAmxRow
 
 // The tables of the row blocks of the pair's rows [r0, r_hi), and each row's pointer to them.
 void amx_build_pair_luts(const WeightView& w, int64_t r0, int64_t r_hi, AmxScratch& s) {
-  if (w.dtype == DType::kBF16) return;  // no scales
+  if (w.dtype == DType::kBF16 || w.dtype == DType::kF16) return;  // no scales
   const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
   const int64_t rb0 = r0 / w.scale_rows;
   for (int64_t rb = rb0; rb <= (r_hi - 1) / w.scale_rows; ++rb) build_scaled_luts(w, rb, s.luts + (rb - rb0) * blocks);
@@ -875,6 +900,52 @@ DENSA_AVX512_INLINE void amx_bf16_row(const uint8_t* rp, int64_t cols, int64_t s
   }
 }
 
+// bf16 words [16 half, 16 half + 16) of `words` as fp32 (exact).
+DENSA_AVX512_INLINE __m512 bf16_words_f32(__m512i words, int half) {
+  const __m256i w16 = half ? _mm512_extracti64x4_epi64(words, 1) : _mm512_castsi512_si256(words);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(w16), 16));
+}
+
+// An F16 row as a bf16 row of twice the steps (amx_cols): step 2s holds bf16(w) of the row's
+// 64-column step s (round to nearest even), step 2s + 1 the remainders w - bf16(w), both in
+// prepare_x_fp8's order. Every f16 value is exactly that sum (11 significant bits: 8 in the
+// high part, the rest, with its exponent, in a bf16 of its own), so with x repeated for both
+// steps the products are those of the exact f16 weights. Zeros past cols; each step of the
+// row is prefetched once (with its high part).
+DENSA_AVX512_INLINE void amx_f16_row(const uint8_t* rp, int64_t cols, int64_t st_begin, int64_t st_end, uint8_t* out,
+                                     int64_t far) {
+  alignas(64) static constexpr int16_t kIdx[2][32] = {
+      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 32, 33, 34, 35, 36, 37, 38, 39, 48, 49, 50, 51, 52, 53, 54, 55},
+      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31, 40, 41, 42, 43, 44, 45, 46, 47, 56, 57, 58, 59, 60, 61, 62, 63}};
+  const __m512i i0 = _mm512_load_si512(kIdx[0]), i1 = _mm512_load_si512(kIdx[1]);
+  for (int64_t vst = st_begin; vst < st_end; ++vst, out += 128) {
+    const int64_t st = vst / 2;
+    const bool rest = vst & 1;
+    const uint8_t* src = rp + st * 128;
+    if (!rest) {
+      _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(src + 64 + kPrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(src + far), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(src + 64 + far), _MM_HINT_T1);
+    }
+    const int64_t left = cols - st * kFp8Step;
+    __m512 v[4];
+    for (int q = 0; q < 4; ++q) {
+      const __m256i h = _mm256_maskz_loadu_epi16(static_cast<__mmask16>(word_mask(left - 16 * q)), src + 32 * q);
+      v[q] = _mm512_cvtph_ps(h);
+    }
+    __m512bh a = _mm512_cvtne2ps_pbh(v[1], v[0]), b = _mm512_cvtne2ps_pbh(v[3], v[2]);
+    if (rest) {  // w - bf16(w): exact in fp32, and exact again as a bf16
+      const __m512i ai = reinterpret_cast<const __m512i&>(a), bi = reinterpret_cast<const __m512i&>(b);
+      a = _mm512_cvtne2ps_pbh(_mm512_sub_ps(v[1], bf16_words_f32(ai, 1)), _mm512_sub_ps(v[0], bf16_words_f32(ai, 0)));
+      b = _mm512_cvtne2ps_pbh(_mm512_sub_ps(v[3], bf16_words_f32(bi, 1)), _mm512_sub_ps(v[2], bf16_words_f32(bi, 0)));
+    }
+    const __m512i ai = reinterpret_cast<const __m512i&>(a), bi = reinterpret_cast<const __m512i&>(b);
+    _mm512_store_si512(out, _mm512_permutex2var_epi16(ai, i0, bi));
+    _mm512_store_si512(out + 64, _mm512_permutex2var_epi16(ai, i1, bi));
+  }
+}
+
 // Row i of the pair from r0, steps [st_begin, st_end), decoded into a + i * stride (an A tile is
 // 16 of these rows, 64 bytes each, loaded at that stride); zero for rows at or past r_end. The
 // pair's tables are built (amx_build_pair_luts).
@@ -889,6 +960,7 @@ DENSA_AVX512_INLINE void amx_decode_pair_row(const WeightView& w, int64_t r0, in
   const int64_t row_bytes = w.row_bytes();
   const uint8_t* rp = static_cast<const uint8_t*>(w.data) + r * row_bytes;
   if (w.dtype == DType::kBF16) return amx_bf16_row(rp, w.cols, st_begin, st_end, out, 2 * kAmxRows * row_bytes);
+  if (w.dtype == DType::kF16) return amx_f16_row(rp, w.cols, st_begin, st_end, out, 2 * kAmxRows * row_bytes);
   amx_decode_row(rp, w.cols, st_begin, st_end, w.scale_cols / kFp8Step, s.row_luts[i], out, 2 * kAmxRows * row_bytes);
 }
 
@@ -901,7 +973,7 @@ DENSA_AVX512 void amx_decode_rows(const WeightView& w, int64_t r0, int64_t r_end
 // Per-thread scratch: the A buffer (GEMM: 2 row tiles over all K, 176 KiB at 2,816 columns;
 // GEMV: two chunks), the tables of one row pair and 4 C tiles.
 AmxScratch amx_scratch(const WeightView& w, int64_t a_bytes) {
-  const int64_t blocks = w.dtype == DType::kBF16 ? 0 : (w.cols + w.scale_cols - 1) / w.scale_cols;
+  const int64_t blocks = w.dtype == DType::kBF16 || w.dtype == DType::kF16 ? 0 : (w.cols + w.scale_cols - 1) / w.scale_cols;
   const size_t lut_bytes = blocks == 0 ? 0 : static_cast<size_t>(amx_lut_sets(w) * blocks) * sizeof(ScaledLut);
   thread_local std::vector<uint8_t> storage;
   storage.resize(static_cast<size_t>(a_bytes) + lut_bytes + 4 * kAmxTileBytes + 64);
@@ -918,7 +990,7 @@ AmxScratch amx_scratch(const WeightView& w, int64_t a_bytes) {
 template <int RA, int TB>
 DENSA_AMX void amx_pass(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r0, int64_t r_end,
                         int64_t t0, int64_t a_stride, const AmxScratch& s) {
-  const int64_t q_steps = amx_ksteps(w.cols);
+  const int64_t q_steps = amx_ksteps(amx_cols(w));
   const uint8_t* b0 = xp + t0 * q_steps * kAmxTileBytes;
   const uint8_t* b1 = b0 + q_steps * kAmxTileBytes;
   _tile_zero(0);
@@ -963,7 +1035,7 @@ DENSA_AMX void amx_pass(const WeightView& w, const uint8_t* xp, int64_t n, float
 
 DENSA_AMX void amx_gemm(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
                             int64_t r_end) {
-  const int64_t q_steps = amx_ksteps(w.cols), steps = q_steps / 2;
+  const int64_t q_steps = amx_ksteps(amx_cols(w)), steps = q_steps / 2;
   const int64_t token_tiles = (n + 15) / 16;
   // Row-major bf16 rows, padded by a line so that a tile's 16 rows do not share cache sets.
   const int64_t a_stride = q_steps * 64 + 64;
@@ -1026,7 +1098,7 @@ DENSA_AMX_INLINE void amx_gemv_op(const uint8_t* a, int64_t stride, const uint8_
 // spread between its rows, so the tile unit and the decode overlap (issued one after the other
 // they added up: ~5 GB/s instead of ~15 from L2).
 DENSA_AMX void amx_gemv(const WeightView& w, const uint8_t* xp, float* y, int64_t r_begin, int64_t r_end) {
-  const int64_t steps = (w.cols + kFp8Step - 1) / kFp8Step;
+  const int64_t steps = (amx_cols(w) + kFp8Step - 1) / kFp8Step;
   const int64_t a_stride = kAmxChunkSteps * 128 + 64;  // padded as in amx_gemm
   const int64_t chunk_bytes = 2 * kAmxRows * a_stride;
   AmxScratch s = amx_scratch(w, 2 * chunk_bytes);
@@ -1119,13 +1191,14 @@ std::atomic<int> g_fp8_amx_forced{-1};
 std::atomic<int> g_bf16_amx_forced{-1};
 
 bool on_amx(const WeightView& w) {
-  return (w.dtype == DType::kFP8E4M3 && matmul_quant_fp8_amx()) || (w.dtype == DType::kBF16 && matmul_quant_bf16_amx());
+  return (w.dtype == DType::kFP8E4M3 && matmul_quant_fp8_amx()) ||
+         ((w.dtype == DType::kBF16 || w.dtype == DType::kF16) && matmul_quant_bf16_amx());
 }
 
 }  // namespace
 
 bool matmul_quant_avx512_supports(const WeightView& w) {
-  if (w.dtype == DType::kBF16) return w.layout == WeightLayout::kRows && matmul_quant_bf16_amx();
+  if (w.dtype == DType::kBF16 || w.dtype == DType::kF16) return w.layout == WeightLayout::kRows && matmul_quant_bf16_amx();
   if (w.scale_rows <= 0 || w.scale_cols <= 0) return false;
   if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) return false;
   if (w.dtype == DType::kFP8E4M3) return w.scales_f32 != nullptr && have_vbmi() && w.scale_cols % kFp8Step == 0;
@@ -1181,7 +1254,7 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
                                          << ", scale block " << w.scale_rows << "x" << w.scale_cols;
   CHECK(reinterpret_cast<uintptr_t>(xp) % 64 == 0) << "matmul avx512 quant: unaligned activations";
   CHECK(0 <= i_begin && i_begin <= i_end && i_end <= n) << "matmul avx512 quant: rows " << i_begin << ".." << i_end;
-  if (on_amx(w)) return prepare_x_amx_rows(x, n, w.cols, i_begin, i_end, xp);
+  if (on_amx(w)) return prepare_x_amx_rows(x, n, w.cols, w.dtype == DType::kF16, i_begin, i_end, xp);
   const int64_t stride = x_stride(w);
   for (int64_t i = i_begin; i < i_end; ++i) {
     if (w.dtype == DType::kFP8E4M3) {

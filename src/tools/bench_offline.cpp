@@ -358,7 +358,7 @@ std::string bench_offline_summary(const BenchOfflineReport& r) {
                 "decode:  %.2f tok/s aggregate, %.2f ms/step\n"
                 "bytes per decode step: weights %.1f MB (all weights %.1f MB%s), KV %.1f MB\n"
                 "achieved: weights %.2f GB/s, weights + KV %.2f GB/s\n"
-                "CPU share: %.2f of %d threads' cores (process CPU time / (wall x threads)); kernels %s, BF16 "
+                "CPU share: %.2f of %d threads' cores (process CPU time / (wall x threads)); kernels %s, BF16 / F16 "
                 "matrices' x %s\n",
                 r.model.c_str(), r.total_params / 1e6, r.weight_dtype.c_str(), r.lm_head_dtype.c_str(),
                 std::string(dtype_name(c.kv_dtype)).c_str(), c.batch, c.prompt_len, c.gen_len, c.repeats,

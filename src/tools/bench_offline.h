@@ -66,7 +66,7 @@ struct BenchOfflineReport {
   double decode_step_ms = 0;
   int num_threads = 0;            // kernel threads the engine ran (config.num_threads resolved)
   std::string kernels;            // the CPU kernel level that ran: "avx512_bf16", "+amx" where FP8 ran on AMX
-  std::string bf16_activations;   // BF16 matrices' x: "bf16" (AMX tiles, matmul_bf16_on_amx) or "f32"
+  std::string bf16_activations;   // BF16 / F16 matrices' x: "bf16" (AMX tiles, matmul_bf16_on_amx) or "f32"
   double cpu_share = 0;           // median over repeats (see BenchOfflineRun)
   // Bytes one decode step reads (averaged over the measured steps of the last repeat).
   int64_t weight_bytes_all = 0;       // every matrix and norm as stored

@@ -26,7 +26,7 @@ namespace densa {
 // One precision choice by name: weights "f32"/"native" (as stored), "bf16", "fp8", "int4"
 // (group 128), "int4-g32", "int4-g128", "q8_0" or "q4_0" for the body matrices, optionally
 // followed by "+head-" and one of the same quantized names for lm_head ("int4-g32+head-fp8";
-// without it lm_head stays as stored), and either may end in "+x-f32": BF16 matrices keep fp32
+// without it lm_head stays as stored), and either may end in "+x-f32": BF16 / F16 matrices keep fp32
 // activations on the exact kernels for that run (matmul_set_bf16_exact; without it they take
 // AMX tiles with x rounded to bf16 where the CPU grants AMX); KV "f32", "bf16", "fp8" (static per-(layer, k|v, head)
 // scales from the checkpoint or a calibration pass on the built-in passage), "fp8-dynamic"

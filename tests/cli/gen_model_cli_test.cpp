@@ -91,7 +91,7 @@ TEST(GenModelCli, LmHeadDtypeFlags) {
   r = run("bench offline -m " + bf16 + " --bf16-activations f32 --batch 1 --prompt-len 4 --gen-len 2 --repeats 1 "
           "--threads 1 --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "BF16 matrices' x f32")) << r.output;
+  EXPECT_TRUE(contains(r.output, "BF16 / F16 matrices' x f32")) << r.output;
   EXPECT_EQ(testing::read_json(json)["bf16_activations"], "f32");
   EXPECT_EQ(run("bench offline -m " + bf16 + " --bf16-activations f16 --repeats 1").exit_code, 105) << "CLI11: value not in the set";
   std::filesystem::remove_all(dir);

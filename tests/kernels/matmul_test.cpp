@@ -24,9 +24,9 @@ using matmul_internal::matmul_with_isa;
 
 constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
 
-// The BF16 paths this CPU runs at the AVX-512 level: fp32 activations on FMAs (false) and, with
-// AMX-BF16 granted, x rounded to bf16 on AMX tiles (true). The other ISA levels always take
-// the first.
+// The BF16 / F16 paths this CPU runs at the AVX-512 level: fp32 activations on FMAs (false)
+// and, with AMX-BF16 granted, x rounded to bf16 on AMX tiles (true; F16 as its bf16 high parts
+// plus the remainders, exact). The other ISA levels always take the first.
 std::vector<bool> bf16_amx_modes() {
   std::vector<bool> v{false};
   if (cpu_has_amx_bf16()) v.push_back(true);
@@ -40,6 +40,13 @@ struct ForceBf16Amx {
   ForceBf16Amx(const ForceBf16Amx&) = delete;
   ForceBf16Amx& operator=(const ForceBf16Amx&) = delete;
 };
+
+// Whether `dtype` runs on AMX tiles with x rounded to bf16 at `isa` in this process (BF16 and
+// F16 at the AVX-512 level, matmul_quant_bf16_amx).
+bool half_on_amx(CpuIsa isa, DType dtype) {
+  return (dtype == DType::kBF16 || dtype == DType::kF16) && isa == CpuIsa::kAvx512Bf16 &&
+         matmul_internal::matmul_quant_bf16_amx();
+}
 
 std::vector<CpuIsa> available_isas() {
   std::vector<CpuIsa> out;
@@ -123,21 +130,22 @@ std::vector<double> abs_dot(const WeightView& w, const std::vector<float>& x, in
 }
 
 std::string label(CpuIsa isa, DType dtype) {
-  const bool amx = dtype == DType::kBF16 && isa == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_bf16_amx();
+  const bool amx = half_on_amx(isa, dtype);
   return std::string(cpu_isa_name(isa)) + "/" + std::string(dtype_name(dtype)) + (amx ? " (amx)" : "");
 }
 
 // Tolerance: a chain of at most cols/4 fp32 additions plus a short lane tree, so
 // |y - ref| <= (cols/4 + 8) * 2^-24 * sum|w x| (the standard a-priori bound). BF16 on AMX
-// tiles rounds x to bf16 first (round to nearest even) and nothing else: its twin is the same
-// double reference on bf16(x), with the same bound (the tile unit's fp32 sums are as short).
+// tiles (and F16, split exactly into two bf16 parts) rounds x to bf16 first (round to nearest
+// even) and nothing else: its twin is the same double reference on bf16(x), with the same
+// bound (the tile unit's fp32 sums are as short).
 void expect_matches_reference(CpuIsa isa, DType dtype, int64_t rows, int64_t cols, int64_t n,
                               uint32_t seed) {
   RandomWeights w(dtype, rows, cols, seed);
   std::vector<float> x = random_x(n, cols, seed + 1);
   std::vector<float> y(static_cast<size_t>(n * rows), NAN), want(y.size());
   matmul_with_isa(isa, w.view, x.data(), n, y.data(), nullptr);
-  if (dtype == DType::kBF16 && isa == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_bf16_amx()) {
+  if (half_on_amx(isa, dtype)) {
     for (float& v : x) v = bf16_to_f32(f32_to_bf16(v));
   }
   ref::matmul(w.view, x.data(), n, want.data());
@@ -162,13 +170,15 @@ TEST(MatmulTest, MatchesReferenceEveryDtypeAndIsa) {
   }
 }
 
-// BF16 on AMX takes x in blocks of 1 MiB of B tiles (512 tokens at 1,024 columns): 530 tokens
+// BF16 / F16 on AMX take x in blocks of 1 MiB of B tiles (512 tokens at 1,024 columns): 530 tokens
 // cross a block, and 1,000 columns end in a partial 64-column step.
-TEST(MatmulTest, Bf16ManyTokensCrossXBlocks) {
+TEST(MatmulTest, HalfPrecisionManyTokensCrossXBlocks) {
   for (bool amx : bf16_amx_modes()) {
     const ForceBf16Amx force(amx);
-    expect_matches_reference(CpuIsa::kAvx512Bf16 <= cpu_isa_hardware() ? CpuIsa::kAvx512Bf16 : cpu_isa_hardware(),
-                             DType::kBF16, 40, 1000, 530, 31);
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      expect_matches_reference(CpuIsa::kAvx512Bf16 <= cpu_isa_hardware() ? CpuIsa::kAvx512Bf16 : cpu_isa_hardware(),
+                               dtype, 40, 1000, 530, 31);
+    }
   }
 }
 
@@ -232,7 +242,7 @@ TEST(MatmulTest, BatchInvariance) {
   const ForceBf16Amx force(amx);
   for (CpuIsa isa : available_isas()) {
     for (DType dtype : kDtypes) {
-      if (amx && dtype != DType::kBF16) continue;
+      if (amx && dtype != DType::kBF16 && dtype != DType::kF16) continue;
       RandomWeights w(dtype, kRows, kCols, 11);
       const std::vector<float> x = random_x(kN, kCols, 12);
       std::vector<float> batch(kN * kRows), batch2(kN * kRows), batch3(kN * kRows);

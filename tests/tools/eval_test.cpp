@@ -115,14 +115,18 @@ TEST(Eval, Bf16BaselineReproducesReferenceAndSelfKlIsZero) {
   EXPECT_EQ(bucket_tokens, 16320);
 }
 
-// BF16 matrices on AMX tiles (x rounded to bf16, the default where AMX-BF16 is granted) against
-// the same checkpoint with fp32 activations ("+x-f32"): a real, small cost, an order of
+// BF16 and F16 matrices on AMX tiles (x rounded to bf16, the default where AMX-BF16 is granted)
+// against the same checkpoint with fp32 activations ("+x-f32"): a real, small cost, an order of
 // magnitude under FP8 weights' (docs/benchmarks.md). Without AMX both names run the same
-// kernels, and the candidate equals the baseline exactly.
-TEST(Eval, Bf16ActivationsOnAmxCostLittle) {
-  const auto ids = testing::validation_ids(kMoe);
+// kernels, and the candidate equals the baseline exactly. The MoE's BF16 checkpoint and the
+// dense model's F16 GGUF.
+class EvalHalfOnAmx : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(EvalHalfOnAmx, CostsLittleAgainstFp32Activations) {
+  const auto [model, file] = GetParam();
+  const auto ids = testing::validation_ids(model);
   EvalConfig cfg;
-  cfg.model_path = (testing::model_dir(kMoe) / "hf-bf16").string();
+  cfg.model_path = (testing::model_dir(model) / file).string();
   cfg.weights = {"native"};
   cfg.kv = {"f32"};
   cfg.baseline = {"native+x-f32", "f32"};
@@ -148,6 +152,10 @@ TEST(Eval, Bf16ActivationsOnAmxCostLittle) {
     EXPECT_EQ(a16.delta_ppl, 0.0);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, EvalHalfOnAmx,
+                         ::testing::Values(std::make_pair(kMoe, "hf-bf16"),
+                                           std::make_pair(kDense, "gguf/tinystories-llama-1m-f16.gguf")));
 
 // "BODY+head-HEAD" names quantize lm_head apart from the body; against a baseline with the same
 // body they measure the head's own cost, which grows as the head's format narrows.

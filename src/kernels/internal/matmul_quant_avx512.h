@@ -46,12 +46,12 @@ bool matmul_quant_fp8_amx();
 // or back to the default (nullopt). Call only while no matmul runs.
 void matmul_quant_fp8_force_amx(std::optional<bool> on);
 
-// Whether BF16 matrices run on AMX tiles (W16A16: x rounded to bf16, tdpbf16ps; the stored
-// bf16 weights are exact) in this process: cpu_use_amx() unless a test or the evaluator forced
-// a path. Otherwise BF16 matrices take the exact fp32-activation kernels of matmul_isa.h. As
-// for FP8, one process uses one path for every n.
+// Whether BF16 and F16 matrices run on AMX tiles (W16A16: x rounded to bf16, tdpbf16ps; the
+// stored weights are exact, an F16 one as two bf16 parts) in this process: cpu_use_amx() unless
+// a test or the evaluator forced a path. Otherwise they take the exact fp32-activation kernels
+// of matmul_isa.h. As for FP8, one process uses one path for every n.
 bool matmul_quant_bf16_amx();
-// Force BF16 onto AMX (true; needs cpu_has_amx_bf16()) or onto the fp32-activation kernels
+// Force BF16 / F16 onto AMX (true; needs cpu_has_amx_bf16()) or onto the fp32-activation kernels
 // (false), or back to the default (nullopt). Call only while no matmul runs.
 void matmul_quant_bf16_force_amx(std::optional<bool> on);
 
