@@ -910,39 +910,39 @@ DENSA_AVX512_INLINE __m512 bf16_words_f32(__m512i words, int half) {
 // 64-column step s (round to nearest even), step 2s + 1 the remainders w - bf16(w), both in
 // prepare_x_fp8's order. Every f16 value is exactly that sum (11 significant bits: 8 in the
 // high part, the rest, with its exponent, in a bf16 of its own), so with x repeated for both
-// steps the products are those of the exact f16 weights. Zeros past cols; each step of the
-// row is prefetched once (with its high part).
+// steps the products are those of the exact f16 weights. Zeros past cols. st_begin is even
+// (chunks and row passes hold whole pairs of steps), so each f16 step is read and converted
+// once for both of its steps; a trailing odd st_end (never asked for) would write the high part.
 DENSA_AVX512_INLINE void amx_f16_row(const uint8_t* rp, int64_t cols, int64_t st_begin, int64_t st_end, uint8_t* out,
                                      int64_t far) {
   alignas(64) static constexpr int16_t kIdx[2][32] = {
       {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 32, 33, 34, 35, 36, 37, 38, 39, 48, 49, 50, 51, 52, 53, 54, 55},
       {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31, 40, 41, 42, 43, 44, 45, 46, 47, 56, 57, 58, 59, 60, 61, 62, 63}};
   const __m512i i0 = _mm512_load_si512(kIdx[0]), i1 = _mm512_load_si512(kIdx[1]);
-  for (int64_t vst = st_begin; vst < st_end; ++vst, out += 128) {
+  for (int64_t vst = st_begin; vst < st_end; vst += 2, out += 256) {
     const int64_t st = vst / 2;
-    const bool rest = vst & 1;
     const uint8_t* src = rp + st * 128;
-    if (!rest) {
-      _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(src + 64 + kPrefetchBytes), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(src + far), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(src + 64 + far), _MM_HINT_T1);
-    }
+    _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(src + 64 + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(src + far), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(src + 64 + far), _MM_HINT_T1);
     const int64_t left = cols - st * kFp8Step;
     __m512 v[4];
     for (int q = 0; q < 4; ++q) {
       const __m256i h = _mm256_maskz_loadu_epi16(static_cast<__mmask16>(word_mask(left - 16 * q)), src + 32 * q);
       v[q] = _mm512_cvtph_ps(h);
     }
-    __m512bh a = _mm512_cvtne2ps_pbh(v[1], v[0]), b = _mm512_cvtne2ps_pbh(v[3], v[2]);
-    if (rest) {  // w - bf16(w): exact in fp32, and exact again as a bf16
-      const __m512i ai = reinterpret_cast<const __m512i&>(a), bi = reinterpret_cast<const __m512i&>(b);
-      a = _mm512_cvtne2ps_pbh(_mm512_sub_ps(v[1], bf16_words_f32(ai, 1)), _mm512_sub_ps(v[0], bf16_words_f32(ai, 0)));
-      b = _mm512_cvtne2ps_pbh(_mm512_sub_ps(v[3], bf16_words_f32(bi, 1)), _mm512_sub_ps(v[2], bf16_words_f32(bi, 0)));
-    }
+    const __m512bh a = _mm512_cvtne2ps_pbh(v[1], v[0]), b = _mm512_cvtne2ps_pbh(v[3], v[2]);
     const __m512i ai = reinterpret_cast<const __m512i&>(a), bi = reinterpret_cast<const __m512i&>(b);
     _mm512_store_si512(out, _mm512_permutex2var_epi16(ai, i0, bi));
     _mm512_store_si512(out + 64, _mm512_permutex2var_epi16(ai, i1, bi));
+    if (vst + 1 >= st_end) break;
+    // w - bf16(w): exact in fp32, and exact again as a bf16.
+    const __m512bh ra = _mm512_cvtne2ps_pbh(_mm512_sub_ps(v[1], bf16_words_f32(ai, 1)), _mm512_sub_ps(v[0], bf16_words_f32(ai, 0)));
+    const __m512bh rb = _mm512_cvtne2ps_pbh(_mm512_sub_ps(v[3], bf16_words_f32(bi, 1)), _mm512_sub_ps(v[2], bf16_words_f32(bi, 0)));
+    const __m512i rai = reinterpret_cast<const __m512i&>(ra), rbi = reinterpret_cast<const __m512i&>(rb);
+    _mm512_store_si512(out + 128, _mm512_permutex2var_epi16(rai, i0, rbi));
+    _mm512_store_si512(out + 192, _mm512_permutex2var_epi16(rai, i1, rbi));
   }
 }
 
@@ -960,7 +960,10 @@ DENSA_AVX512_INLINE void amx_decode_pair_row(const WeightView& w, int64_t r0, in
   const int64_t row_bytes = w.row_bytes();
   const uint8_t* rp = static_cast<const uint8_t*>(w.data) + r * row_bytes;
   if (w.dtype == DType::kBF16) return amx_bf16_row(rp, w.cols, st_begin, st_end, out, 2 * kAmxRows * row_bytes);
-  if (w.dtype == DType::kF16) return amx_f16_row(rp, w.cols, st_begin, st_end, out, 2 * kAmxRows * row_bytes);
+  if (w.dtype == DType::kF16) {
+    DCHECK(st_begin % 2 == 0) << "F16 rows are decoded in whole pairs of steps";
+    return amx_f16_row(rp, w.cols, st_begin, st_end, out, 2 * kAmxRows * row_bytes);
+  }
   amx_decode_row(rp, w.cols, st_begin, st_end, w.scale_cols / kFp8Step, s.row_luts[i], out, 2 * kAmxRows * row_bytes);
 }
 
