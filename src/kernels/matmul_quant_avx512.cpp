@@ -870,16 +870,19 @@ DENSA_AVX512_INLINE void amx_decode_row(const uint8_t* rp, int64_t cols, int64_t
   }
 }
 
+// Word indices that put 64 bf16 values (elements 0..31 in one vector, 32..63 in another) into
+// prepare_x_fp8's per-64 order: two vpermt2w, one per output vector.
+alignas(64) constexpr int16_t kStepOrder[2][32] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 32, 33, 34, 35, 36, 37, 38, 39, 48, 49, 50, 51, 52, 53, 54, 55},
+    {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31, 40, 41, 42, 43, 44, 45, 46, 47, 56, 57, 58, 59, 60, 61, 62, 63}};
+
 // A BF16 row's steps [st_begin, st_end) as amx_decode_row writes an FP8 row's: the stored bf16
 // values (exact: nothing is decoded or scaled), each 64-column step permuted into the per-64
 // order of prepare_x_fp8, so both dtypes share the prepared x. Zeros past cols; the same
 // prefetches.
 DENSA_AVX512_INLINE void amx_bf16_row(const uint8_t* rp, int64_t cols, int64_t st_begin, int64_t st_end,
                                       uint8_t* out, int64_t far) {
-  alignas(64) static constexpr int16_t kIdx[2][32] = {
-      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 32, 33, 34, 35, 36, 37, 38, 39, 48, 49, 50, 51, 52, 53, 54, 55},
-      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31, 40, 41, 42, 43, 44, 45, 46, 47, 56, 57, 58, 59, 60, 61, 62, 63}};
-  const __m512i i0 = _mm512_load_si512(kIdx[0]), i1 = _mm512_load_si512(kIdx[1]);
+  const __m512i i0 = _mm512_load_si512(kStepOrder[0]), i1 = _mm512_load_si512(kStepOrder[1]);
   for (int64_t st = st_begin; st < st_end; ++st, out += 128) {
     const uint8_t* src = rp + st * 128;
     _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
@@ -915,10 +918,7 @@ DENSA_AVX512_INLINE __m512 bf16_words_f32(__m512i words, int half) {
 // once for both of its steps; a trailing odd st_end (never asked for) would write the high part.
 DENSA_AVX512_INLINE void amx_f16_row(const uint8_t* rp, int64_t cols, int64_t st_begin, int64_t st_end, uint8_t* out,
                                      int64_t far) {
-  alignas(64) static constexpr int16_t kIdx[2][32] = {
-      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 32, 33, 34, 35, 36, 37, 38, 39, 48, 49, 50, 51, 52, 53, 54, 55},
-      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31, 40, 41, 42, 43, 44, 45, 46, 47, 56, 57, 58, 59, 60, 61, 62, 63}};
-  const __m512i i0 = _mm512_load_si512(kIdx[0]), i1 = _mm512_load_si512(kIdx[1]);
+  const __m512i i0 = _mm512_load_si512(kStepOrder[0]), i1 = _mm512_load_si512(kStepOrder[1]);
   for (int64_t vst = st_begin; vst < st_end; vst += 2, out += 256) {
     const int64_t st = vst / 2;
     const uint8_t* src = rp + st * 128;
