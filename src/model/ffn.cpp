@@ -47,7 +47,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
              int32_t* selected, ThreadPool* pool, float* out) {
   const int E = cfg.num_experts, K = cfg.num_experts_per_tok, H = cfg.hidden_size;
   float* router = grow(s.router, n * E);
-  // fp32 x for a BF16 router too (MatmulJob::f32_x): an expert choice flipped by rounding
+  // fp32 x for a BF16 / F16 router too (MatmulJob::f32_x): an expert choice flipped by rounding
   // changes a token's whole FFN output.
   const MatmulJob route_job{lw.router, xn, n, router, /*f32_x=*/true};
   matmul_many(std::span<const MatmulJob>(&route_job, 1), pool);
