@@ -103,10 +103,7 @@ struct WeightSet {
 // so the AMX path ("bf16") and the FMA path ("bf16_x32") run in one process.
 void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, int64_t n, int threads,
                 bool exact_bf16) {
-  matmul_set_bf16_exact(exact_bf16);
-  struct Restore {
-    ~Restore() { matmul_set_bf16_exact(false); }
-  } restore;
+  const ScopedBf16Exact bf16_path(exact_bf16);
   WeightSet ws(dtype, shape);
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_features.h"
 #include "kernels/matmul.h"
 
 namespace densa::testing {
@@ -50,12 +51,15 @@ inline std::vector<float> normal_floats(size_t n, uint32_t seed) {
 // to the default: for tests that check an architecture against a reference computed in fp32
 // with BF16- or F16-rounded weights, at tolerances for that arithmetic. BF16 / F16 on AMX tiles
 // (x rounded to bf16) have their own tests (kernels/matmul_test.cpp, tools/eval_test.cpp).
-struct ExactBf16Matmul {
-  ExactBf16Matmul() { matmul_set_bf16_exact(true); }
-  ~ExactBf16Matmul() { matmul_set_bf16_exact(false); }
-  ExactBf16Matmul(const ExactBf16Matmul&) = delete;
-  ExactBf16Matmul& operator=(const ExactBf16Matmul&) = delete;
-};
+using ExactBf16Matmul = ScopedBf16Exact;
+
+// The paths a kernel test runs where a dtype may take AMX tiles: false (AVX-512 / FMAs) and,
+// with AMX-BF16 granted, true (forced with the kernel's hook for a scope).
+inline std::vector<bool> amx_modes() {
+  std::vector<bool> v{false};
+  if (cpu_has_amx_bf16()) v.push_back(true);
+  return v;
+}
 
 // valid.ids.u16.bin as token ids.
 inline std::vector<int32_t> validation_ids(const std::string& model) {

@@ -53,5 +53,13 @@ bool matmul_bf16_on_amx();
 // --bf16-activations f32, the evaluator's "+x-f32" weights, tests against fp32 references),
 // or back to the default (false). Call only while no matmul runs.
 void matmul_set_bf16_exact(bool exact);
+// matmul_set_bf16_exact(exact) for a scope, then back to the default.
+class ScopedBf16Exact {
+ public:
+  explicit ScopedBf16Exact(bool exact = true) { matmul_set_bf16_exact(exact); }
+  ~ScopedBf16Exact() { matmul_set_bf16_exact(false); }
+  ScopedBf16Exact(const ScopedBf16Exact&) = delete;
+  ScopedBf16Exact& operator=(const ScopedBf16Exact&) = delete;
+};
 
 }  // namespace densa

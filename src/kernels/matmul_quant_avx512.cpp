@@ -1,6 +1,6 @@
-// AVX-512 matmul for FP8 e4m3 block-scaled and INT4 group-wise weights, and BF16 weights on
-// AMX tiles (W16A16, the FP8 AMX kernels with a copy instead of the decode; see "BF16 on AMX"
-// below and matmul_quant_bf16_amx).
+// AVX-512 matmul for FP8 e4m3 block-scaled and INT4 group-wise weights, and BF16 / F16 weights
+// on AMX tiles (W16A16, the FP8 AMX kernels with a copy or an exact split instead of the decode;
+// see "BF16 on AMX" below and matmul_quant_bf16_amx).
 //
 // Both paths keep the weights exact and round the activations once per call, so the inner
 // loop is a hardware dot-product instruction instead of a decode to fp32 (the exact fp32 path
@@ -94,6 +94,10 @@ constexpr int64_t kInt4Chunk = 128;       // columns per INT4 chunk (one 64-byte
 constexpr int64_t kInt4ChunkBytes = 256;  // prepared activations per chunk
 constexpr int64_t kInt8Step = 128;        // columns per INT8 step (two 64-byte loads)
 constexpr int64_t kInt8StepBytes = 256;   // prepared activations per step
+
+// BF16 and F16: unscaled 16-bit floats, which run on AMX tiles with x rounded to bf16
+// (matmul_quant_bf16_amx).
+bool half_float(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 
 int64_t fp8_x_stride(int64_t cols) { return (cols + kFp8Step - 1) / kFp8Step * kFp8StepBytes; }
 int64_t int4_x_stride(int64_t cols) { return (cols + kInt4Chunk - 1) / kInt4Chunk * kInt4ChunkBytes; }
@@ -756,8 +760,8 @@ DENSA_AVX512 void prepare_x_amx_row(const float* x, int64_t cols, bool repeat, u
   uint8_t* once = kernels_internal::align64(scratch.data());
   prepare_x_fp8(x, cols, once);
   for (int64_t s = 0; s < fp8_x_stride(cols) / kFp8StepBytes; ++s) {
+    const __m512i lo = _mm512_load_si512(once + s * kFp8StepBytes), hi = _mm512_load_si512(once + s * kFp8StepBytes + 64);
     for (int half = 0; half < 2; ++half) {
-      const __m512i lo = _mm512_load_si512(once + s * kFp8StepBytes), hi = _mm512_load_si512(once + s * kFp8StepBytes + 64);
       _mm512_store_si512(out + (2 * s + half) * kFp8StepBytes, lo);
       _mm512_store_si512(out + (2 * s + half) * kFp8StepBytes + 64, hi);
     }
@@ -834,7 +838,7 @@ int64_t amx_lut_sets(const WeightView& w) { return std::min<int64_t>(2 * kAmxRow
 
 // The tables of the row blocks of the pair's rows [r0, r_hi), and each row's pointer to them.
 void amx_build_pair_luts(const WeightView& w, int64_t r0, int64_t r_hi, AmxScratch& s) {
-  if (w.dtype == DType::kBF16 || w.dtype == DType::kF16) return;  // no scales
+  if (half_float(w.dtype)) return;  // no scales
   const int64_t blocks = (w.cols + w.scale_cols - 1) / w.scale_cols;
   const int64_t rb0 = r0 / w.scale_rows;
   for (int64_t rb = rb0; rb <= (r_hi - 1) / w.scale_rows; ++rb) build_scaled_luts(w, rb, s.luts + (rb - rb0) * blocks);
@@ -876,6 +880,16 @@ alignas(64) constexpr int16_t kStepOrder[2][32] = {
     {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 32, 33, 34, 35, 36, 37, 38, 39, 48, 49, 50, 51, 52, 53, 54, 55},
     {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31, 40, 41, 42, 43, 44, 45, 46, 47, 56, 57, 58, 59, 60, 61, 62, 63}};
 
+// The two lines of a 16-bit row's 64-column step at src: kPrefetchBytes ahead into L1 and `far`
+// ahead into L2, as amx_decode_row does for an FP8 step's one line. Inlined, so the compiler
+// keeps the prefetches (docs/benchmarks.md, session 12).
+DENSA_AVX512_INLINE void prefetch_step16(const uint8_t* src, int64_t far) {
+  _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(src + 64 + kPrefetchBytes), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(src + far), _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(src + 64 + far), _MM_HINT_T1);
+}
+
 // A BF16 row's steps [st_begin, st_end) as amx_decode_row writes an FP8 row's: the stored bf16
 // values (exact: nothing is decoded or scaled), each 64-column step permuted into the per-64
 // order of prepare_x_fp8, so both dtypes share the prepared x. Zeros past cols; the same
@@ -885,10 +899,7 @@ DENSA_AVX512_INLINE void amx_bf16_row(const uint8_t* rp, int64_t cols, int64_t s
   const __m512i i0 = _mm512_load_si512(kStepOrder[0]), i1 = _mm512_load_si512(kStepOrder[1]);
   for (int64_t st = st_begin; st < st_end; ++st, out += 128) {
     const uint8_t* src = rp + st * 128;
-    _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(src + 64 + kPrefetchBytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(src + far), _MM_HINT_T1);
-    _mm_prefetch(reinterpret_cast<const char*>(src + 64 + far), _MM_HINT_T1);
+    prefetch_step16(src, far);
     __m512i a, b;
     if ((st + 1) * kFp8Step <= cols) {
       a = _mm512_loadu_si512(src);
@@ -922,10 +933,7 @@ DENSA_AVX512_INLINE void amx_f16_row(const uint8_t* rp, int64_t cols, int64_t st
   for (int64_t vst = st_begin; vst < st_end; vst += 2, out += 256) {
     const int64_t st = vst / 2;
     const uint8_t* src = rp + st * 128;
-    _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(src + 64 + kPrefetchBytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(src + far), _MM_HINT_T1);
-    _mm_prefetch(reinterpret_cast<const char*>(src + 64 + far), _MM_HINT_T1);
+    prefetch_step16(src, far);
     const int64_t left = cols - st * kFp8Step;
     __m512 v[4];
     for (int q = 0; q < 4; ++q) {
@@ -976,7 +984,7 @@ DENSA_AVX512 void amx_decode_rows(const WeightView& w, int64_t r0, int64_t r_end
 // Per-thread scratch: the A buffer (GEMM: 2 row tiles over all K, 176 KiB at 2,816 columns;
 // GEMV: two chunks), the tables of one row pair and 4 C tiles.
 AmxScratch amx_scratch(const WeightView& w, int64_t a_bytes) {
-  const int64_t blocks = w.dtype == DType::kBF16 || w.dtype == DType::kF16 ? 0 : (w.cols + w.scale_cols - 1) / w.scale_cols;
+  const int64_t blocks = half_float(w.dtype) ? 0 : (w.cols + w.scale_cols - 1) / w.scale_cols;
   const size_t lut_bytes = blocks == 0 ? 0 : static_cast<size_t>(amx_lut_sets(w) * blocks) * sizeof(ScaledLut);
   thread_local std::vector<uint8_t> storage;
   storage.resize(static_cast<size_t>(a_bytes) + lut_bytes + 4 * kAmxTileBytes + 64);
@@ -1194,14 +1202,13 @@ std::atomic<int> g_fp8_amx_forced{-1};
 std::atomic<int> g_bf16_amx_forced{-1};
 
 bool on_amx(const WeightView& w) {
-  return (w.dtype == DType::kFP8E4M3 && matmul_quant_fp8_amx()) ||
-         ((w.dtype == DType::kBF16 || w.dtype == DType::kF16) && matmul_quant_bf16_amx());
+  return (w.dtype == DType::kFP8E4M3 && matmul_quant_fp8_amx()) || (half_float(w.dtype) && matmul_quant_bf16_amx());
 }
 
 }  // namespace
 
 bool matmul_quant_avx512_supports(const WeightView& w) {
-  if (w.dtype == DType::kBF16 || w.dtype == DType::kF16) return w.layout == WeightLayout::kRows && matmul_quant_bf16_amx();
+  if (half_float(w.dtype)) return w.layout == WeightLayout::kRows && matmul_quant_bf16_amx();
   if (w.scale_rows <= 0 || w.scale_cols <= 0) return false;
   if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) return false;
   if (w.dtype == DType::kFP8E4M3) return w.scales_f32 != nullptr && have_vbmi() && w.scale_cols % kFp8Step == 0;

@@ -205,11 +205,8 @@ int bucket_of(const std::vector<std::pair<int, int>>& buckets, int pos) {
 
 // One pass of one combination; record=true writes the baseline store instead of comparing.
 Status run_combo(RunState& st, const ModelWeights& w, const EvalCombo& combo, bool record, EvalComboResult& out) {
-  // BF16 matrices: this combination's path for the whole run, then the default again.
-  matmul_set_bf16_exact(exact_x(combo.weights));
-  struct Restore {
-    ~Restore() { matmul_set_bf16_exact(false); }
-  } restore;
+  // BF16 / F16 matrices: this combination's path for the whole run, then the default again.
+  const ScopedBf16Exact bf16_path(exact_x(combo.weights));
   PerplexityOptions po;
   po.ctx = st.ctx;
   po.max_windows = st.cfg.max_windows;

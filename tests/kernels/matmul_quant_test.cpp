@@ -46,12 +46,9 @@ bool have_fp8_kernel() {
   return matmul_internal::matmul_quant_avx512_supports(fp8_block_view(&code, &scale, 1, 1));
 }
 
-// The FP8 paths this CPU runs: vdpbf16ps (false) and, with AMX-BF16 granted, AMX tiles (true).
-std::vector<bool> fp8_amx_modes() {
-  std::vector<bool> v{false};
-  if (cpu_has_amx_bf16()) v.push_back(true);
-  return v;
-}
+// The FP8 paths this CPU runs (testing::amx_modes): vdpbf16ps (false) and, with AMX-BF16
+// granted, AMX tiles (true).
+std::vector<bool> fp8_amx_modes() { return testing::amx_modes(); }
 
 // Forces one FP8 path for a scope, then back to the process default.
 struct ForceFp8Amx {

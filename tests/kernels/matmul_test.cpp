@@ -16,6 +16,7 @@
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/reference/matmul_ref.h"
 #include "quant/dequantize.h"
+#include "test_util.h"
 
 namespace densa {
 namespace {
@@ -24,14 +25,11 @@ using matmul_internal::matmul_with_isa;
 
 constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
 
-// The BF16 / F16 paths this CPU runs at the AVX-512 level: fp32 activations on FMAs (false)
-// and, with AMX-BF16 granted, x rounded to bf16 on AMX tiles (true; F16 as its bf16 high parts
-// plus the remainders, exact). The other ISA levels always take the first.
-std::vector<bool> bf16_amx_modes() {
-  std::vector<bool> v{false};
-  if (cpu_has_amx_bf16()) v.push_back(true);
-  return v;
-}
+// The BF16 / F16 paths this CPU runs at the AVX-512 level (testing::amx_modes): fp32
+// activations on FMAs (false) and, with AMX-BF16 granted, x rounded to bf16 on AMX tiles (true;
+// F16 as its bf16 high parts plus the remainders, exact). The other ISA levels always take the
+// first.
+std::vector<bool> bf16_amx_modes() { return testing::amx_modes(); }
 
 // Forces one BF16 path for a scope, then back to the process default.
 struct ForceBf16Amx {
