@@ -11,6 +11,7 @@
 #include "router/health_prober.h"
 #include "server/api_error.h"
 #include "server/completion_handler.h"
+#include "server/http_server.h"
 
 namespace densa::router {
 namespace {
@@ -119,6 +120,7 @@ Status RouterServer::bind() {
   if (ctx_->config.prefill.empty() || ctx_->config.decode.empty())
     return invalid_argument("the router needs at least one prefill and one decode worker");
   const std::string& host = ctx_->config.host;
+  server::bind_port_exclusively(*http_);
   const int port = ctx_->config.port == 0 ? http_->bind_to_any_port(host)
                                           : (http_->bind_to_port(host, ctx_->config.port) ? ctx_->config.port : -1);
   if (port <= 0) return unavailable("cannot listen on " + host + ":" + std::to_string(ctx_->config.port));

@@ -133,6 +133,13 @@ void HttpServer::register_routes() {
   });
 }
 
+void bind_port_exclusively(httplib::Server& http) {
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+}
+
 Status HttpServer::bind() {
   if (!config_.request_log_path.empty() && request_log_ == nullptr) {
     Result<std::unique_ptr<RequestLog>> log = RequestLog::open(config_.request_log_path);
@@ -140,6 +147,7 @@ Status HttpServer::bind() {
     request_log_ = std::move(log).value();
     ctx_->request_log = request_log_.get();
   }
+  bind_port_exclusively(*http_);
   const int port = config_.port == 0 ? http_->bind_to_any_port(config_.host)
                                      : (http_->bind_to_port(config_.host, config_.port) ? config_.port : -1);
   if (port <= 0) return unavailable("cannot listen on " + config_.host + ":" + std::to_string(config_.port));

@@ -312,6 +312,30 @@ TEST(E2eLmHead, QuantizedHeadServesWhatGenerateGenerates) {
 }
 
 // A second server: API key, one running request, a queue of one, and a KV pool of 128 tokens.
+// A port a densa server holds is refused to a second one (serve or router), with a clear error,
+// and the first keeps answering. Under httplib's default SO_REUSEPORT the second started and
+// the kernel split connections between the two (bind_port_exclusively).
+TEST(E2eLimits, SecondServerOnAHeldPortIsRefused) {
+  ServerProcess server({});
+  ASSERT_TRUE(server.wait_ready());
+  const std::string port = std::to_string(server.port());
+  int code = 0;
+  const std::string serve = run_command("timeout 60 " + std::string(DENSA_BINARY) + " serve -m " +
+                                            shell_quote(fixture_model_path()) + " --port " + port + " 2>&1",
+                                        &code);
+  EXPECT_NE(code, 0) << serve;
+  EXPECT_NE(code, 124) << "the second server ran until the timeout: " << serve;
+  EXPECT_NE(serve.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << serve;
+  const std::string router = run_command("timeout 60 " + std::string(DENSA_BINARY) + " router --prefill " +
+                                             server.url("") + " --decode " + server.url("") + " --port " + port +
+                                             " 2>&1",
+                                         &code);
+  EXPECT_NE(code, 0) << router;
+  EXPECT_NE(code, 124) << "the router ran until the timeout: " << router;
+  EXPECT_NE(router.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << router;
+  EXPECT_EQ(server.get("/health").status, 200);
+}
+
 TEST(E2eLimits, AuthQueueFullAndPoolLimit) {
   ServerProcess server({"--api-key", "k3y", "--max-running-requests", "1", "--max-queue", "1",
                         "--kv-cache-memory", "128KiB", "--page-size", "16"});
