@@ -1,5 +1,5 @@
 // `densa gen-model [--preset P] [--arch ...] [--hidden H] ... --dtype D [--lm-head-dtype D]
-// [--format gguf|hf] OUT`:
+// [--format gguf|hf] [--tokenizer none|bytes] OUT`:
 // writes a random-weight checkpoint of any shape (tools/gen_model.h) and prints its parameter
 // counts. Flags given next to --preset override the preset's values.
 #include <cstdio>
@@ -87,6 +87,9 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--group-size", o.group_size, "INT4 group size: 32 or 128")->check(CLI::IsMember({32, 128}))
       ->capture_default_str();
   cmd->add_option("--format", o.format, "gguf | hf")->capture_default_str();
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "none | bytes: a byte-level vocabulary in the GGUF, so llama.cpp loads the file and text "
+                  "commands run")->capture_default_str();
   cmd->add_option("--seed", o.seed, "random seed")->capture_default_str();
   cmd->callback([a] {
     if (int rc = run_gen_model(*a); rc != 0) throw CLI::RuntimeError(rc);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -124,6 +125,7 @@ struct Target {
   DType matrix = DType::kBF16;  // attention, FFN, experts (GGUF: also embeddings and lm_head)
   std::optional<DType> head;    // lm_head, when chosen apart (GenModelOptions::lm_head_dtype)
   int group_size = 32;
+  bool byte_vocab = false;      // GenModelOptions::tokenizer == "bytes"
 };
 
 const char* st_name_of(DType t) {
@@ -302,6 +304,39 @@ Json config_json(const ModelConfig& c, const Target& tg, const std::string& dtyp
   return j;
 }
 
+// The byte-level SentencePiece vocabulary of `--tokenizer bytes` (GGUF token types: 1 normal,
+// 2 unknown, 3 control, 6 byte): <unk>, <s>, </s>, the 256 byte tokens, "▁", then filler
+// pieces "▁densa<id>". Every text encodes to byte tokens and "▁" (no filler can be reached by
+// merges: "▁d" is not in the vocabulary), so any UTF-8 text round-trips.
+struct ByteVocab {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+};
+
+ByteVocab byte_vocab(const ModelConfig& c) {
+  ByteVocab v;
+  const int n = c.vocab_size;
+  v.pieces.reserve(static_cast<size_t>(n));
+  v.pieces = {"<unk>", "<s>", "</s>"};
+  v.types = {2, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    char piece[8];
+    std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+    v.pieces.emplace_back(piece);
+    v.types.push_back(6);
+  }
+  v.pieces.emplace_back("\xe2\x96\x81");  // "▁": a space is one token, as in real SentencePiece vocabularies
+  v.types.push_back(1);
+  for (int i = static_cast<int>(v.pieces.size()); i < n; ++i) {
+    v.pieces.push_back("\xe2\x96\x81" "densa" + std::to_string(i));  // "▁densa<i>"
+    v.types.push_back(1);
+  }
+  v.scores.resize(v.pieces.size());
+  for (size_t i = 260; i < v.scores.size(); ++i) v.scores[i] = -static_cast<float>(i);
+  return v;
+}
+
 // GGUF v3: header, metadata, tensor directory, data (each tensor aligned to 32 bytes).
 // Experts are stacked [num_experts, rows, cols] per layer, as llama.cpp stores them.
 Result<int64_t> write_gguf_model(const fs::path& path, const ModelConfig& c, const Target& tg, uint32_t file_type,
@@ -341,6 +376,24 @@ Result<int64_t> write_gguf_model(const fs::path& path, const ModelConfig& c, con
   }
   u32("tokenizer.ggml.bos_token_id", c.bos_token_id);
   u32("tokenizer.ggml.eos_token_id", c.eos_token_id);
+  if (tg.byte_vocab) {
+    const ByteVocab v = byte_vocab(c);
+    str("tokenizer.ggml.model", "llama");
+    u32("tokenizer.ggml.unknown_token_id", 0);
+    const uint64_t n = v.pieces.size();
+    key("tokenizer.ggml.tokens", GgufType::kArray);
+    put<uint32_t>(kv, static_cast<uint32_t>(GgufType::kString));
+    put<uint64_t>(kv, n);
+    for (const std::string& p : v.pieces) put_str(kv, p);
+    key("tokenizer.ggml.scores", GgufType::kArray);
+    put<uint32_t>(kv, static_cast<uint32_t>(GgufType::kF32));
+    put<uint64_t>(kv, n);
+    for (float x : v.scores) put<float>(kv, x);
+    key("tokenizer.ggml.token_type", GgufType::kArray);
+    put<uint32_t>(kv, static_cast<uint32_t>(GgufType::kI32));
+    put<uint64_t>(kv, n);
+    for (int32_t t : v.types) put<int32_t>(kv, t);
+  }
 
   // Directory: one entry per GGUF name (stacked experts share one); offsets per logical tensor.
   std::string dir;
@@ -534,6 +587,17 @@ Result<GenModelReport> generate_model(const GenModelOptions& opts, const std::fu
   }
   if (!tg.gguf && (d == "q8_0" || d == "q4_0")) {
     return invalid_argument("--dtype " + d + " is a GGUF format: use --format gguf");
+  }
+  if (opts.tokenizer == "bytes") {
+    if (!tg.gguf) return invalid_argument("--tokenizer bytes is written into GGUF files only: use --format gguf");
+    if (c.vocab_size < 260) {
+      return invalid_argument("--tokenizer bytes needs --vocab >= 260 (<unk>, <s>, </s>, 256 byte tokens and the space piece), got " +
+                              std::to_string(c.vocab_size));
+    }
+    if (c.bos_token_id != 1 || c.eos_token_id != 2) return invalid_argument("--tokenizer bytes expects BOS 1 and EOS 2");
+    tg.byte_vocab = true;
+  } else if (opts.tokenizer != "none") {
+    return invalid_argument("--tokenizer '" + opts.tokenizer + "': expected none or bytes");
   }
   if (const std::string& h = opts.lm_head_dtype; !h.empty()) {
     const std::optional<DType> head = dtype_from_name(h);

@@ -1,8 +1,11 @@
 #pragma once
 // `densa gen-model`: writes a random-weight Llama / Mixtral checkpoint of any shape, as GGUF
 // (arch "llama", experts stacked, Q/K rows in GGUF's permuted order) or as a Hugging Face
-// directory (config.json + model.safetensors), with no tokenizer (benchmarks work on token
-// ids). Both formats load to the same weights for the same options and seed.
+// directory (config.json + model.safetensors). By default with no tokenizer (benchmarks work on
+// token ids); `tokenizer = "bytes"` writes a byte-level SentencePiece vocabulary into a GGUF
+// (<unk>, <s>, </s>, the 256 byte tokens, "▁", then unreachable filler pieces), which llama.cpp
+// requires to load a file and which lets densa's text commands run on it. Both formats load to
+// the same weights for the same options and seed.
 //
 // Every tensor is drawn from its own stream (seed, Hugging Face name), uniform with standard
 // deviation 1/sqrt(fan_in) (embeddings 1, norms 1), so activations stay O(1) through any
@@ -38,6 +41,7 @@ struct GenModelOptions {
   std::string lm_head_dtype;
   int group_size = 32;         // int4 only: 32 or 128
   std::string format = "gguf"; // gguf | hf
+  std::string tokenizer = "none";  // none | bytes (GGUF only; needs vocab_size >= 260)
   uint64_t seed = 0;
   std::filesystem::path output;  // .gguf file or a directory (hf)
 };

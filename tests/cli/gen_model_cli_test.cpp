@@ -54,6 +54,28 @@ TEST(GenModelCli, PresetOverriddenWritesLoadableTokenizerlessModel) {
   std::filesystem::remove_all(dir);
 }
 
+// --tokenizer bytes: the file gets a vocabulary, so info reports one and text commands run.
+TEST(GenModelCli, ByteTokenizerMakesTextCommandsRun) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("densa_gen_model_cli_vocab_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string model = (dir / "tiny.gguf").string();
+  RunResult r = run("gen-model --arch llama --hidden 128 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 "
+                    "--max-context 256 --dtype q4_0 --tokenizer bytes " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run("info -m " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "tokenizer:      yes")) << r.output;
+  r = run("generate -m " + model + " -p hello -n 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "hello")) << r.output;
+  r = run("gen-model --arch llama --hidden 128 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 512 "
+          "--dtype bf16 --format hf --tokenizer bytes " + (dir / "hf").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.output, "GGUF files only")) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 // --lm-head-dtype through the binaries: gen-model and quantize write a quantized head, info
 // counts it, bench offline converts one on load and reports it.
 TEST(GenModelCli, LmHeadDtypeFlags) {

@@ -212,6 +212,39 @@ TEST_F(GenModelTest, GgufAndHfLoadToIdenticalWeights) {
   }
 }
 
+// --tokenizer bytes: a byte-level vocabulary every text round-trips through as byte tokens.
+TEST_F(GenModelTest, ByteVocabularyLoadsAndRoundTripsText) {
+  GenModelOptions o = tiny(false, "q8_0", "gguf", "vocab.gguf");
+  o.tokenizer = "bytes";
+  const ModelWeights w = make(o);
+  ASSERT_NE(w.tokenizer, nullptr);
+  const Tokenizer& t = *w.tokenizer;
+  ASSERT_EQ(t.vocab_size(), 384);
+  EXPECT_TRUE(t.byte_fallback());
+  EXPECT_EQ(t.vocab().pieces[0], "<unk>");
+  EXPECT_EQ(t.vocab().pieces[1], "<s>");
+  EXPECT_EQ(t.vocab().pieces[2], "</s>");
+  EXPECT_EQ(t.vocab().pieces[3 + 'A'], "<0x41>");
+  EXPECT_EQ(t.vocab().pieces[259], "\xe2\x96\x81");
+  EXPECT_EQ(t.vocab().pieces[260], "\xe2\x96\x81" "densa260");
+  const std::string text = "Once upon a time, wörld 42!";
+  const std::vector<TokenId> ids = t.encode(text, true);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], 1);
+  for (size_t i = 1; i < ids.size(); ++i) {
+    EXPECT_GE(ids[i], 3);
+    EXPECT_LE(ids[i], 259) << "token " << i << " is neither a byte token nor \"▁\"";
+  }
+  EXPECT_EQ(t.decode(ids), text);
+  // The filler pieces decode as text, so a random model's output is printable.
+  const std::vector<TokenId> filler = {300};
+  EXPECT_EQ(t.decode(filler), "densa300");
+  // The same options without the flag write no vocabulary.
+  o.tokenizer = "none";
+  o.output = dir_ / "plain.gguf";
+  EXPECT_EQ(make(o).tokenizer, nullptr);
+}
+
 // Quantized checkpoints hold what quantize-on-load makes of the BF16 checkpoint.
 TEST_F(GenModelTest, QuantizedCheckpointsEqualQuantizeOnLoad) {
   const GenModelOptions bf16 = tiny(true, "bf16", "hf", "base-hf");
@@ -324,6 +357,22 @@ TEST_F(GenModelTest, BadOptionsAreClearErrors) {
   r = generate_model(o);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("cannot be stored as q8_0"), std::string::npos) << r.status().message();
+  o = tiny(false, "bf16", "hf", "x");
+  o.tokenizer = "bytes";
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("GGUF files only"), std::string::npos) << r.status().message();
+  o = tiny(false, "bf16", "gguf", "x.gguf");
+  o.tokenizer = "bytes";
+  o.vocab_size = 259;
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("--vocab >= 260"), std::string::npos) << r.status().message();
+  o = tiny(false, "bf16", "gguf", "x.gguf");
+  o.tokenizer = "bpe";
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("expected none or bytes"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# densa against llama.cpp on this machine, on issue #10's rows, the two engines run in turn.
+#
+# Usage: bench/llamacpp/compare.sh DENSA OUT_DIR [ROUNDS] [--rows REGEX] [--quick]
+#   MODEL_DIR (default /tmp/densa-perf-models): checkpoints written with `densa gen-model`
+#   (reused when present): GGUF Q4_0 / Q8_0 / F16 with `--tokenizer bytes` (llama.cpp needs a
+#   vocabulary to load a file), both engines reading the same files, plus densa's own INT4 g32
+#   and FP8 Hugging Face checkpoints. THREADS (default 2).
+# Needs node and `npm install` run once in bench/llamacpp (node-llama-cpp's prebuilt CPU
+# binaries from the npm registry: upstream llama.cpp with ggml's per-CPU variants).
+#
+# Each round runs every row's llama.cpp and densa configurations back to back, llama.cpp first
+# in odd rounds and densa first in even ones, so both see the same minutes of this shared VM.
+# Writes OUT_DIR/round-N/<row>.<engine-config>.json, OUT_DIR/load.txt, OUT_DIR/membw.txt
+# (when MEMBW names membw_bench) and OUT_DIR/summary.md (bench/llamacpp/summarize.py).
+# --quick: a small shape and short runs, a smoke test of the pipeline.
+set -euo pipefail
+
+DENSA=$(realpath "$1")
+OUT=$2
+shift 2
+ROUNDS=3
+if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then ROUNDS=$1; shift; fi
+ROWS=.
+QUICK=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rows) ROWS=$2; shift ;;
+    --quick) QUICK=1 ;;
+    *) echo "usage: $0 DENSA OUT_DIR [ROUNDS] [--rows REGEX] [--quick]" >&2; exit 2 ;;
+  esac
+  shift
+done
+HERE=$(cd "$(dirname "$0")" && pwd)
+MD=${MODEL_DIR:-/tmp/densa-perf-models}
+THREADS=${THREADS:-2}
+MEMBW=${MEMBW:-}
+mkdir -p "$MD" "$OUT"
+OUT=$(realpath "$OUT")
+[ -d "$HERE/node_modules/node-llama-cpp" ] || { echo "run 'npm install' in $HERE first" >&2; exit 2; }
+log() { echo "== compare: $*" >&2; }
+
+# gen SHAPE DTYPE FORMAT -> checkpoint path (written once). GGUF files carry the byte vocabulary.
+gen() {
+  local shape=$1 dtype=$2 format=$3 path args=()
+  if [ "$format" = gguf ]; then path=$MD/$shape-$QUICK-vocab-$dtype.gguf; args=(--tokenizer bytes); else path=$MD/$shape-$QUICK-$dtype; fi
+  if [ ! -e "$path" ]; then
+    if [ "$QUICK" = 1 ]; then
+      args+=(--hidden 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --max-context 8192)
+      if [ "$shape" = moe ]; then args+=(--arch mixtral --ffn 384 --experts 8 --top-k 2); else args+=(--arch llama --ffn 768); fi
+    elif [ "$shape" = moe ]; then args+=(--preset moe-959m-a336m)
+    else args+=(--preset dense-336m); fi
+    log "gen-model $shape $dtype $format -> $path"
+    "$DENSA" gen-model "${args[@]}" --dtype "$dtype" --group-size 32 --format "$format" "$path.tmp" >&2
+    mv "$path.tmp" "$path"
+  fi
+  echo "$path"
+}
+
+membw() {
+  [ -n "$MEMBW" ] && [ -x "$MEMBW" ] || return 0
+  { echo "## $1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')"
+    "$MEMBW" --benchmark_min_time=1 2>&1 | grep -E '^(membw|BM_|Benchmark|-)' || true; } >> "$OUT/membw.txt"
+}
+
+stamp() { echo "$1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')" >> "$OUT/load.txt"; }
+
+# llama ROUND_DIR ROW MODEL KV BENCH_ARGS...
+llama() {
+  local dir=$1 row=$2 model=$3 kv=$4
+  shift 4
+  stamp "$(basename "$dir") $row.llama-$kv"
+  (cd "$HERE" && node llamacpp_bench.mjs -m "$model" --kv-dtype "$kv" --threads "$THREADS" \
+     --json "$dir/$row.llama-$kv.json" "$@") | sed "s/^/[$row llama.cpp $kv] /" >&2
+}
+
+# densa ROUND_DIR ROW CONFIG MODEL BENCH_ARGS...
+densa() {
+  local dir=$1 row=$2 config=$3 model=$4
+  shift 4
+  stamp "$(basename "$dir") $row.densa-$config"
+  "$DENSA" bench offline -m "$model" --threads "$THREADS" --json "$dir/$row.densa-$config.json" "$@" \
+    | grep -E '^(prefill|decode):' | sed "s/^/[$row densa $config] /" >&2
+}
+
+if [ "$QUICK" = 1 ]; then
+  D1=(--batch 1 --prompt-len 16 --gen-len 16 --repeats 2)
+  PF=(--batch 1 --prompt-len 64 --gen-len 2 --repeats 2)
+  AGG=(--batch 8 --prompt-len 32 --gen-len 8 --repeats 1)
+  CTX=(--batch 1 --prompt-len 512 --gen-len 8 --repeats 1)
+else
+  D1=(--batch 1 --prompt-len 16 --gen-len 128 --repeats 3)
+  PF=(--batch 1 --prompt-len 512 --gen-len 2 --repeats 3)
+  AGG=(--batch 64 --prompt-len 128 --gen-len 32 --repeats 1)
+  CTX=(--batch 1 --prompt-len 4096 --gen-len 32 --repeats 1)
+fi
+
+declare -A M
+for shape in dense moe; do
+  for d in q4_0 q8_0 f16; do M[$shape-$d]=$(gen "$shape" "$d" gguf); done
+  M[$shape-int4]=$(gen "$shape" int4 hf)
+  M[$shape-fp8]=$(gen "$shape" fp8 hf)
+done
+
+# One row: the llama.cpp configuration, then densa's, or the other way round.
+row() {
+  local dir=$1 first=$2 row=$3
+  [[ "$row" =~ $ROWS ]] || return 0
+  if [ "$first" = llama ]; then "row_$row" "$dir" llama; "row_$row" "$dir" densa
+  else "row_$row" "$dir" densa; "row_$row" "$dir" llama; fi
+}
+
+# Rows: row_NAME DIR ENGINE runs that engine's configurations of the row.
+for shape in dense moe; do
+  eval "row_${shape}_decode1_q4() {
+    if [ \$2 = llama ]; then llama \$1 ${shape}_decode1_q4 ${M[$shape-q4_0]} f16 \"\${D1[@]}\"
+    else densa \$1 ${shape}_decode1_q4 int4 ${M[$shape-int4]} \"\${D1[@]}\"
+         densa \$1 ${shape}_decode1_q4 int4-headint4 ${M[$shape-int4]} \"\${D1[@]}\" --lm-head-dtype int4-g32
+         densa \$1 ${shape}_decode1_q4 q4_0 ${M[$shape-q4_0]} \"\${D1[@]}\"; fi; }"
+  eval "row_${shape}_decode1_q8() {
+    if [ \$2 = llama ]; then llama \$1 ${shape}_decode1_q8 ${M[$shape-q8_0]} f16 \"\${D1[@]}\"
+    else densa \$1 ${shape}_decode1_q8 q8_0 ${M[$shape-q8_0]} \"\${D1[@]}\"; fi; }"
+  eval "row_${shape}_prefill_q8() {
+    if [ \$2 = llama ]; then llama \$1 ${shape}_prefill_q8 ${M[$shape-q8_0]} f16 \"\${PF[@]}\"
+    else densa \$1 ${shape}_prefill_q8 fp8 ${M[$shape-fp8]} \"\${PF[@]}\"
+         densa \$1 ${shape}_prefill_q8 q8_0 ${M[$shape-q8_0]} \"\${PF[@]}\"; fi; }"
+  eval "row_${shape}_prefill_q4() {
+    if [ \$2 = llama ]; then llama \$1 ${shape}_prefill_q4 ${M[$shape-q4_0]} f16 \"\${PF[@]}\"
+    else densa \$1 ${shape}_prefill_q4 q4_0 ${M[$shape-q4_0]} \"\${PF[@]}\"
+         densa \$1 ${shape}_prefill_q4 int4 ${M[$shape-int4]} \"\${PF[@]}\"; fi; }"
+  eval "row_${shape}_prefill_f16() {
+    if [ \$2 = llama ]; then llama \$1 ${shape}_prefill_f16 ${M[$shape-f16]} f16 \"\${PF[@]}\"
+    else densa \$1 ${shape}_prefill_f16 f16 ${M[$shape-f16]} \"\${PF[@]}\"; fi; }"
+done
+row_moe_agg64_q8() {
+  if [ "$2" = llama ]; then llama "$1" moe_agg64_q8 "${M[moe-q8_0]}" f16 "${AGG[@]}"
+  else densa "$1" moe_agg64_q8 q8_0-fp8kv "${M[moe-q8_0]}" "${AGG[@]}" --kv-dtype fp8
+       densa "$1" moe_agg64_q8 q8_0-bf16kv "${M[moe-q8_0]}" "${AGG[@]}" --kv-dtype bf16; fi
+}
+row_moe_ctx4k_q8() {
+  if [ "$2" = llama ]; then llama "$1" moe_ctx4k_q8 "${M[moe-q8_0]}" f16 "${CTX[@]}"
+       llama "$1" moe_ctx4k_q8 "${M[moe-q8_0]}" q8_0 "${CTX[@]}"
+  else densa "$1" moe_ctx4k_q8 q8_0-fp8kv "${M[moe-q8_0]}" "${CTX[@]}" --kv-dtype fp8
+       densa "$1" moe_ctx4k_q8 q8_0-bf16kv "${M[moe-q8_0]}" "${CTX[@]}" --kv-dtype bf16; fi
+}
+
+ALL_ROWS=(dense_decode1_q4 dense_decode1_q8 moe_decode1_q4 moe_decode1_q8 dense_prefill_q8 dense_prefill_q4
+          dense_prefill_f16 moe_prefill_q8 moe_prefill_q4 moe_prefill_f16 moe_agg64_q8 moe_ctx4k_q8)
+membw before
+for r in $(seq 1 "$ROUNDS"); do
+  dir=$OUT/round-$r
+  mkdir -p "$dir"
+  first=llama
+  [ $((r % 2)) = 0 ] && first=densa
+  log "round $r of $ROUNDS ($first first)"
+  for name in "${ALL_ROWS[@]}"; do row "$dir" "$first" "$name"; done
+done
+membw after
+python3 "$HERE/summarize.py" "$OUT" | tee "$OUT/summary.md"
