@@ -12,7 +12,8 @@
 //   decode:  the next `--gen-len - 1` tokens of every sequence, each fed back as llama.cpp's
 //            server does. decode tok/s = batch * (gen-len - 1) / (last sequence done - last
 //            first token).
-// The median of `--repeats` runs is reported, after one untimed warm-up run.
+// The median of `--repeats` runs is reported, after one short untimed warm-up run (densa's
+// bench offline has none).
 //
 // Usage: node llamacpp_bench.mjs -m MODEL.gguf [--batch B] [--prompt-len P] [--gen-len G]
 //          [--repeats R] [--threads T] [--kv-dtype f16|q8_0|bf16] [--ubatch U] [--seed S] [--json OUT]
@@ -86,21 +87,25 @@ async function main() {
   const nVocab = meta_kv[meta_kv.general.architecture]?.vocab_size ?? meta_kv.tokenizer.ggml.tokens.length;
   const kvType = a.kv.toUpperCase();
   const ctx = await model.createContext({
-    sequences: a.batch, contextSize: a.batch * (a.promptLen + a.genLen + 16), batchSize: a.ubatch,
+    // contextSize is per sequence: node-llama-cpp gives every sequence its own KV stream
+    // (llama.cpp's kv_unified = false), so a token attends only its own sequence's cells.
+    sequences: a.batch, contextSize: a.promptLen + a.genLen + 16, batchSize: a.ubatch,
     threads: {ideal: a.threads, min: a.threads}, flashAttention: true,
     experimentalKvCacheKeyType: kvType, experimentalKvCacheValueType: kvType, ignoreMemorySafetyChecks: true,
   });
   const seqs = [];
   for (let i = 0; i < a.batch; ++i) seqs.push(ctx.getSequence());
   const prompts = seqs.map((_, i) => promptIds(a.seed * 1000003 + i, a.promptLen, nVocab));
+  // One short untimed run first (16-token prompts, 2 tokens each): threads and buffers warm.
+  await oneRun(seqs, prompts.map((p) => p.slice(0, Math.min(16, p.length))), 2);
   const runs = [];
-  for (let r = 0; r <= a.repeats; ++r) {
+  for (let r = 0; r < a.repeats; ++r) {
     for (const s of seqs) await s.clearHistory();
     const run = await oneRun(seqs, prompts, a.genLen);
     run.prefill_tok_s = a.batch * a.promptLen / run.prefill_s;
     run.decode_tokens = a.batch * (a.genLen - 1);
     run.decode_tok_s = run.decode_tokens / run.decode_s;
-    if (r > 0) runs.push(run);  // run 0 warms up
+    runs.push(run);
   }
   const report = {
     engine: "llama.cpp", llama_cpp_release: meta.buildOptions.llamaCpp.release,
