@@ -11,8 +11,12 @@
 #   5. perf: `densa gen-model` shapes of issue #10 + `densa bench offline` rows, membw beside
 #      them (bench/perf_offline.sh -> perf/*.json, perf/perf.md, perf/load.txt, perf/membw.txt);
 #   6. kvtransfer: kv_transfer_bench (densa's KV data plane) beside ucx_perftest on tcp and sm
-#      (bench/kv_transfer.sh -> kv_transfer/raw.tsv, kv_transfer.md, load.txt).
-# Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer]
+#      (bench/kv_transfer.sh -> kv_transfer/raw.tsv, kv_transfer.md, load.txt);
+#   7. llamacpp: issue #10's rows on llama.cpp and densa in turn, the same files
+#      (bench/llamacpp/compare.sh -> perf/s16/llamacpp/...: round-N/*.json, summary.md, load.txt,
+#      membw.txt). Needs node and `npm install` in bench/llamacpp (node-llama-cpp's prebuilt
+#      llama.cpp from the npm registry); skipped with a note when that is missing.
+# Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer,llamacpp]
 #   BUILD_DIR (default build-bench), JOBS (default 2), DENSA_MODELS_DIR, DENSA_DATA_DIR,
 #   MODEL_DIR (generated perf checkpoints, default /tmp/densa-perf-models).
 # --quick: short kernel runs, 3 integrity rounds + 5 interleaved runs, 8 eval windows,
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --skip) SKIP="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer,llamacpp]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -139,5 +143,16 @@ if want kvtransfer; then
   extra=()
   [ "$QUICK" = 1 ] && extra=(--quick)
   BUILD_DIR=$BUILD "$ROOT/bench/kv_transfer.sh" "$IMG/kv_transfer" "${extra[@]}"
+fi
+# ---- 7. llama.cpp on the same machine and files ----
+if want llamacpp; then
+  if [ -d "$ROOT/bench/llamacpp/node_modules/node-llama-cpp" ]; then
+    log "llamacpp (bench/llamacpp/compare.sh)"
+    extra=(3)
+    [ "$QUICK" = 1 ] && extra=(1 --quick)
+    MEMBW=$BUILD/membw_bench "$ROOT/bench/llamacpp/compare.sh" "$DENSA" "$IMG/perf/s16/llamacpp" "${extra[@]}"
+  else
+    log "skip llamacpp: run 'npm install' in bench/llamacpp first (needs the npm registry)"
+  fi
 fi
 log "done: $IMG"

@@ -12,7 +12,8 @@
 # Each round runs every row's llama.cpp and densa configurations back to back, llama.cpp first
 # in odd rounds and densa first in even ones, so both see the same minutes of this shared VM.
 # Writes OUT_DIR/round-N/<row>.<engine-config>.json, OUT_DIR/load.txt, OUT_DIR/membw.txt
-# (when MEMBW names membw_bench) and OUT_DIR/summary.md (bench/llamacpp/summarize.py).
+# (when MEMBW names membw_bench) and OUT_DIR/summary.md (bench/llamacpp/summarize.py),
+# replacing an earlier run's.
 # --quick: a small shape and short runs, a smoke test of the pipeline.
 set -euo pipefail
 
@@ -37,6 +38,9 @@ THREADS=${THREADS:-2}
 MEMBW=${MEMBW:-}
 mkdir -p "$MD" "$OUT"
 OUT=$(realpath "$OUT")
+rm -rf "$OUT"/round-*  # a fresh run replaces the last one's results
+: > "$OUT/load.txt"
+: > "$OUT/membw.txt"
 [ -d "$HERE/node_modules/node-llama-cpp" ] || { echo "run 'npm install' in $HERE first" >&2; exit 2; }
 log() { echo "== compare: $*" >&2; }
 
