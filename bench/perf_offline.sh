@@ -33,32 +33,10 @@ THREADS=${THREADS:-0}
 mkdir -p "$MD" "$OUT"
 log() { echo "== perf: $*" >&2; }
 
-membw() {
-  [ -n "$MEMBW" ] && [ -x "$MEMBW" ] || return 0
-  { echo "## $1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')"
-    "$MEMBW" --benchmark_min_time=1 2>&1 | grep -E '^(membw|BM_|Benchmark|-)' || true; } >> "$OUT/membw.txt"
-}
-
-# gen SHAPE DTYPE FORMAT -> path of the checkpoint (written once).
-gen() {
-  local shape=$1 dtype=$2 format=$3 path
-  local ext=""
-  [ "$format" = gguf ] && ext=.gguf
-  path=$MD/$shape-$QUICK-$dtype$ext
-  if [ ! -e "$path" ]; then
-    local args=()
-    if [ "$QUICK" = 1 ]; then
-      args=(--hidden 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --max-context 8192)
-      if [ "$shape" = moe ]; then args+=(--arch mixtral --ffn 384 --experts 8 --top-k 2); else args+=(--arch llama --ffn 768); fi
-    else
-      if [ "$shape" = moe ]; then args=(--preset moe-959m-a336m); else args=(--preset dense-336m); fi
-    fi
-    log "gen-model $shape $dtype $format -> $path"
-    "$DENSA" gen-model "${args[@]}" --dtype "$dtype" --group-size 32 --format "$format" "$path.tmp" >&2
-    mv "$path.tmp" "$path"
-  fi
-  echo "$path"
-}
+# shellcheck source=bench/perf_common.sh
+. "$(dirname "$0")/perf_common.sh"
+membw() { perf_membw "$MEMBW" "$OUT/membw.txt" "$1"; }
+gen() { perf_gen "$DENSA" "$MD" "$QUICK" "$@"; }
 
 # row SHAPE NAME MODEL ARGS...
 row() {
@@ -72,17 +50,7 @@ row() {
   echo "$shape-$name $(date -u +%H:%M:%SZ) load-before: $load load-after: $(uptime | sed 's/.*load average: //')" >> "$OUT/load.txt"
 }
 
-if [ "$QUICK" = 1 ]; then
-  D1=(--batch 1 --prompt-len 16 --gen-len 16 --repeats 2)
-  PF=(--batch 1 --prompt-len 64 --gen-len 1 --repeats 2)
-  AGG=(--batch 8 --prompt-len 32 --gen-len 8 --repeats 1)
-  CTX=(--batch 1 --prompt-len 512 --gen-len 8 --repeats 1)
-else
-  D1=(--batch 1 --prompt-len 16 --gen-len 128 --repeats 3)
-  PF=(--batch 1 --prompt-len 512 --gen-len 1 --repeats 2)
-  AGG=(--batch 64 --prompt-len 128 --gen-len 32 --repeats 1)
-  CTX=(--batch 1 --prompt-len 4096 --gen-len 32 --repeats 1)
-fi
+perf_sizes "$QUICK"
 
 : >> "$OUT/load.txt"
 membw "before"

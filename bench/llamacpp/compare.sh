@@ -44,28 +44,10 @@ rm -rf "$OUT"/round-*  # a fresh run replaces the last one's results
 [ -d "$HERE/node_modules/node-llama-cpp" ] || { echo "run 'npm install' in $HERE first" >&2; exit 2; }
 log() { echo "== compare: $*" >&2; }
 
-# gen SHAPE DTYPE FORMAT -> checkpoint path (written once). GGUF files carry the byte vocabulary.
-gen() {
-  local shape=$1 dtype=$2 format=$3 path args=()
-  if [ "$format" = gguf ]; then path=$MD/$shape-$QUICK-vocab-$dtype.gguf; args=(--tokenizer bytes); else path=$MD/$shape-$QUICK-$dtype; fi
-  if [ ! -e "$path" ]; then
-    if [ "$QUICK" = 1 ]; then
-      args+=(--hidden 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --max-context 8192)
-      if [ "$shape" = moe ]; then args+=(--arch mixtral --ffn 384 --experts 8 --top-k 2); else args+=(--arch llama --ffn 768); fi
-    elif [ "$shape" = moe ]; then args+=(--preset moe-959m-a336m)
-    else args+=(--preset dense-336m); fi
-    log "gen-model $shape $dtype $format -> $path"
-    "$DENSA" gen-model "${args[@]}" --dtype "$dtype" --group-size 32 --format "$format" "$path.tmp" >&2
-    mv "$path.tmp" "$path"
-  fi
-  echo "$path"
-}
-
-membw() {
-  [ -n "$MEMBW" ] && [ -x "$MEMBW" ] || return 0
-  { echo "## $1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')"
-    "$MEMBW" --benchmark_min_time=1 2>&1 | grep -E '^(membw|BM_|Benchmark|-)' || true; } >> "$OUT/membw.txt"
-}
+# shellcheck source=bench/perf_common.sh
+. "$HERE/../perf_common.sh"
+gen() { perf_gen "$DENSA" "$MD" "$QUICK" "$@"; }
+membw() { perf_membw "$MEMBW" "$OUT/membw.txt" "$1"; }
 
 stamp() { echo "$1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')" >> "$OUT/load.txt"; }
 
@@ -87,21 +69,11 @@ densa() {
     | grep -E '^(prefill|decode):' | sed "s/^/[$row densa $config] /" >&2
 }
 
-if [ "$QUICK" = 1 ]; then
-  D1=(--batch 1 --prompt-len 16 --gen-len 16 --repeats 2)
-  PF=(--batch 1 --prompt-len 64 --gen-len 2 --repeats 2)
-  AGG=(--batch 8 --prompt-len 32 --gen-len 8 --repeats 1)
-  CTX=(--batch 1 --prompt-len 512 --gen-len 8 --repeats 1)
-else
-  D1=(--batch 1 --prompt-len 16 --gen-len 128 --repeats 3)
-  PF=(--batch 1 --prompt-len 512 --gen-len 2 --repeats 3)
-  AGG=(--batch 64 --prompt-len 128 --gen-len 32 --repeats 1)
-  CTX=(--batch 1 --prompt-len 4096 --gen-len 32 --repeats 1)
-fi
+perf_sizes "$QUICK"
 
 declare -A M
 for shape in dense moe; do
-  for d in q4_0 q8_0 f16; do M[$shape-$d]=$(gen "$shape" "$d" gguf); done
+  for d in q4_0 q8_0 f16; do M[$shape-$d]=$(gen "$shape" "$d" gguf --tokenizer bytes); done
   M[$shape-int4]=$(gen "$shape" int4 hf)
   M[$shape-fp8]=$(gen "$shape" fp8 hf)
 done
