@@ -24,6 +24,7 @@
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/matmul.h"
 #include "quant/int4_group.h"
+#include "quant/int8_group.h"
 
 namespace densa {
 namespace {
@@ -136,7 +137,8 @@ struct QuantWeightSet {
   std::vector<std::unique_ptr<uint8_t[]>> tiles;  // INT4 g32 in 8-row tiles (64-byte aligned inside)
 
   // f16: INT4 scales as f16 (GGUF Q4_0 repacked at load) instead of bf16. tiled: INT4 g32
-  // copied into the 8-row tile layout load_model uses where the CPU has GFNI.
+  // copied into the 8-row tile layout load_model uses where the CPU has GFNI; INT8 into the
+  // 16-row tile layout.
   // hot: one copy only (no replication past the caches), to measure the kernel's compute ceiling.
   QuantWeightSet(DType dtype, int64_t group, Shape s, bool f16 = false, bool tiled = false, bool hot = false) {
     const bool fp8 = dtype == DType::kFP8E4M3;
@@ -163,10 +165,12 @@ struct QuantWeightSet {
       v.scale_rows = fp8 ? 128 : 1;
       v.scale_cols = fp8 ? 128 : group;
       if (tiled) {
-        const int64_t n = int4_group_tile8_bytes(v);
+        const bool int8 = dtype == DType::kI8;
+        const int64_t n = int8 ? int8_group_tile16_bytes(v) : int4_group_tile8_bytes(v);
         tiles.emplace_back(new uint8_t[static_cast<size_t>(n + 64)]);
         uint8_t* at = tiles.back().get() + (64 - reinterpret_cast<uintptr_t>(tiles.back().get()) % 64) % 64;
-        v = int4_group_tile8(v, std::span<uint8_t>(at, static_cast<size_t>(n)));
+        const std::span<uint8_t> dst(at, static_cast<size_t>(n));
+        v = int8 ? int8_group_tile16(v, dst) : int4_group_tile8(v, dst);
         codes.back().reset();  // only the tiles stay
       }
       views.push_back(v);
@@ -208,11 +212,12 @@ void register_quant(const std::vector<int>& thread_counts) {
                                   {DType::kI4, 128, "int4_g128"},
                                   {DType::kI4, 32, "q4_0_repacked", true},
                                   {DType::kI4, 32, "int4_g32_tiles", false, true},
-                                  {DType::kI8, 32, "int8_g32", true},  // GGUF Q8_0 as repacked at load
+                                  {DType::kI8, 32, "int8_g32", true},  // GGUF Q8_0 repacked, row-major
+                                  {DType::kI8, 32, "int8_g32_tiles", true, true},  // and in 16-row tiles
                                   {DType::kI4, 32, "q4_0_repacked_tiles", true, true}};
   const CpuIsa best = cpu_isa();
   for (const QuantCase& q : kCases) {
-    if (q.tiled && !matmul_prefers_int4_tiles()) continue;
+    if (q.tiled && !(q.dtype == DType::kI8 ? matmul_prefers_int8_tiles() : matmul_prefers_int4_tiles())) continue;
     for (const Shape& s : {kShapes[1], kShapes[2]}) {
       for (int t : thread_counts) {
         const std::string name = std::string("gemv/") + q.name + "/" + s.note + "/threads:" + std::to_string(t);

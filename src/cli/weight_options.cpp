@@ -20,6 +20,12 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
                   "where the CPU has GFNI) | rows (row-major). Same results either way")
       ->check(CLI::IsMember({"tiles", "rows"}))
       ->capture_default_str();
+  cmd->add_option("--int8-layout", args.int8_layout,
+                  "INT8 (GGUF Q8_0) matrices in memory: tiles (16-row tiles: exact sums per 32 columns on "
+                  "AVX-512 VNNI, GEMMs on AMX-INT8 where the CPU has it) | rows (row-major, the per-lane "
+                  "kernels: results differ in rounding)")
+      ->check(CLI::IsMember({"tiles", "rows"}))
+      ->capture_default_str();
   cmd->add_option("--bf16-activations", args.bf16_activations,
                   "BF16 and F16 matrices: auto (where the CPU grants AMX-BF16, x is rounded to bf16 and the "
                   "products run on AMX tiles, as GPU engines and llama.cpp compute BF16 / F16 models; else fp32 "
@@ -32,6 +38,7 @@ Result<LoadOptions> load_options_from(const WeightArgs& args) {
   LoadOptions opts;
   opts.weight_group_size = args.weight_group_size;
   opts.int4_tiles = args.int4_layout != "rows";
+  opts.int8_tiles = args.int8_layout != "rows";
   matmul_set_bf16_exact(args.bf16_activations == "f32");
   auto parse = [&](const std::string& flag, const std::string& name) -> Result<WeightQuantSpec> {
     Result<WeightQuantSpec> spec = weight_quant_spec_from_name(name, args.weight_group_size);
@@ -62,7 +69,9 @@ std::string weight_precision_line(const ModelWeights& w) {
     const LayerWeights& l = w.layers[0];
     for (const WeightView* v : {&l.wq, &l.q_a, &l.kv_a}) {
       if (!v->empty()) {
-        body = name(*v) + (v->layout == WeightLayout::kInt4Tiles8 ? " in 8-row tiles" : "");
+        body = name(*v) + (v->layout == WeightLayout::kInt4Tiles8    ? " in 8-row tiles"
+                           : v->layout == WeightLayout::kInt8Tiles16 ? " in 16-row tiles"
+                                                                       : "");
         bf16 = bf16 || half(v->dtype);
         break;
       }

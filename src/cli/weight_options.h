@@ -16,6 +16,7 @@ struct WeightArgs {
   int weight_group_size = 128;
   std::string lm_head_dtype;  // empty: as stored
   std::string int4_layout = "tiles";  // tiles | rows (LoadOptions::int4_tiles)
+  std::string int8_layout = "tiles";  // tiles | rows (LoadOptions::int8_tiles)
   std::string bf16_activations = "auto";  // auto | f32 (matmul_set_bf16_exact)
 };
 

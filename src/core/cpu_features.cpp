@@ -66,6 +66,20 @@ bool cpu_has_amx_bf16() {
   return ok;
 }
 
+bool cpu_has_amx_int8() {
+  static const bool ok = [] {
+#if defined(__x86_64__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (d >> 25 & 1u) != 0 && (d >> 24 & 1u) != 0;  // AMX-INT8, AMX-TILE
+#else
+    return false;
+#endif
+  }();
+  return ok;
+}
+
 bool cpu_use_amx() {
   static const bool use = [] {
     const char* v = std::getenv("DENSA_AMX");

@@ -21,5 +21,8 @@ std::string_view cpu_isa_name(CpuIsa isa);
 bool cpu_has_amx_bf16();
 // cpu_has_amx_bf16() unless DENSA_AMX=0 turns AMX off for this process (read once).
 bool cpu_use_amx();
+// The CPU also has AMX-INT8 (tdpbssd and kin; Sapphire Rapids and later). Use only with
+// cpu_use_amx(), which grants the tile state.
+bool cpu_has_amx_int8();
 
 }  // namespace densa

@@ -16,7 +16,15 @@ namespace densa {
 //    points at the first tile; the scale pointer (bf16 or f16) says the scales' format and
 //    points inside the tiles (at data + 512). row_ptr() does not apply; read values through
 //    int4_group_dequantize / int4_group_scale.
-enum class WeightLayout : uint8_t { kRows, kInt4Tiles8 };
+//  kInt8Tiles16: INT8 g32 with f16 scales only (GGUF Q8_0 repacked, quant/int8_group.h),
+//    rows % 16 == 0, cols % 128 == 0. Per tile of 16 rows, per 128 columns (4 groups), 2,176
+//    bytes: for each group g, 512 bytes of the 16 rows' 32 codes in VNNI order (byte
+//    (k / 4) * 64 + r * 4 + k % 4 holds row r's element k of the group, stored as code + 128),
+//    then the 4 groups' 16 f16 scales (group g's at byte 2048 + 32 g). A group's 512 bytes are
+//    one AMX B tile and eight vpdpbusd operands (lane = row). `data` points at the first tile,
+//    scales_f16 at data + 2048. row_ptr() does not apply; read values through int8_group_code /
+//    int8_group_scale / int8_group_dequantize.
+enum class WeightLayout : uint8_t { kRows, kInt4Tiles8, kInt8Tiles16 };
 
 // A [rows, cols] weight matrix, row-major: row r holds output feature r (the Hugging Face
 // [out, in] layout, which is also GGUF's ne0-contiguous layout). Block-quantized dtypes pack
@@ -48,7 +56,7 @@ struct WeightView {
   const uint8_t* row_ptr(int64_t r) const {
     return static_cast<const uint8_t*>(data) + r * row_bytes();
   }
-  int64_t bytes() const { return rows * row_bytes(); }  // of the codes (kInt4Tiles8: the tiles hold these and the scales)
+  int64_t bytes() const { return rows * row_bytes(); }  // of the codes (tiled layouts: the tiles hold these and the scales)
   bool empty() const { return data == nullptr; }
   bool has_scales() const {
     return (scales_f32 != nullptr || scales_bf16 != nullptr || scales_f16 != nullptr) && scale_rows > 0 && scale_cols > 0;

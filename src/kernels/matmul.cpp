@@ -25,7 +25,7 @@ namespace {
 constexpr int64_t kMinTaskBytes = 256 * 1024;
 constexpr int64_t kPartsPerThread = 4;
 // Row tiles of the SIMD kernels are at most 8 rows; keep chunks whole tiles.
-constexpr int64_t kRowTile = 8;
+constexpr int64_t kRowTile = 16;  // whole INT4 8-row and INT8 16-row tiles
 
 bool matmul_supports(DType t) {
   switch (t) {
@@ -210,6 +210,8 @@ void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
 }  // namespace matmul_internal
 
 bool matmul_prefers_int4_tiles() { return matmul_internal::matmul_quant_avx512_int4_tiles_supported(); }
+
+bool matmul_prefers_int8_tiles() { return matmul_internal::matmul_quant_avx512_int8_tiles_supported(); }
 
 bool matmul_fp8_on_amx() { return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx(); }
 

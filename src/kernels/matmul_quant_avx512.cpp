@@ -69,6 +69,7 @@
 #include "quant/activation_q8.h"
 #include "quant/fp8.h"
 #include "quant/int4_group.h"
+#include "quant/int8_group.h"
 
 #define DENSA_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx512vbmi,fma,f16c")))
@@ -79,6 +80,8 @@
 #define DENSA_AMX \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx512vbmi,fma,f16c,amx-tile,amx-bf16")))
 #define DENSA_AMX_INLINE DENSA_AMX __attribute__((always_inline)) inline
+#define DENSA_AMX_INT8 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx512vbmi,fma,f16c,amx-tile,amx-int8")))
 
 namespace densa::matmul_internal {
 namespace {
@@ -102,7 +105,11 @@ bool half_float(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 int64_t fp8_x_stride(int64_t cols) { return (cols + kFp8Step - 1) / kFp8Step * kFp8StepBytes; }
 int64_t int4_x_stride(int64_t cols) { return (cols + kInt4Chunk - 1) / kInt4Chunk * kInt4ChunkBytes; }
 int64_t int8_x_stride(int64_t cols) { return (cols + kInt8Step - 1) / kInt8Step * kInt8StepBytes; }
+// INT8 in 16-row tiles: a prepared x row is cols int8 q, then per group its fp32 x scale, then
+// per group 128 * the group's sum of q (the start of the sums against the code + 128 weights).
+int64_t int8t_x_stride(int64_t cols) { return (cols + 8 * (cols / 32) + 63) / 64 * 64; }
 int64_t x_stride(const WeightView& w) {
+  if (w.layout == WeightLayout::kInt8Tiles16) return int8t_x_stride(w.cols);
   return w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : w.dtype == DType::kI8 ? int8_x_stride(w.cols) : int4_x_stride(w.cols);
 }
 
@@ -230,6 +237,21 @@ DENSA_AVX512 void prepare_x_int8(const float* x, int64_t cols, uint8_t* out) {
     __m512i first, second;
     int8_regroup(_mm512_load_si512(q), _mm512_load_si512(q + 64), first, second);
     store_x_step(out, first, second, sx, -128);
+  }
+}
+
+// quantize_x128 (the same q and scales as every other W8A8 / W4A8 path) in the 16-row tile
+// layout's order (int8t_x_stride). cols % 128 == 0 (int8_group_tileable).
+DENSA_AVX512 void prepare_x_int8t(const float* x, int64_t cols, uint8_t* out) {
+  const int64_t groups = cols / 32;
+  auto* q = reinterpret_cast<int8_t*>(out);
+  auto* sx = reinterpret_cast<float*>(out + cols);
+  auto* corr = reinterpret_cast<int32_t*>(out + cols + 4 * groups);
+  for (int64_t k0 = 0; k0 < cols; k0 += 128) quantize_x128(x, cols, k0, q + k0, sx + k0 / 32);
+  for (int64_t g = 0; g < groups; ++g) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < 32; ++k) sum += q[g * 32 + k];
+    corr[g] = 128 * sum;
   }
 }
 
@@ -1166,7 +1188,177 @@ void amx_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64
   amx_gemm(w, xp, n, y, r_begin, r_end);
 }
 
+// ---- INT8 (GGUF Q8_0) in 16-row tiles: exact sums per group, on VNNI or AMX, the same bits ----
+// Per output (x row i, weight row r) and per 32-column group g in column order:
+//   S = the exact int32 sum of code * q over the group,
+//   acc = fma(float(S), w_scale[r][g] * x_scale[i][g], acc),   y = acc.
+// |S| <= 32 * 128 * 127 < 2^24, so float(S) is exact; every fp32 operation is the same in both
+// kernels, which is what lets a GEMM run on AMX and a GEMV on VNNI with identical results (and
+// ref::matmul_int8_groups computes the same bits in scalar code). The weights are stored as
+// code + 128 (unsigned, for vpdpbusd and tdpbsud); the sums start from -128 * sum(q) (exact).
+//  - VNNI (int8t_vnni<T>): a group's 512 bytes are eight vectors of 16 rows x 4 columns; eight
+//    vpdpbusd against x broadcast 4 bytes at a time give all 16 rows' S in one vector (lane =
+//    row), shared by T x rows. The decode GEMV (T = 1) prefetches its stream.
+//  - AMX (int8t_amx, 16 x rows at a time, where cpu_has_amx_int8()): C = tdpbsud(x tile 16 rows
+//    x 32 columns, the group's 512 bytes as the B tile), stored and finished per x row by the
+//    same vector steps; the next group's tile product is issued before this group's epilogue.
+constexpr int64_t kInt8TilePrefetchL1 = 1 * kInt8TileChunkBytes;  // bytes ahead in the stream
+constexpr int64_t kInt8TilePrefetchL2 = 4 * kInt8TileChunkBytes;
+
+template <int T, bool kPrefetch>
+DENSA_AVX512_INLINE void int8t_vnni(const Args& a, int64_t tile, int64_t i0) {
+  const WeightView& w = *a.w;
+  const int64_t chunks = w.cols / kInt8TileCols, groups = w.cols / 32;
+  const uint8_t* base = static_cast<const uint8_t*>(w.data) + tile * chunks * kInt8TileChunkBytes;
+  const int32_t* xq[T];
+  const float* xs[T];
+  const int32_t* xc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    const uint8_t* p = a.xp + (i0 + t) * a.x_stride;
+    xq[t] = reinterpret_cast<const int32_t*>(p);
+    xs[t] = reinterpret_cast<const float*>(p + w.cols);
+    xc[t] = reinterpret_cast<const int32_t*>(p + w.cols + 4 * groups);
+  }
+  __m512 acc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < chunks; ++c) {
+    const uint8_t* ch = base + c * kInt8TileChunkBytes;
+    if constexpr (kPrefetch) {
+      for (int64_t l = 0; l < kInt8TileChunkBytes; l += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(ch + kInt8TilePrefetchL1 + l), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ch + kInt8TilePrefetchL2 + l), _MM_HINT_T1);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const uint8_t* b = ch + g * kInt8TileGroupBytes;
+      __m512i wv[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(b + 64 * j);
+      const __m512 ws = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ch + 4 * kInt8TileGroupBytes + 32 * g)));
+      const int64_t gg = c * 4 + g;
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int32_t* x4 = xq[t] + gg * 8;
+        __m512i s0 = _mm512_set1_epi32(-xc[t][gg]), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          s0 = _mm512_dpbusd_epi32(s0, wv[j], _mm512_set1_epi32(x4[j]));
+          s1 = _mm512_dpbusd_epi32(s1, wv[j + 4], _mm512_set1_epi32(x4[j + 4]));
+        }
+        const __m512 scale = _mm512_mul_ps(ws, _mm512_set1_ps(xs[t][gg]));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), scale, acc[t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + tile * kInt8TileRows, acc[t]);
+}
+
+DENSA_AMX_INT8 __attribute__((always_inline)) inline void int8t_amx_epilogue(const int32_t* cbuf, const uint8_t* scales,
+                                                                              const float* xs, const int32_t* xc,
+                                                                              int64_t xs_step, __m512 (&acc)[16]) {
+  const __m512 ws = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) {
+    const __m512i sum = _mm512_sub_epi32(_mm512_load_si512(cbuf + 16 * t), _mm512_set1_epi32(xc[t * xs_step]));
+    const __m512 scale = _mm512_mul_ps(ws, _mm512_set1_ps(xs[t * xs_step]));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[t]);
+  }
+}
+
+// 16 x rows from i0 against one 16-row tile. Tiles: 0, 1 C; 2, 3 A (x); 4, 5 B (weights).
+DENSA_AMX_INT8 void int8t_amx(const Args& a, int64_t tile, int64_t i0) {
+  const WeightView& w = *a.w;
+  const int64_t chunks = w.cols / kInt8TileCols, groups = w.cols / 32;
+  const uint8_t* base = static_cast<const uint8_t*>(w.data) + tile * chunks * kInt8TileChunkBytes;
+  const uint8_t* x = a.xp + i0 * a.x_stride;
+  // x_scale[t][g] = xs[t * step + g], the same for the corrections (in 4-byte units).
+  const auto* xs = reinterpret_cast<const float*>(x + w.cols);
+  const auto* xc = reinterpret_cast<const int32_t*>(x + w.cols + 4 * groups);
+  const int64_t step = a.x_stride / 4;
+  const auto group_b = [&](int64_t g) { return base + g / 4 * kInt8TileChunkBytes + g % 4 * kInt8TileGroupBytes; };
+  const auto group_s = [&](int64_t g) {
+    return base + g / 4 * kInt8TileChunkBytes + 4 * kInt8TileGroupBytes + g % 4 * 32;
+  };
+  alignas(64) int32_t cbuf[2][256];
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
+  _tile_loadd(2, x, a.x_stride);
+  _tile_loadd(4, group_b(0), 64);
+  _tile_zero(0);
+  _tile_dpbsud(0, 2, 4);
+  _tile_stored(0, cbuf[0], 64);
+  for (int64_t g = 0; g < groups; g += 2) {  // groups is a multiple of 4
+    _tile_loadd(3, x + (g + 1) * 32, a.x_stride);
+    _tile_loadd(5, group_b(g + 1), 64);
+    _tile_zero(1);
+    _tile_dpbsud(1, 3, 5);
+    DENSA_MEMORY_BARRIER();
+    int8t_amx_epilogue(cbuf[0], group_s(g), xs + g, xc + g, step, acc);
+    _tile_stored(1, cbuf[1], 64);
+    if (g + 2 < groups) {
+      _tile_loadd(2, x + (g + 2) * 32, a.x_stride);
+      _tile_loadd(4, group_b(g + 2), 64);
+      _tile_zero(0);
+      _tile_dpbsud(0, 2, 4);
+    }
+    DENSA_MEMORY_BARRIER();
+    int8t_amx_epilogue(cbuf[1], group_s(g + 1), xs + g + 1, xc + g + 1, step, acc);
+    if (g + 2 < groups) _tile_stored(0, cbuf[0], 64);
+    DENSA_MEMORY_BARRIER();
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + tile * kInt8TileRows, acc[t]);
+}
+
+// C tiles 0, 1: 16 x rows x 16 weight rows (int32); A tiles 2, 3: 16 x rows x 32 codes; B tiles
+// 4, 5: 8 x (16 weight rows x 4 codes). Static: GCC 12 drops the stores of a local
+// configuration before ldtilecfg (seen: only the palette byte was written).
+const kernels_internal::AmxTileConfig& int8t_config() {
+  static const kernels_internal::AmxTileConfig cfg = [] {
+    kernels_internal::AmxTileConfig c;
+    c.set(0, 16, 64);
+    c.set(1, 16, 64);
+    c.set(2, 16, 32);
+    c.set(3, 16, 32);
+    c.set(4, 8, 64);
+    c.set(5, 8, 64);
+    return c;
+  }();
+  return cfg;
+}
+
+DENSA_AMX_INT8 void int8t_amx_begin() { _tile_loadconfig(&int8t_config()); }
+
+DENSA_AMX_INT8 void int8t_amx_end() { _tile_release(); }
+
+bool amx_int8_usable();
+
+DENSA_AVX512 void int8_tiles_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  CHECK(r_begin % kInt8TileRows == 0 && r_end % kInt8TileRows == 0) << "int8 tiles: rows " << r_begin << ".." << r_end;
+  const bool amx = n >= 16 && amx_int8_usable();
+  if (amx) int8t_amx_begin();
+  for (int64_t tile = r_begin / kInt8TileRows; tile < r_end / kInt8TileRows; ++tile) {
+    int64_t i = 0;
+    if (n == 1) {
+      int8t_vnni<1, true>(a, tile, 0);
+      continue;
+    }
+    if (amx) {
+      for (; i + 16 <= n; i += 16) int8t_amx(a, tile, i);
+    }
+    for (; i + 4 <= n; i += 4) int8t_vnni<4, false>(a, tile, i);
+    for (; i < n; ++i) int8t_vnni<1, false>(a, tile, i);
+  }
+  if (amx) int8t_amx_end();
+}
+
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  if (a.w->layout == WeightLayout::kInt8Tiles16) return int8_tiles_rows(a, n, r_begin, r_end);
   if (a.w->layout == WeightLayout::kInt4Tiles8) {
     return a.w->scales_f16 != nullptr ? int4_tiles_rows<true>(a, n, r_begin, r_end)
                                       : int4_tiles_rows<false>(a, n, r_begin, r_end);
@@ -1197,6 +1389,14 @@ bool have_gfni() {
   return v;
 }
 
+// -1: cpu_use_amx() with AMX-INT8; 0 / 1: forced by matmul_quant_int8_force_amx.
+std::atomic<int> g_int8_amx_forced{-1};
+
+bool amx_int8_usable() {
+  const int forced = g_int8_amx_forced.load(std::memory_order_relaxed);
+  return forced >= 0 ? forced == 1 : cpu_use_amx() && cpu_has_amx_int8();
+}
+
 // -1: cpu_use_amx(); 0 / 1: forced by matmul_quant_fp8_force_amx / matmul_quant_bf16_force_amx.
 std::atomic<int> g_fp8_amx_forced{-1};
 std::atomic<int> g_bf16_amx_forced{-1};
@@ -1213,6 +1413,8 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
   if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) return false;
   if (w.dtype == DType::kFP8E4M3) return w.scales_f32 != nullptr && have_vbmi() && w.scale_cols % kFp8Step == 0;
   if (w.dtype == DType::kI8) {  // GGUF Q8_0 repacked: f16 scales per 32
+    if (w.layout == WeightLayout::kInt8Tiles16) return w.rows % 16 == 0 && w.cols % kInt8TileCols == 0;
+    if (w.layout != WeightLayout::kRows) return false;
     return w.scales_f16 != nullptr && w.scale_rows == 1 && w.scale_cols == kActQ8Block && w.cols % kActQ8Block == 0;
   }
   if (w.dtype == DType::kI4) {
@@ -1222,6 +1424,15 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
     return w.scale_rows == 1 && g % 32 == 0 && w.cols % g == 0 && (kInt4Chunk % g == 0 || g % kInt4Chunk == 0);
   }
   return false;
+}
+
+bool matmul_quant_avx512_int8_tiles_supported() {
+  return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16);
+}
+
+void matmul_quant_int8_force_amx(std::optional<bool> on) {
+  CHECK(!on.value_or(false) || (cpu_has_amx_int8() && cpu_use_amx())) << "matmul: AMX-INT8 forced on without it";
+  g_int8_amx_forced.store(on.has_value() ? (*on ? 1 : 0) : -1, std::memory_order_relaxed);
 }
 
 bool matmul_quant_avx512_int4_tiles_supported() {
@@ -1269,6 +1480,8 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
   for (int64_t i = i_begin; i < i_end; ++i) {
     if (w.dtype == DType::kFP8E4M3) {
       prepare_x_fp8(x + i * w.cols, w.cols, xp + i * stride);
+    } else if (w.layout == WeightLayout::kInt8Tiles16) {
+      prepare_x_int8t(x + i * w.cols, w.cols, xp + i * stride);
     } else if (w.dtype == DType::kI8) {
       prepare_x_int8(x + i * w.cols, w.cols, xp + i * stride);
     } else {
@@ -1287,7 +1500,10 @@ void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n,
   // weight rows are streamed once per block instead. Blocks are whole x tiles (multiples of 6
   // rows); tiles only interleave independent (i, r) chains, so blocking changes no result.
   const int64_t stride = x_stride(w);
-  const int64_t block = std::max<int64_t>(6, kXBlockBytes / stride / 6 * 6);
+  // Whole x tiles: 6 rows (4 x 3 or 2 x 3 register tiles); the INT8 16-row tile layout: 48
+  // (three AMX blocks of 16, twelve VNNI tiles of 4).
+  const int64_t tile_x = w.layout == WeightLayout::kInt8Tiles16 ? 48 : 6;
+  const int64_t block = std::max<int64_t>(tile_x, kXBlockBytes / stride / tile_x * tile_x);
   for (int64_t i0 = 0; i0 < n; i0 += block) {
     const Args a{&w, xp + i0 * stride, stride, y + i0 * w.rows};
     rows(a, std::min(block, n - i0), r_begin, r_end);
@@ -1296,7 +1512,7 @@ void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n,
 
 bool matmul_quant_avx512_same_x_layout(const WeightView& a, const WeightView& b) {
   // The preparation reads w only for its dtype, cols and (FP8) which path runs.
-  return a.dtype == b.dtype && a.cols == b.cols;
+  return a.dtype == b.dtype && a.cols == b.cols && (a.layout == WeightLayout::kInt8Tiles16) == (b.layout == WeightLayout::kInt8Tiles16);
 }
 
 int64_t matmul_quant_avx512_row_cost(const WeightView& w, int64_t n) { return w.row_bytes() + n * w.cols / 4; }

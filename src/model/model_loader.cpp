@@ -447,6 +447,7 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
   DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path));
   // Set before any conversion, so quantize-on-load and repacking write tiles directly.
   w.int4_tiles = options.prepare_for_kernels && options.int4_tiles && matmul_prefers_int4_tiles();
+  w.int8_tiles = options.prepare_for_kernels && options.int8_tiles && matmul_prefers_int8_tiles();
   if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
   if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));
   if (options.prepare_for_kernels) {

@@ -32,6 +32,10 @@ struct LoadOptions {
   // (WeightLayout::kInt4Tiles8) where the kernels read those faster (matmul_prefers_int4_tiles).
   // Values and results are the same either way; false keeps them row-major.
   bool int4_tiles = true;
+  // With prepare_for_kernels: INT8 (GGUF Q8_0) matrices in 16-row tiles
+  // (WeightLayout::kInt8Tiles16) where the kernels read them (matmul_prefers_int8_tiles); false
+  // keeps them row-major. The two layouts' kernels round differently (kernels/matmul.h).
+  bool int8_tiles = true;
 };
 
 Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options = {});

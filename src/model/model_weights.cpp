@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "quant/int4_group.h"
+#include "quant/int8_group.h"
 
 namespace densa {
 namespace {
@@ -59,11 +60,21 @@ WeightView ModelWeights::adopt(const WeightView& v) {
     const int64_t n = int4_group_tile8_bytes(v);
     return int4_group_tile8(v, std::span<uint8_t>(alloc_owned(static_cast<size_t>(n)), static_cast<size_t>(n)));
   }
+  if (int8_tiles && int8_group_tileable(v)) {
+    const int64_t n = int8_group_tile16_bytes(v);
+    return int8_group_tile16(v, std::span<uint8_t>(alloc_owned(static_cast<size_t>(n)), static_cast<size_t>(n)));
+  }
   if (v.layout == WeightLayout::kInt4Tiles8) {  // codes and scales are one block: copy it whole
     const int64_t n = int4_group_tile8_bytes(v);
     uint8_t* data = alloc_owned(static_cast<size_t>(n));
     std::memcpy(data, v.data, static_cast<size_t>(n));
     return int4_group_tiled_view(v, data);
+  }
+  if (v.layout == WeightLayout::kInt8Tiles16) {
+    const int64_t n = int8_group_tile16_bytes(v);
+    uint8_t* data = alloc_owned(static_cast<size_t>(n));
+    std::memcpy(data, v.data, static_cast<size_t>(n));
+    return int8_group_tiled_view(v, data);
   }
   WeightView out = v;
   uint8_t* data = alloc_owned(static_cast<size_t>(v.bytes()));

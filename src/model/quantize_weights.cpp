@@ -98,12 +98,20 @@ WeightView repack_q4_0(ModelWeights& w, const WeightView& v) {
 
 WeightView repack_q8_0(ModelWeights& w, const WeightView& v) {
   const int64_t groups = v.rows * (v.cols / 32);
-  auto* codes = w.alloc_owned(static_cast<size_t>(v.rows * v.cols));
-  auto* scales = reinterpret_cast<uint16_t*>(w.alloc_owned(static_cast<size_t>(groups) * 2));
-  int8_group_from_q8_0(static_cast<const uint8_t*>(v.data), v.rows, v.cols,
-                       std::span<uint8_t>(codes, static_cast<size_t>(v.rows * v.cols)),
-                       std::span<uint16_t>(scales, static_cast<size_t>(groups)));
-  return int8_group_view_f16(codes, scales, v.rows, v.cols);
+  const auto repack = [&](uint8_t* codes, uint16_t* scales) {
+    int8_group_from_q8_0(static_cast<const uint8_t*>(v.data), v.rows, v.cols,
+                         std::span<uint8_t>(codes, static_cast<size_t>(v.rows * v.cols)),
+                         std::span<uint16_t>(scales, static_cast<size_t>(groups)));
+    return int8_group_view_f16(codes, scales, v.rows, v.cols);
+  };
+  if (w.int8_tiles) {  // through temporary buffers into 16-row tiles (no row-major copy kept)
+    std::vector<uint8_t> codes(static_cast<size_t>(v.rows * v.cols));
+    std::vector<uint16_t> scales(static_cast<size_t>(groups));
+    const WeightView rows = repack(codes.data(), scales.data());
+    if (int8_group_tileable(rows)) return w.adopt(rows);
+  }
+  return repack(w.alloc_owned(static_cast<size_t>(v.rows * v.cols)),
+                reinterpret_cast<uint16_t*>(w.alloc_owned(static_cast<size_t>(groups) * 2)));
 }
 
 // The repacked form of a GGUF block matrix, or v itself for any other dtype.
@@ -135,7 +143,8 @@ int move_matrices_to_arena(ModelWeights& w) {
   int n = 0;
   // Done: in the arena, and not a row-major INT4 g32 copy that the kernels want in tiles.
   const auto settled = [&](const WeightView& v) {
-    return w.arena.contains(v.data) && !(w.int4_tiles && int4_group_tileable(v));
+    return w.arena.contains(v.data) && !(w.int4_tiles && int4_group_tileable(v)) &&
+           !(w.int8_tiles && int8_group_tileable(v));
   };
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
     if (v.empty() || settled(v)) return;

@@ -459,6 +459,57 @@ TEST(MatmulQuantAvx512, Int8MatchesReferenceAndIsInvariant) {
   }
 }
 
+// INT8 in 16-row tiles (WeightLayout::kInt8Tiles16): the layout holds the same values, and the
+// kernels (VNNI for every n, AMX-INT8 for blocks of 16 x rows where the CPU has it) equal their
+// scalar fp32 twin bit for bit, so n, threads and the AMX / VNNI split change no result.
+TEST(MatmulQuantAvx512, Int8TilesEqualTheirTwinBitForBit) {
+  if (!matmul_internal::matmul_quant_avx512_int8_tiles_supported()) GTEST_SKIP() << "no AVX-512 VNNI";
+  const auto& special = testing::kSpecialF16Scales;
+  std::vector<bool> amx_modes = {false};
+  if (cpu_use_amx() && cpu_has_amx_int8()) amx_modes.push_back(true);
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 256}, {160, 512}, {32, 1024}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(rows + cols));
+    for (size_t i = 0; i < m.scales_bf16.size(); i += 3) m.scales_bf16[i] = special[i / 3 % std::size(special)];
+    for (int64_t k = 0; k < cols; ++k) {
+      m.codes[static_cast<size_t>(k)] = 0x80;         // row 0: all -128
+      m.codes[static_cast<size_t>(cols + k)] = 0x7f;  // row 1: all 127
+    }
+    ASSERT_TRUE(int8_group_tileable(m.view));
+    std::vector<uint8_t> storage;
+    const WeightView t = int8_group_tile16(m.view, testing::aligned_bytes(storage, int8_group_tile16_bytes(m.view)));
+    ASSERT_EQ(t.layout, WeightLayout::kInt8Tiles16);
+    std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(m.view, r, a.data());
+      dequantize_row(t, r, b.data());
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "row " << r;
+    }
+    check_matrix(t, 37);  // accuracy against the double twin and the exact product, invariance
+    ThreadPool pool(3);
+    for (bool amx : amx_modes) {
+      matmul_internal::matmul_quant_int8_force_amx(amx);
+      for (int64_t n : {1, 2, 4, 5, 16, 17, 35, 48, 50}) {
+        const std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n));
+        std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
+        ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t, x.data(), n, y.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t, x.data(), n, yp.data(), &pool);
+        EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "amx " << amx << " n " << n;
+        EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, amx " << amx << " n " << n;
+      }
+      // The fallback (CPUs below AVX-512) reads the tiles through the dequantizer: the exact
+      // product of the same values as the row-major matrix.
+      const std::vector<float> x = random_x(3, cols, 5);
+      std::vector<float> want(static_cast<size_t>(3 * rows)), got(want.size());
+      matmul_internal::matmul_with_isa(CpuIsa::kScalar, m.view, x.data(), 3, want.data(), nullptr);
+      matmul_internal::matmul_with_isa(CpuIsa::kScalar, t, x.data(), 3, got.data(), nullptr);
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "fallback";
+    }
+    matmul_internal::matmul_quant_int8_force_amx(std::nullopt);
+  }
+}
+
 // Weight codes and scales ending right before an unmapped page, as the last tensors of a
 // mapped checkpoint can: the kernel loads exactly the bytes and scales each chunk covers (a
 // full-width scale load would fault here), for GEMV and GEMM, full and partial last chunks.

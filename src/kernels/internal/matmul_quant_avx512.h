@@ -20,6 +20,13 @@ bool matmul_quant_avx512_supports(const WeightView& w);
 // Whether this CPU runs the INT4 8-row tile layout (WeightLayout::kInt4Tiles8): AVX-512 with
 // VNNI, VBMI and GFNI.
 bool matmul_quant_avx512_int4_tiles_supported();
+// Whether this CPU runs the INT8 16-row tile layout (WeightLayout::kInt8Tiles16): AVX-512 with
+// VNNI. Its GEMMs also use AMX-INT8 where cpu_use_amx() and cpu_has_amx_int8() hold; both give
+// the same bits, so nothing about results depends on that.
+bool matmul_quant_avx512_int8_tiles_supported();
+// Test hook: run the INT8 tile layout's GEMMs (16 x rows and more) on AMX-INT8 (true; needs it)
+// or on VNNI only (false), or back to the default (nullopt). Call only while no matmul runs.
+void matmul_quant_int8_force_amx(std::optional<bool> on);
 
 // The kernel in two steps, so that matmul() can split rows of several products over one
 // thread-pool call: prepare rounds the activations once (x: [n, w.cols] into xp, 64-byte

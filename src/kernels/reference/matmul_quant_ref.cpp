@@ -1,6 +1,7 @@
 #include "kernels/reference/matmul_quant_ref.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/check.h"
@@ -8,6 +9,7 @@
 #include "quant/activation_q8.h"
 #include "quant/dequantize.h"
 #include "quant/int4_group.h"
+#include "quant/int8_group.h"
 
 namespace densa::ref {
 
@@ -74,17 +76,38 @@ void matmul_int8_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
   for (int64_t i = 0; i < n; ++i) {
     activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
     for (int64_t r = 0; r < w.rows; ++r) {
-      const auto* row = reinterpret_cast<const int8_t*>(w.row_ptr(r));
       double acc = 0.0;
       for (int64_t b = 0; b * kActQ8Block < cols; ++b) {
         int64_t isum = 0;
         for (int64_t k = b * kActQ8Block; k < std::min(cols, (b + 1) * kActQ8Block); ++k) {
-          isum += static_cast<int64_t>(row[k]) * q[static_cast<size_t>(k)];
+          isum += static_cast<int64_t>(int8_group_code(w, r, k)) * q[static_cast<size_t>(k)];  // either layout
         }
-        acc += static_cast<double>(f16_to_f32(w.scales_f16[r * (cols / kActQ8Block) + b])) * sx[static_cast<size_t>(b)] *
-               static_cast<double>(isum);
+        acc += static_cast<double>(int8_group_scale(w, r, b)) * sx[static_cast<size_t>(b)] * static_cast<double>(isum);
       }
       y[i * w.rows + r] = static_cast<float>(acc);
+    }
+  }
+}
+
+void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(w.dtype == DType::kI8 && w.scale_cols == kActQ8Block && w.cols % kActQ8Block == 0)
+      << "matmul_int8_groups_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
+  const int64_t cols = w.cols;
+  std::vector<int8_t> q(static_cast<size_t>(cols));
+  std::vector<float> sx(static_cast<size_t>(activation_q8_num_blocks(cols)));
+  for (int64_t i = 0; i < n; ++i) {
+    activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
+    for (int64_t r = 0; r < w.rows; ++r) {
+      float acc = 0.0f;
+      for (int64_t g = 0; g < cols / kActQ8Block; ++g) {
+        int32_t sum = 0;
+        for (int64_t k = g * kActQ8Block; k < (g + 1) * kActQ8Block; ++k) {
+          sum += int32_t{int8_group_code(w, r, k)} * q[static_cast<size_t>(k)];
+        }
+        const float scale = int8_group_scale(w, r, g) * sx[static_cast<size_t>(g)];
+        acc = std::fma(static_cast<float>(sum), scale, acc);
+      }
+      y[i * w.rows + r] = acc;
     }
   }
 }

@@ -24,4 +24,10 @@ void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
 // y[i, r] = sum over 32-element blocks b of w_scale[r, b] * x_scale[i, b] * sum_{k in b} w_q * x_q.
 void matmul_int8_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
 
+// The INT8 16-row tile layout's arithmetic (WeightLayout::kInt8Tiles16), in scalar fp32: per
+// (i, r), per 32-column group g in order, S = the exact sum of w_q * x_q over the group and
+// acc = fmaf(float(S), w_scale[r, g] * x_scale[i, g], acc) (the product rounded to fp32 first);
+// y[i, r] = acc. The kernels must equal it bit for bit. Reads either layout; cols % 32 == 0.
+void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, float* y);
+
 }  // namespace densa::ref
