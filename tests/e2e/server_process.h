@@ -69,10 +69,16 @@ inline int free_port() {
 }
 
 // A log file name of its own for each child of this test process.
+// Unique per call: the pid alone is not (pid_max is often 32,768, and one ctest run starts
+// thousands of processes, curl included), and a log left by an earlier process of the same pid
+// once held another server's "listening on" line, which ListenedPort read before the child
+// truncated the file: the test then polled a dead port for 60 s. The start time in ns and the
+// parent-side truncation in spawn_densa rule both out.
 inline std::string child_log_path(const std::string& name) {
   static std::atomic<int> counter{0};
-  return (std::filesystem::temp_directory_path() /
-          ("densa-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".log"))
+  const auto ns = std::chrono::steady_clock::now().time_since_epoch().count();
+  return (std::filesystem::temp_directory_path() / ("densa-" + name + "-" + std::to_string(::getpid()) + "-" +
+                                                    std::to_string(ns) + "-" + std::to_string(counter++) + ".log"))
       .string();
 }
 
@@ -139,9 +145,11 @@ inline CurlResponse curl_request(const std::string& method, const std::string& u
 inline pid_t spawn_densa(const std::vector<std::string>& args, const std::string& log_path) {
   std::vector<std::string> argv_s = {DENSA_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
+  // Empty before the child exists: the parent reads the log for the port as soon as fork returns.
+  std::ofstream(log_path, std::ios::trunc).flush();
   const pid_t pid = fork();
   if (pid == 0) {
-    FILE* log = std::fopen(log_path.c_str(), "w");
+    FILE* log = std::fopen(log_path.c_str(), "a");
     if (log) {
       dup2(fileno(log), 1);
       dup2(fileno(log), 2);
