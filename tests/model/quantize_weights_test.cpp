@@ -429,5 +429,52 @@ TEST(Int4Tiles, LoadLaysOutTilesWithTheSameLogits) {
   }
 }
 
+// Q8_0 loads lay the matrices out in 16-row tiles where the kernels read them
+// (matmul_prefers_int8_tiles): quantized on load from HF BF16, head included. The tiles sit in
+// the arena, hold the same values as a --int8-layout rows load, take no more arena, and give
+// logits within rounding of the row-major kernels' (their per-group arithmetic rounds
+// differently, so not the same bits), for a batched prefill and the decode steps after it.
+TEST(Int8Tiles, LoadLaysOutTilesWithCloseLogits) {
+  const bool tiles = matmul_prefers_int8_tiles();
+  LoadOptions opts;
+  opts.weight_dtype = DType::kQ8_0;
+  opts.lm_head = spec_of("q8_0");
+  const std::filesystem::path path = model_dir(kMoe) / "hf";
+  const ModelWeights tiled = load_ok(path, opts);
+  opts.int8_tiles = false;
+  const ModelWeights rows = load_ok(path, opts);
+  int checked = 0;
+  auto check = [&](const WeightView& a, const WeightView& b) {
+    EXPECT_EQ(a.dtype, DType::kI8);
+    EXPECT_EQ(a.layout, tiles ? WeightLayout::kInt8Tiles16 : WeightLayout::kRows);
+    EXPECT_EQ(b.layout, WeightLayout::kRows);
+    EXPECT_TRUE(tiled.arena.contains(a.data));
+    EXPECT_EQ(dequantize_matrix(a), dequantize_matrix(b));
+    ++checked;
+  };
+  check(tiled.lm_head, rows.lm_head);
+  check(tiled.layers[1].wk, rows.layers[1].wk);
+  check(tiled.layers[2].wo, rows.layers[2].wo);
+  check(tiled.layers[3].expert_down[6], rows.layers[3].expert_down[6]);
+  EXPECT_EQ(checked, 4);
+  EXPECT_LE(tiled.arena.allocated(), rows.arena.allocated());
+  const std::vector<TokenId> toks = tokens(24);
+  const std::vector<float> a = batched_then_decode_logits(tiled, toks, 16);
+  const std::vector<float> b = batched_then_decode_logits(rows, toks, 16);
+  ASSERT_EQ(a.size(), b.size());
+  double max_diff = 0, sum_diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(a[i]));
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    max_diff = std::max(max_diff, d);
+    sum_diff += d;
+  }
+  // fp32 summation-order differences only (the same int8 products); an expert flipped by them
+  // would show as one large difference, so the bound is on the mean and a loose maximum.
+  EXPECT_LT(sum_diff / static_cast<double>(a.size()), 1e-3);
+  EXPECT_LT(max_diff, 0.5);
+  if (tiles) EXPECT_GT(max_diff, 0.0) << "the tiled kernels ran the row-major arithmetic";
+}
+
 }  // namespace
 }  // namespace densa
