@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "exec/runner.h"
@@ -388,6 +389,28 @@ TEST(MoveMatricesToArena, DefaultLoadCopiesStreamedMatricesOutOfTheFile) {
   EXPECT_EQ(move_matrices_to_arena(again), 0);  // nothing left outside
 }
 
+// A tiled load against the row-major load of the same file, on lm_head, a K, an O and an
+// expert down projection: the tiled matrix has `layout`, sits in the arena and holds the
+// row-major values; `more` checks it further. The tiled load takes no more arena.
+void expect_tiled_like_rows(const ModelWeights& tiled, const ModelWeights& rows, WeightLayout layout,
+                            const std::function<void(const WeightView&)>& more) {
+  int checked = 0;
+  auto check = [&](const WeightView& a, const WeightView& b) {
+    EXPECT_EQ(a.layout, layout);
+    EXPECT_EQ(b.layout, WeightLayout::kRows);
+    EXPECT_TRUE(tiled.arena.contains(a.data));
+    EXPECT_EQ(dequantize_matrix(a), dequantize_matrix(b));
+    more(a);
+    ++checked;
+  };
+  check(tiled.lm_head, rows.lm_head);
+  check(tiled.layers[1].wk, rows.layers[1].wk);
+  check(tiled.layers[2].wo, rows.layers[2].wo);
+  check(tiled.layers[3].expert_down[6], rows.layers[3].expert_down[6]);
+  EXPECT_EQ(checked, 4);
+  EXPECT_LE(tiled.arena.allocated(), rows.arena.allocated());
+}
+
 // INT4 g32 loads lay the matrices out in 8-row tiles where the kernel reads them
 // (matmul_prefers_int4_tiles): quantized on load (HF BF16 -> INT4 g32 with an INT4 head) and
 // repacked (GGUF Q4_0, f16 scales). The tiled views sit in the arena, hold the same values,
@@ -406,21 +429,8 @@ TEST(Int4Tiles, LoadLaysOutTilesWithTheSameLogits) {
     const ModelWeights tiled = load_ok(path, opts);
     opts.int4_tiles = false;
     const ModelWeights rows = load_ok(path, opts);
-    int checked = 0;
-    auto check = [&](const WeightView& a, const WeightView& b) {
-      EXPECT_EQ(a.layout, tiles ? WeightLayout::kInt4Tiles8 : WeightLayout::kRows);
-      EXPECT_EQ(b.layout, WeightLayout::kRows);
-      EXPECT_TRUE(tiled.arena.contains(a.data));
-      EXPECT_EQ(a.scales_f16 != nullptr, std::string(target) == "q4_0");
-      EXPECT_EQ(dequantize_matrix(a), dequantize_matrix(b));
-      ++checked;
-    };
-    check(tiled.lm_head, rows.lm_head);
-    check(tiled.layers[1].wk, rows.layers[1].wk);
-    check(tiled.layers[2].wo, rows.layers[2].wo);
-    check(tiled.layers[3].expert_down[6], rows.layers[3].expert_down[6]);
-    EXPECT_EQ(checked, 4);
-    EXPECT_LE(tiled.arena.allocated(), rows.arena.allocated());
+    expect_tiled_like_rows(tiled, rows, tiles ? WeightLayout::kInt4Tiles8 : WeightLayout::kRows,
+                           [&](const WeightView& a) { EXPECT_EQ(a.scales_f16 != nullptr, std::string(target) == "q4_0"); });
     const std::vector<TokenId> toks = tokens(24);
     const std::vector<float> a = batched_then_decode_logits(tiled, toks, 16);
     const std::vector<float> b = batched_then_decode_logits(rows, toks, 16);
@@ -443,21 +453,8 @@ TEST(Int8Tiles, LoadLaysOutTilesWithCloseLogits) {
   const ModelWeights tiled = load_ok(path, opts);
   opts.int8_tiles = false;
   const ModelWeights rows = load_ok(path, opts);
-  int checked = 0;
-  auto check = [&](const WeightView& a, const WeightView& b) {
-    EXPECT_EQ(a.dtype, DType::kI8);
-    EXPECT_EQ(a.layout, tiles ? WeightLayout::kInt8Tiles16 : WeightLayout::kRows);
-    EXPECT_EQ(b.layout, WeightLayout::kRows);
-    EXPECT_TRUE(tiled.arena.contains(a.data));
-    EXPECT_EQ(dequantize_matrix(a), dequantize_matrix(b));
-    ++checked;
-  };
-  check(tiled.lm_head, rows.lm_head);
-  check(tiled.layers[1].wk, rows.layers[1].wk);
-  check(tiled.layers[2].wo, rows.layers[2].wo);
-  check(tiled.layers[3].expert_down[6], rows.layers[3].expert_down[6]);
-  EXPECT_EQ(checked, 4);
-  EXPECT_LE(tiled.arena.allocated(), rows.arena.allocated());
+  expect_tiled_like_rows(tiled, rows, tiles ? WeightLayout::kInt8Tiles16 : WeightLayout::kRows,
+                         [](const WeightView& a) { EXPECT_EQ(a.dtype, DType::kI8); });
   const std::vector<TokenId> toks = tokens(24);
   const std::vector<float> a = batched_then_decode_logits(tiled, toks, 16);
   const std::vector<float> b = batched_then_decode_logits(rows, toks, 16);

@@ -12,6 +12,27 @@
 #include "quant/int8_group.h"
 
 namespace densa::ref {
+namespace {
+
+// row(i, q, sx) for every x row i, quantized by activation_q8_quantize (int8 q, block scales).
+template <typename Row>
+void for_each_q8_row(const float* x, int64_t n, int64_t cols, const Row& row) {
+  std::vector<int8_t> q(static_cast<size_t>(cols));
+  std::vector<float> sx(static_cast<size_t>(activation_q8_num_blocks(cols)));
+  for (int64_t i = 0; i < n; ++i) {
+    activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
+    row(i, q, sx);
+  }
+}
+
+// The exact sum of INT8 code * q over columns [k0, k1) of weight row r (either layout).
+int64_t int8_dot(const WeightView& w, int64_t r, const std::vector<int8_t>& q, int64_t k0, int64_t k1) {
+  int64_t sum = 0;
+  for (int64_t k = k0; k < k1; ++k) sum += static_cast<int64_t>(int8_group_code(w, r, k)) * q[static_cast<size_t>(k)];
+  return sum;
+}
+
+}  // namespace
 
 void matmul_fp8_x_bf16(const WeightView& w, const float* x, int64_t n, float* y) {
   CHECK(w.dtype == DType::kFP8E4M3) << "matmul_fp8_x_bf16: dtype " << dtype_name(w.dtype);
@@ -43,10 +64,7 @@ void matmul_fp8_scaled_x_bf16(const WeightView& w, const float* x, int64_t n, fl
 void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) {
   CHECK(w.dtype == DType::kI4 && w.scale_rows == 1) << "matmul_int4_x_q8: dtype " << dtype_name(w.dtype);
   const int64_t cols = w.cols, g = w.scale_cols;
-  std::vector<int8_t> q(static_cast<size_t>(cols));
-  std::vector<float> sx(static_cast<size_t>(activation_q8_num_blocks(cols)));
-  for (int64_t i = 0; i < n; ++i) {
-    activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
+  for_each_q8_row(x, n, cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
       double acc = 0.0;
       // Sum exact integer products over each (x block, weight group) intersection.
@@ -64,52 +82,40 @@ void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
       }
       y[i * w.rows + r] = static_cast<float>(acc);
     }
-  }
+  });
 }
 
 void matmul_int8_x_q8(const WeightView& w, const float* x, int64_t n, float* y) {
   CHECK(w.dtype == DType::kI8 && w.scale_rows == 1 && w.scale_cols == kActQ8Block && w.scales_f16 != nullptr)
       << "matmul_int8_x_q8: dtype " << dtype_name(w.dtype) << ", group " << w.scale_cols;
   const int64_t cols = w.cols;
-  std::vector<int8_t> q(static_cast<size_t>(cols));
-  std::vector<float> sx(static_cast<size_t>(activation_q8_num_blocks(cols)));
-  for (int64_t i = 0; i < n; ++i) {
-    activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
+  for_each_q8_row(x, n, cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
       double acc = 0.0;
       for (int64_t b = 0; b * kActQ8Block < cols; ++b) {
-        int64_t isum = 0;
-        for (int64_t k = b * kActQ8Block; k < std::min(cols, (b + 1) * kActQ8Block); ++k) {
-          isum += static_cast<int64_t>(int8_group_code(w, r, k)) * q[static_cast<size_t>(k)];  // either layout
-        }
+        const int64_t isum = int8_dot(w, r, q, b * kActQ8Block, std::min(cols, (b + 1) * kActQ8Block));
         acc += static_cast<double>(int8_group_scale(w, r, b)) * sx[static_cast<size_t>(b)] * static_cast<double>(isum);
       }
       y[i * w.rows + r] = static_cast<float>(acc);
     }
-  }
+  });
 }
 
 void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
   CHECK(w.dtype == DType::kI8 && w.scale_cols == kActQ8Block && w.cols % kActQ8Block == 0)
       << "matmul_int8_groups_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
-  const int64_t cols = w.cols;
-  std::vector<int8_t> q(static_cast<size_t>(cols));
-  std::vector<float> sx(static_cast<size_t>(activation_q8_num_blocks(cols)));
-  for (int64_t i = 0; i < n; ++i) {
-    activation_q8_quantize(x + i * cols, cols, q.data(), sx.data());
+  for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
       float acc = 0.0f;
-      for (int64_t g = 0; g < cols / kActQ8Block; ++g) {
-        int32_t sum = 0;
-        for (int64_t k = g * kActQ8Block; k < (g + 1) * kActQ8Block; ++k) {
-          sum += int32_t{int8_group_code(w, r, k)} * q[static_cast<size_t>(k)];
-        }
+      for (int64_t g = 0; g < w.cols / kActQ8Block; ++g) {
+        // |sum| <= 32 * 128 * 128 < 2^24: exact as a float.
+        const auto sum = static_cast<float>(int8_dot(w, r, q, g * kActQ8Block, (g + 1) * kActQ8Block));
         const float scale = int8_group_scale(w, r, g) * sx[static_cast<size_t>(g)];
-        acc = std::fma(static_cast<float>(sum), scale, acc);
+        acc = std::fma(sum, scale, acc);
       }
       y[i * w.rows + r] = acc;
     }
-  }
+  });
 }
 
 }  // namespace densa::ref
