@@ -470,7 +470,9 @@ TEST(Int8Tiles, LoadLaysOutTilesWithCloseLogits) {
   // would show as one large difference, so the bound is on the mean and a loose maximum.
   EXPECT_LT(sum_diff / static_cast<double>(a.size()), 1e-3);
   EXPECT_LT(max_diff, 0.5);
-  if (tiles) EXPECT_GT(max_diff, 0.0) << "the tiled kernels ran the row-major arithmetic";
+  if (tiles) {
+    EXPECT_GT(max_diff, 0.0) << "the tiled kernels ran the row-major arithmetic";
+  }
 }
 
 }  // namespace
