@@ -1205,11 +1205,32 @@ void amx_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64
 constexpr int64_t kInt8TilePrefetchL1 = 1 * kInt8TileChunkBytes;  // bytes ahead in the stream
 constexpr int64_t kInt8TilePrefetchL2 = 4 * kInt8TileChunkBytes;
 
+// Where 16-row tile `tile` starts, and within it group g's 512 code bytes and 16 f16 scales.
+const uint8_t* int8t_tile(const WeightView& w, int64_t tile) {
+  return static_cast<const uint8_t*>(w.data) + tile * (w.cols / kInt8TileCols) * kInt8TileChunkBytes;
+}
+const uint8_t* int8t_codes(const uint8_t* tile, int64_t g) {
+  return tile + g / 4 * kInt8TileChunkBytes + g % 4 * kInt8TileGroupBytes;
+}
+const uint8_t* int8t_scales(const uint8_t* tile, int64_t g) {
+  return tile + g / 4 * kInt8TileChunkBytes + 4 * kInt8TileGroupBytes + g % 4 * 32;
+}
+
+// The one fp32 step both INT8 tile kernels end a group with (so they give the same bits):
+// acc += float(sum) * (w_scale * x_scale), the product rounded first, one fma.
+DENSA_AVX512_INLINE __m512 int8t_group_fma(__m512 acc, __m512i sum, __m512 w_scales, float x_scale) {
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(w_scales, _mm512_set1_ps(x_scale)), acc);
+}
+
+DENSA_AVX512_INLINE __m512 int8t_load_scales(const uint8_t* scales) {
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
+}
+
 template <int T, bool kPrefetch>
 DENSA_AVX512_INLINE void int8t_vnni(const Args& a, int64_t tile, int64_t i0) {
   const WeightView& w = *a.w;
   const int64_t chunks = w.cols / kInt8TileCols, groups = w.cols / 32;
-  const uint8_t* base = static_cast<const uint8_t*>(w.data) + tile * chunks * kInt8TileChunkBytes;
+  const uint8_t* base = int8t_tile(w, tile);
   const int32_t* xq[T];
   const float* xs[T];
   const int32_t* xc[T];
@@ -1233,12 +1254,12 @@ DENSA_AVX512_INLINE void int8t_vnni(const Args& a, int64_t tile, int64_t i0) {
     }
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
-      const uint8_t* b = ch + g * kInt8TileGroupBytes;
+      const int64_t gg = c * 4 + g;
+      const uint8_t* b = int8t_codes(base, gg);
       __m512i wv[8];
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(b + 64 * j);
-      const __m512 ws = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ch + 4 * kInt8TileGroupBytes + 32 * g)));
-      const int64_t gg = c * 4 + g;
+      const __m512 ws = int8t_load_scales(int8t_scales(base, gg));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const int32_t* x4 = xq[t] + gg * 8;
@@ -1248,8 +1269,7 @@ DENSA_AVX512_INLINE void int8t_vnni(const Args& a, int64_t tile, int64_t i0) {
           s0 = _mm512_dpbusd_epi32(s0, wv[j], _mm512_set1_epi32(x4[j]));
           s1 = _mm512_dpbusd_epi32(s1, wv[j + 4], _mm512_set1_epi32(x4[j + 4]));
         }
-        const __m512 scale = _mm512_mul_ps(ws, _mm512_set1_ps(xs[t][gg]));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), scale, acc[t]);
+        acc[t] = int8t_group_fma(acc[t], _mm512_add_epi32(s0, s1), ws, xs[t][gg]);
       }
     }
   }
@@ -1260,29 +1280,26 @@ DENSA_AVX512_INLINE void int8t_vnni(const Args& a, int64_t tile, int64_t i0) {
 DENSA_AMX_INT8 __attribute__((always_inline)) inline void int8t_amx_epilogue(const int32_t* cbuf, const uint8_t* scales,
                                                                               const float* xs, const int32_t* xc,
                                                                               int64_t xs_step, __m512 (&acc)[16]) {
-  const __m512 ws = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
+  const __m512 ws = int8t_load_scales(scales);
 #pragma GCC unroll 16
   for (int t = 0; t < 16; ++t) {
     const __m512i sum = _mm512_sub_epi32(_mm512_load_si512(cbuf + 16 * t), _mm512_set1_epi32(xc[t * xs_step]));
-    const __m512 scale = _mm512_mul_ps(ws, _mm512_set1_ps(xs[t * xs_step]));
-    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[t]);
+    acc[t] = int8t_group_fma(acc[t], sum, ws, xs[t * xs_step]);
   }
 }
 
 // 16 x rows from i0 against one 16-row tile. Tiles: 0, 1 C; 2, 3 A (x); 4, 5 B (weights).
 DENSA_AMX_INT8 void int8t_amx(const Args& a, int64_t tile, int64_t i0) {
   const WeightView& w = *a.w;
-  const int64_t chunks = w.cols / kInt8TileCols, groups = w.cols / 32;
-  const uint8_t* base = static_cast<const uint8_t*>(w.data) + tile * chunks * kInt8TileChunkBytes;
+  const int64_t groups = w.cols / 32;
+  const uint8_t* base = int8t_tile(w, tile);
   const uint8_t* x = a.xp + i0 * a.x_stride;
   // x_scale[t][g] = xs[t * step + g], the same for the corrections (in 4-byte units).
   const auto* xs = reinterpret_cast<const float*>(x + w.cols);
   const auto* xc = reinterpret_cast<const int32_t*>(x + w.cols + 4 * groups);
   const int64_t step = a.x_stride / 4;
-  const auto group_b = [&](int64_t g) { return base + g / 4 * kInt8TileChunkBytes + g % 4 * kInt8TileGroupBytes; };
-  const auto group_s = [&](int64_t g) {
-    return base + g / 4 * kInt8TileChunkBytes + 4 * kInt8TileGroupBytes + g % 4 * 32;
-  };
+  const auto group_b = [&](int64_t g) { return int8t_codes(base, g); };
+  const auto group_s = [&](int64_t g) { return int8t_scales(base, g); };
   alignas(64) int32_t cbuf[2][256];
   __m512 acc[16];
 #pragma GCC unroll 16

@@ -104,11 +104,11 @@ WeightView repack_q8_0(ModelWeights& w, const WeightView& v) {
                          std::span<uint16_t>(scales, static_cast<size_t>(groups)));
     return int8_group_view_f16(codes, scales, v.rows, v.cols);
   };
-  if (w.int8_tiles) {  // through temporary buffers into 16-row tiles (no row-major copy kept)
+  if (w.int8_tiles) {  // through temporary buffers: adopt lays them out in 16-row tiles where
+                       // they can be (else copies them), so no second row-major copy is kept
     std::vector<uint8_t> codes(static_cast<size_t>(v.rows * v.cols));
     std::vector<uint16_t> scales(static_cast<size_t>(groups));
-    const WeightView rows = repack(codes.data(), scales.data());
-    if (int8_group_tileable(rows)) return w.adopt(rows);
+    return w.adopt(repack(codes.data(), scales.data()));
   }
   return repack(w.alloc_owned(static_cast<size_t>(v.rows * v.cols)),
                 reinterpret_cast<uint16_t*>(w.alloc_owned(static_cast<size_t>(groups) * 2)));

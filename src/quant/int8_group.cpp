@@ -60,16 +60,24 @@ WeightView int8_group_tile16(const WeightView& w, std::span<uint8_t> tiles) {
   CHECK(int8_group_tileable(w)) << "int8 tiles: " << w.rows << "x" << w.cols;
   CHECK(static_cast<int64_t>(tiles.size()) == int8_group_tile16_bytes(w));
   CHECK(reinterpret_cast<uintptr_t>(tiles.data()) % 64 == 0) << "int8 tiles: unaligned destination";
-  const WeightView t = int8_group_tiled_view(w, tiles.data());
-  const int64_t groups = w.cols / 32;
-  for (int64_t r = 0; r < w.rows; ++r) {
-    const uint8_t* codes = w.row_ptr(r);
-    for (int64_t k = 0; k < w.cols; ++k) tiles[static_cast<size_t>(tile_code_at(t, r, k))] = codes[k] ^ 0x80;
-    for (int64_t g = 0; g < groups; ++g) {
-      std::memcpy(tiles.data() + tile_scale_at(t, r, g), w.scales_f16 + r * groups + g, 2);
+  // Written in the tiles' own order (one pass over the destination, 4-byte runs of codes),
+  // not element by element through tile_code_at: this runs at load for every Q8_0 matrix.
+  const int64_t groups = w.cols / 32, chunks = w.cols / kInt8TileCols;
+  uint8_t* out = tiles.data();
+  for (int64_t r0 = 0; r0 < w.rows; r0 += kInt8TileRows) {
+    for (int64_t c = 0; c < chunks; ++c, out += kInt8TileChunkBytes) {
+      for (int64_t g = 0; g < 4; ++g) {
+        for (int64_t r = 0; r < kInt8TileRows; ++r) {
+          const uint8_t* src = w.row_ptr(r0 + r) + c * kInt8TileCols + g * 32;
+          uint8_t* dst = out + g * kInt8TileGroupBytes + r * 4;
+          for (int64_t k = 0; k < 32; ++k) dst[k / 4 * 64 + k % 4] = src[k] ^ 0x80;  // code + 128
+          std::memcpy(out + 4 * kInt8TileGroupBytes + (g * kInt8TileRows + r) * 2,
+                      w.scales_f16 + (r0 + r) * groups + c * 4 + g, 2);
+        }
+      }
     }
   }
-  return t;
+  return int8_group_tiled_view(w, tiles.data());
 }
 
 int8_t int8_group_code(const WeightView& w, int64_t row, int64_t k) {
