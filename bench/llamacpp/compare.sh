@@ -78,46 +78,51 @@ for shape in dense moe; do
   M[$shape-fp8]=$(gen "$shape" fp8 hf)
 done
 
-# One row: the llama.cpp configuration, then densa's, or the other way round.
+# One row SHAPE_KIND (e.g. dense_decode1_q4): the llama.cpp configuration, then densa's, or the
+# other way round.
 row() {
   local dir=$1 first=$2 row=$3
   [[ "$row" =~ $ROWS ]] || return 0
-  if [ "$first" = llama ]; then "row_$row" "$dir" llama; "row_$row" "$dir" densa
-  else "row_$row" "$dir" densa; "row_$row" "$dir" llama; fi
+  local shape=${row%%_*} kind=${row#*_}
+  if [ "$first" = llama ]; then "row_$kind" "$dir" llama "$shape" "$row"; "row_$kind" "$dir" densa "$shape" "$row"
+  else "row_$kind" "$dir" densa "$shape" "$row"; "row_$kind" "$dir" llama "$shape" "$row"; fi
 }
 
-# Rows: row_NAME DIR ENGINE runs that engine's configurations of the row.
-for shape in dense moe; do
-  eval "row_${shape}_decode1_q4() {
-    if [ \$2 = llama ]; then llama \$1 ${shape}_decode1_q4 ${M[$shape-q4_0]} f16 \"\${D1[@]}\"
-    else densa \$1 ${shape}_decode1_q4 int4 ${M[$shape-int4]} \"\${D1[@]}\"
-         densa \$1 ${shape}_decode1_q4 int4-headint4 ${M[$shape-int4]} \"\${D1[@]}\" --lm-head-dtype int4-g32
-         densa \$1 ${shape}_decode1_q4 q4_0 ${M[$shape-q4_0]} \"\${D1[@]}\"; fi; }"
-  eval "row_${shape}_decode1_q8() {
-    if [ \$2 = llama ]; then llama \$1 ${shape}_decode1_q8 ${M[$shape-q8_0]} f16 \"\${D1[@]}\"
-    else densa \$1 ${shape}_decode1_q8 q8_0 ${M[$shape-q8_0]} \"\${D1[@]}\"; fi; }"
-  eval "row_${shape}_prefill_q8() {
-    if [ \$2 = llama ]; then llama \$1 ${shape}_prefill_q8 ${M[$shape-q8_0]} f16 \"\${PF[@]}\"
-    else densa \$1 ${shape}_prefill_q8 fp8 ${M[$shape-fp8]} \"\${PF[@]}\"
-         densa \$1 ${shape}_prefill_q8 q8_0 ${M[$shape-q8_0]} \"\${PF[@]}\"; fi; }"
-  eval "row_${shape}_prefill_q4() {
-    if [ \$2 = llama ]; then llama \$1 ${shape}_prefill_q4 ${M[$shape-q4_0]} f16 \"\${PF[@]}\"
-    else densa \$1 ${shape}_prefill_q4 q4_0 ${M[$shape-q4_0]} \"\${PF[@]}\"
-         densa \$1 ${shape}_prefill_q4 int4 ${M[$shape-int4]} \"\${PF[@]}\"; fi; }"
-  eval "row_${shape}_prefill_f16() {
-    if [ \$2 = llama ]; then llama \$1 ${shape}_prefill_f16 ${M[$shape-f16]} f16 \"\${PF[@]}\"
-    else densa \$1 ${shape}_prefill_f16 f16 ${M[$shape-f16]} \"\${PF[@]}\"; fi; }"
-done
-row_moe_agg64_q8() {
-  if [ "$2" = llama ]; then llama "$1" moe_agg64_q8 "${M[moe-q8_0]}" f16 "${AGG[@]}"
-  else densa "$1" moe_agg64_q8 q8_0-fp8kv "${M[moe-q8_0]}" "${AGG[@]}" --kv-dtype fp8
-       densa "$1" moe_agg64_q8 q8_0-bf16kv "${M[moe-q8_0]}" "${AGG[@]}" --kv-dtype bf16; fi
+# Rows: row_KIND DIR ENGINE SHAPE NAME runs that engine's configurations of the row.
+row_decode1_q4() {
+  if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q4_0]}" f16 "${D1[@]}"
+  else densa "$1" "$4" int4 "${M[$3-int4]}" "${D1[@]}"
+       densa "$1" "$4" int4-headint4 "${M[$3-int4]}" "${D1[@]}" --lm-head-dtype int4-g32
+       densa "$1" "$4" q4_0 "${M[$3-q4_0]}" "${D1[@]}"; fi
 }
-row_moe_ctx4k_q8() {
-  if [ "$2" = llama ]; then llama "$1" moe_ctx4k_q8 "${M[moe-q8_0]}" f16 "${CTX[@]}"
-       llama "$1" moe_ctx4k_q8 "${M[moe-q8_0]}" q8_0 "${CTX[@]}"
-  else densa "$1" moe_ctx4k_q8 q8_0-fp8kv "${M[moe-q8_0]}" "${CTX[@]}" --kv-dtype fp8
-       densa "$1" moe_ctx4k_q8 q8_0-bf16kv "${M[moe-q8_0]}" "${CTX[@]}" --kv-dtype bf16; fi
+row_decode1_q8() {
+  if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q8_0]}" f16 "${D1[@]}"
+  else densa "$1" "$4" q8_0 "${M[$3-q8_0]}" "${D1[@]}"; fi
+}
+row_prefill_q8() {
+  if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q8_0]}" f16 "${PF[@]}"
+  else densa "$1" "$4" fp8 "${M[$3-fp8]}" "${PF[@]}"
+       densa "$1" "$4" q8_0 "${M[$3-q8_0]}" "${PF[@]}"; fi
+}
+row_prefill_q4() {
+  if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q4_0]}" f16 "${PF[@]}"
+  else densa "$1" "$4" q4_0 "${M[$3-q4_0]}" "${PF[@]}"
+       densa "$1" "$4" int4 "${M[$3-int4]}" "${PF[@]}"; fi
+}
+row_prefill_f16() {
+  if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-f16]}" f16 "${PF[@]}"
+  else densa "$1" "$4" f16 "${M[$3-f16]}" "${PF[@]}"; fi
+}
+row_agg64_q8() {
+  if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q8_0]}" f16 "${AGG[@]}"
+  else densa "$1" "$4" q8_0-fp8kv "${M[$3-q8_0]}" "${AGG[@]}" --kv-dtype fp8
+       densa "$1" "$4" q8_0-bf16kv "${M[$3-q8_0]}" "${AGG[@]}" --kv-dtype bf16; fi
+}
+row_ctx4k_q8() {
+  if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q8_0]}" f16 "${CTX[@]}"
+       llama "$1" "$4" "${M[$3-q8_0]}" q8_0 "${CTX[@]}"
+  else densa "$1" "$4" q8_0-fp8kv "${M[$3-q8_0]}" "${CTX[@]}" --kv-dtype fp8
+       densa "$1" "$4" q8_0-bf16kv "${M[$3-q8_0]}" "${CTX[@]}" --kv-dtype bf16; fi
 }
 
 ALL_ROWS=(dense_decode1_q4 dense_decode1_q8 moe_decode1_q4 moe_decode1_q8 dense_prefill_q8 dense_prefill_q4

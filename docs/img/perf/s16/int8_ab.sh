@@ -1,12 +1,3 @@
 #!/usr/bin/env bash
-# --int8-layout tiles against rows, one binary, the order alternating per round.
-set -euo pipefail
-densa=$1 model=$2 out=$3 rounds=$4
-shift 4
-for r in $(seq 1 "$rounds"); do
-  if (( r % 2 )); then order="tiles rows"; else order="rows tiles"; fi
-  for mode in $order; do
-    line=$("$densa" bench offline -m "$model" --int8-layout "$mode" "$@" 2>/dev/null | grep -E "^(prefill|decode):" | tr '\n' ' ')
-    echo "round $r $mode: $line" | tee -a "$out"
-  done
-done
+# INT8 (GGUF Q8_0): --int8-layout tiles against rows. Usage: int8_ab.sh DENSA MODEL OUT ROUNDS [ARGS...]
+exec "$(dirname "$0")/../../../../bench/flag_ab.sh" "$1" "$2" "$3" "$4" --int8-layout tiles rows "${@:5}"
