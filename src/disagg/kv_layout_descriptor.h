@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 #include "kernels/kv_view.h"
 #include "model/model_weights.h"
 

@@ -12,7 +12,7 @@
 #include "core/tensor_view.h"
 #include "io/mapped_file.h"
 #include "io/model_config.h"
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace densa {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 #include "server/metrics.h"
 #include "server/stop_matcher.h"
 

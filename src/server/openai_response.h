@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 #include "server/choice_stream.h"
 #include "server/openai_request.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 #include "model/model_weights.h"
 #include "server/chat_template.h"
 #include "server/disagg_worker.h"

@@ -8,7 +8,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 #include "tools/bench_serve_breakdown.h"
 #include "tools/bench_serve_client.h"
 #include "tools/bench_serve_load.h"

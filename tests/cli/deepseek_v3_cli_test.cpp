@@ -9,7 +9,7 @@
 #include <string>
 #include <sys/wait.h>
 
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 #include "cli/cli_run.h"
 #include "test_util.h"
 

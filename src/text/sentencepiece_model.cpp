@@ -1,4 +1,4 @@
-#include "io/sentencepiece_model.h"
+#include "text/sentencepiece_model.h"
 
 #include <cstring>
 #include <string>

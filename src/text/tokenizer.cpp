@@ -1,10 +1,10 @@
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <algorithm>
 #include <fstream>
 #include <iterator>
 
-#include "io/sentencepiece_model.h"
+#include "text/sentencepiece_model.h"
 
 namespace densa {
 namespace {

@@ -8,7 +8,7 @@
 #include <span>
 
 #include "core/status.h"
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace densa {
 

@@ -1,4 +1,4 @@
-#include "io/tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <random>
 #include <sstream>
 
-#include "io/sentencepiece_model.h"
+#include "text/sentencepiece_model.h"
 
 namespace densa {
 namespace {
