@@ -122,6 +122,7 @@ Result<RequestParams> EngineImpl::validate(const GenerateRequest& request, int64
   params.num_top_logprobs = request.num_top_logprobs;
   params.kv_integrity = request.kv_integrity;
   params.export_kv = request.export_kv;
+  params.constraint = request.constraint;
   return params;
 }
 

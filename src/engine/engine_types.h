@@ -13,6 +13,7 @@
 #include "engine/request_timeline.h"
 #include "kernels/kv_view.h"
 #include "sample/sampler.h"
+#include "sample/token_constraint.h"
 
 namespace densa {
 
@@ -29,6 +30,9 @@ struct GenerateRequest {
   // Prefill-only (disaggregation): on a normal finish the final TokenEvent carries a KvExport
   // of the prompt's KV, pinned until Engine::release_export.
   bool export_kv = false;
+  // Structured output / tool-call grammar (sample/token_constraint.h): one per request, it
+  // masks each sample; null: unconstrained.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 // The KV of a finished export_kv request: tokens [0, num_tokens) in `pages` (token order),

@@ -103,10 +103,31 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
   }
 
   for (size_t j = 0; j < logit_rows_.size(); ++j) {
-    const std::span<const float> row(logits_.data() + j * vocab, static_cast<size_t>(vocab));
+    const std::span<const float> logits_row(logits_.data() + j * vocab, static_cast<size_t>(vocab));
     Request& r = *requests[logit_chunk_[j]];
+    std::span<const float> row = logits_row;
+    if (r.params.constraint != nullptr) {
+      // Masked sampling: the forbidden tokens' logits become -inf in a copy, so sampling,
+      // logprobs and the seed's draws see only what the grammar allows.
+      mask_.assign((static_cast<size_t>(vocab) + 63) / 64, 0);
+      r.params.constraint->fill_allowed(mask_);
+      masked_.resize(static_cast<size_t>(vocab));
+      if (apply_token_mask(logits_row, mask_, masked_) == 0) {
+        result.outcomes[logit_chunk_[j]].error = internal_error(
+            "the request's output constraint allows no next token after " + std::to_string(r.num_generated()) +
+            " generated tokens");
+        continue;
+      }
+      row = masked_;
+    }
     SampledToken s;
     s.token = r.sampler.sample(row);
+    if (r.params.constraint != nullptr) {
+      if (Status st = r.params.constraint->accept(s.token); !st.is_ok()) {
+        result.outcomes[logit_chunk_[j]].error = st;
+        continue;
+      }
+    }
     if (r.params.num_top_logprobs >= 0) {
       s.logprob = token_logprob(row, s.token);
       s.top_logprobs = top_logprobs(row, r.params.num_top_logprobs);

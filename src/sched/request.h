@@ -13,12 +13,14 @@
 // unprocessed prompt part, or the one sampled-but-not-yet-fed token) run in later steps.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "core/ids.h"
 #include "kv/block_table.h"
 #include "sample/sampler.h"
+#include "sample/token_constraint.h"
 
 namespace densa {
 
@@ -39,6 +41,9 @@ struct RequestParams {
   // Prefill-only export (disaggregation): on a normal finish the request's pages are retained
   // once more and handed out in RequestUpdate::exported instead of being freed.
   bool export_kv = false;
+  // Structured output / tool-call grammar: masks every sample and sees every sampled token.
+  // One per request (stateful); null: unconstrained.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 struct Request {
