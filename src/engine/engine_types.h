@@ -33,6 +33,9 @@ struct GenerateRequest {
   // Structured output / tool-call grammar (sample/token_constraint.h): one per request, it
   // masks each sample; null: unconstrained.
   std::shared_ptr<TokenConstraint> constraint;
+  // Prefix-cache isolation (vLLM's cache_salt): only requests with the same salt share cached
+  // pages; "" shares with every unsalted request.
+  std::string cache_salt;
 };
 
 // The KV of a finished export_kv request: tokens [0, num_tokens) in `pages` (token order),

@@ -11,6 +11,14 @@ RadixCache::RadixCache(int32_t page_size) : page_size_(page_size) {
   CHECK(page_size > 0) << "page_size " << page_size;
   nodes_.emplace_back();
   nodes_[0].live = true;
+  nodes_[0].root = true;
+}
+
+std::optional<RadixNodeId> RadixCache::root_of(std::string_view salt) const {
+  if (salt.empty()) return kRoot;
+  const auto it = salt_roots_.find(salt);
+  if (it == salt_roots_.end()) return std::nullopt;
+  return it->second;
 }
 
 RadixNodeId RadixCache::new_node() {
@@ -26,9 +34,11 @@ RadixNodeId RadixCache::new_node() {
   return RadixNodeId(static_cast<int32_t>(nodes_.size() - 1));
 }
 
-PrefixMatch RadixCache::match(std::span<const TokenId> tokens, int32_t max_tokens) const {
+PrefixMatch RadixCache::match(std::span<const TokenId> tokens, int32_t max_tokens, std::string_view salt) const {
   PrefixMatch m;
-  RadixNodeId at = kRoot;
+  const std::optional<RadixNodeId> root = root_of(salt);
+  if (!root) return m;
+  RadixNodeId at = *root;
   std::vector<TokenId> key(static_cast<size_t>(page_size_));
   while (m.num_tokens + page_size_ <= max_tokens &&
          static_cast<int64_t>(m.num_tokens) + page_size_ <= static_cast<int64_t>(tokens.size())) {
@@ -48,19 +58,29 @@ PrefixMatch RadixCache::match(std::span<const TokenId> tokens, int32_t max_token
 void RadixCache::touch(const PrefixMatch& match) {
   if (!match.last_node) return;
   const uint64_t now = ++clock_;
-  for (std::optional<RadixNodeId> at = match.last_node; at && *at != kRoot; at = node(*at).parent) {
+  for (std::optional<RadixNodeId> at = match.last_node; at && !node(*at).root; at = node(*at).parent) {
     DCHECK(node(*at).live) << "touch of a removed node";
     node(*at).last_access = now;
   }
 }
 
-int32_t RadixCache::insert(std::span<const TokenId> tokens, const BlockTable& table, PagePool& pool) {
+int32_t RadixCache::insert(std::span<const TokenId> tokens, const BlockTable& table, PagePool& pool,
+                           std::string_view salt) {
   CHECK(static_cast<int64_t>(tokens.size()) >= table.num_tokens)
       << tokens.size() << " tokens for a table of " << table.num_tokens;
   const int32_t num_full = table.num_tokens / page_size_;
+  if (num_full == 0) return 0;
   const uint64_t now = ++clock_;
   int32_t num_new = 0;
-  RadixNodeId at = kRoot;
+  std::optional<RadixNodeId> root = root_of(salt);
+  const bool new_root = !root;
+  if (new_root) {
+    root = new_node();
+    node(*root).root = true;
+    node(*root).salt = std::string(salt);
+    salt_roots_.emplace(std::string(salt), *root);
+  }
+  RadixNodeId at = *root;
   for (int32_t i = 0; i < num_full; ++i) {
     std::vector<TokenId> key(tokens.begin() + static_cast<int64_t>(i) * page_size_,
                              tokens.begin() + static_cast<int64_t>(i + 1) * page_size_);
@@ -87,17 +107,29 @@ int32_t RadixCache::insert(std::span<const TokenId> tokens, const BlockTable& ta
     ++num_new;
     at = child;
   }
+  if (new_root && num_new == 0) {  // nothing was insertable: no empty root stays behind
+    salt_roots_.erase(node(*root).salt);
+    node(*root) = Node{};
+    free_nodes_.push_back(*root);
+  }
   return num_new;
 }
 
 void RadixCache::remove_leaf(RadixNodeId id, PagePool& pool) {
   Node& n = node(id);
-  CHECK(n.live && id != kRoot && n.children.empty()) << "remove_leaf of node " << id.value;
-  node(*n.parent).children.erase(n.key);
+  CHECK(n.live && !n.root && n.children.empty()) << "remove_leaf of node " << id.value;
+  const RadixNodeId parent = *n.parent;
+  node(parent).children.erase(n.key);
   page_to_node_.erase(n.page.value);
   pool.uncache(n.page);
   n = Node{};
   free_nodes_.push_back(id);
+  // A salt's root goes with its last page, so salts seen once leave nothing behind.
+  if (parent != kRoot && node(parent).root && node(parent).children.empty()) {
+    salt_roots_.erase(node(parent).salt);
+    node(parent) = Node{};
+    free_nodes_.push_back(parent);
+  }
 }
 
 int32_t RadixCache::evict(int32_t num_pages, PagePool& pool) {
@@ -106,7 +138,7 @@ int32_t RadixCache::evict(int32_t num_pages, PagePool& pool) {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
   for (size_t i = 1; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
-    if (n.live && n.children.empty() && pool.refcount(n.page) == 0) {
+    if (n.live && !n.root && n.children.empty() && pool.refcount(n.page) == 0) {
       heap.emplace(n.last_access, static_cast<int32_t>(i));
     }
   }
@@ -118,7 +150,7 @@ int32_t RadixCache::evict(int32_t num_pages, PagePool& pool) {
     remove_leaf(id, pool);
     ++evicted;
     const Node& p = node(parent);
-    if (parent != kRoot && p.children.empty() && pool.refcount(p.page) == 0) {
+    if (p.live && !p.root && p.children.empty() && pool.refcount(p.page) == 0) {
       heap.emplace(p.last_access, parent.value);
     }
   }
@@ -132,7 +164,7 @@ int32_t RadixCache::num_evictable(const PagePool& pool) const {
   const std::function<bool(RadixNodeId)> visit = [&](RadixNodeId id) -> bool {
     bool all = true;
     for (const auto& [key, child] : node(id).children) all = visit(child) && all;
-    if (id == kRoot) return all;
+    if (node(id).root) return all;
     if (all && pool.refcount(node(id).page) == 0) {
       ++total;
       return true;
@@ -140,6 +172,7 @@ int32_t RadixCache::num_evictable(const PagePool& pool) const {
     return false;
   };
   visit(kRoot);
+  for (const auto& [salt, root] : salt_roots_) visit(root);
   return total;
 }
 
@@ -160,7 +193,7 @@ std::vector<PageId> RadixCache::pages() const {
   std::vector<PageId> out;
   out.reserve(page_to_node_.size());
   for (size_t i = 1; i < nodes_.size(); ++i) {
-    if (nodes_[i].live) out.push_back(nodes_[i].page);
+    if (nodes_[i].live && !nodes_[i].root) out.push_back(nodes_[i].page);
   }
   return out;
 }
@@ -168,9 +201,14 @@ std::vector<PageId> RadixCache::pages() const {
 Status RadixCache::audit(const PagePool& pool) const {
   auto fail = [](const std::string& what) { return internal_error("radix_cache: " + what); };
   size_t num_live = 0;
+  for (const auto& [salt, root] : salt_roots_) {
+    const Node& r = node(root);
+    if (!r.live || !r.root || r.parent) return fail("salt root " + std::to_string(root.value) + " is not a live root");
+    if (r.children.empty()) return fail("salt root " + std::to_string(root.value) + " holds no pages");
+  }
   for (size_t i = 1; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
-    if (!n.live) continue;
+    if (!n.live || n.root) continue;
     ++num_live;
     const std::string who = "node " + std::to_string(i) + " (page " + std::to_string(n.page.value) + ")";
     if (static_cast<int32_t>(n.key.size()) != page_size_) return fail(who + " key is not one page");
@@ -186,7 +224,7 @@ Status RadixCache::audit(const PagePool& pool) const {
       return fail(who + " missing from the page index");
     }
     // A referenced node has referenced ancestors (see the header's invariant).
-    if (pool.refcount(n.page) > 0 && *n.parent != kRoot && pool.refcount(node(*n.parent).page) == 0) {
+    if (pool.refcount(n.page) > 0 && !node(*n.parent).root && pool.refcount(node(*n.parent).page) == 0) {
       return fail(who + " is referenced under an unreferenced parent");
     }
   }

@@ -6,6 +6,11 @@
 // requests reference them through ordinary refcounts. Pages with refcount 0 are evicted
 // least-recently-used first, leaves before parents, only when the pool needs them.
 //
+// Tenants: every lookup and insert names a cache salt (a request's `cache_salt`; "" is the
+// shared namespace). Each salt has its own root, so a request only ever matches pages that
+// requests with the same salt computed, whatever their tokens; hits are still compared token
+// by token.
+//
 // Invariant kept by insert(): a request's pages that are in the trie form a path from the
 // root (insertion stops where the trie already holds a different page for the same tokens),
 // so a referenced node has only referenced ancestors and every cached page is evictable.
@@ -13,6 +18,8 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -38,8 +45,9 @@ class RadixCache {
  public:
   explicit RadixCache(int32_t page_size);
 
-  // Longest prefix of `tokens` held in whole pages, at most `max_tokens` tokens. Pure.
-  PrefixMatch match(std::span<const TokenId> tokens, int32_t max_tokens) const;
+  // Longest prefix of `tokens` held in whole pages under `salt`, at most `max_tokens` tokens.
+  // Pure.
+  PrefixMatch match(std::span<const TokenId> tokens, int32_t max_tokens, std::string_view salt = {}) const;
   // Marks the matched path as just used (LRU).
   void touch(const PrefixMatch& match);
 
@@ -47,7 +55,8 @@ class RadixCache {
   // is computed for `tokens`) to the trie, holding each new page with mark_cached. Stops at
   // the first page whose tokens the trie already holds with a different page. Returns the
   // number of newly held pages. Precondition: tokens.size() >= table.num_tokens.
-  int32_t insert(std::span<const TokenId> tokens, const BlockTable& table, PagePool& pool);
+  int32_t insert(std::span<const TokenId> tokens, const BlockTable& table, PagePool& pool,
+                 std::string_view salt = {});
 
   // Evicts up to `num_pages` unreferenced pages, least recently used leaves first; each
   // becomes free. Returns how many were evicted.
@@ -76,6 +85,8 @@ class RadixCache {
     std::map<std::vector<TokenId>, RadixNodeId> children;  // exact token comparison
     uint64_t last_access = 0;
     bool live = false;
+    bool root = false;                                  // kRoot or a salt's root: no page
+    std::string salt;                                   // a salt's root: its salt
   };
 
   static constexpr RadixNodeId kRoot{0};
@@ -83,6 +94,8 @@ class RadixCache {
   Node& node(RadixNodeId id) { return nodes_[static_cast<size_t>(id.value)]; }
   const Node& node(RadixNodeId id) const { return nodes_[static_cast<size_t>(id.value)]; }
   RadixNodeId new_node();
+  // The root of `salt`'s pages: kRoot for "", else its own root (nullopt when none yet).
+  std::optional<RadixNodeId> root_of(std::string_view salt) const;
   // Removes a node with no children: uncaches its page and unlinks it from its parent.
   void remove_leaf(RadixNodeId id, PagePool& pool);
 
@@ -90,6 +103,7 @@ class RadixCache {
   std::vector<Node> nodes_;                             // [0] is the root
   std::vector<RadixNodeId> free_nodes_;
   std::unordered_map<int32_t, RadixNodeId> page_to_node_;  // PageId.value -> holder
+  std::map<std::string, RadixNodeId, std::less<>> salt_roots_;  // non-empty salt -> its root
   uint64_t clock_ = 0;
 };
 

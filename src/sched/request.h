@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/ids.h"
@@ -44,6 +45,9 @@ struct RequestParams {
   // Structured output / tool-call grammar: masks every sample and sees every sampled token.
   // One per request (stateful); null: unconstrained.
   std::shared_ptr<TokenConstraint> constraint;
+  // Prefix-cache namespace (RadixCache): requests share cached pages only with requests of
+  // the same salt; "" is the shared namespace.
+  std::string cache_salt;
 };
 
 struct Request {

@@ -50,7 +50,7 @@ void Scheduler::ensure_free(int32_t num_pages, PagePool& pool, RadixCache& cache
 }
 
 void Scheduler::release_pages(Request& r, bool cache_kv, PagePool& pool, RadixCache& cache) {
-  if (cache_kv && config_.enable_prefix_cache) cache.insert(r.tokens, r.table, pool);
+  if (cache_kv && config_.enable_prefix_cache) cache.insert(r.tokens, r.table, pool, r.params.cache_salt);
   pool.release_all(r.table.pages);
   r.table.clear();
   r.num_computed_tokens = 0;
@@ -149,7 +149,7 @@ std::vector<RequestUpdate> Scheduler::commit(const StepPlan& plan, const StepRes
     r.num_computed_tokens += c.num_tokens;
     r.table.num_tokens = r.num_computed_tokens;
     if (config_.enable_prefix_cache && before / P != r.num_computed_tokens / P) {
-      cache.insert(r.tokens, r.table, pool);  // newly full pages become shareable
+      cache.insert(r.tokens, r.table, pool, r.params.cache_salt);  // newly full pages become shareable
     }
     if (!c.sample) continue;
     CHECK(out.sampled.has_value()) << "sampling chunk without a token";

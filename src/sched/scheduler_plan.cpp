@@ -98,7 +98,7 @@ StepPlan Scheduler::plan_step(const PagePool& pool, const RadixCache& cache) con
     const Request& r = *find(id);
     PrefixMatch prefix;
     const bool prefilled = r.prefilled();  // imported KV: its own pages, no prefix match
-    if (config_.enable_prefix_cache && !prefilled) prefix = cache.match(r.tokens, r.num_tokens() - 1);
+    if (config_.enable_prefix_cache && !prefilled) prefix = cache.match(r.tokens, r.num_tokens() - 1, r.params.cache_salt);
     const int32_t computed = prefilled ? r.num_computed_tokens : prefix.num_tokens;
     const int32_t n = std::min({r.num_tokens() - computed, config_.chunked_prefill_size, budget});
     const int32_t num_prefix_pages = prefilled ? r.table.num_pages() : static_cast<int32_t>(prefix.pages.size());

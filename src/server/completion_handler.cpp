@@ -67,6 +67,17 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
   const Tokenizer& tok = ctx.tokenizer;
   const char* prompt_param = request.kind == ApiKind::kChat ? "messages" : "prompt";
   if (request.kind == ApiKind::kChat) {
+    // Refused by name until this model has what they need, never answered as plain text.
+    if (!request.tools.empty()) {
+      error = api_error(invalid_argument("'tools' are not supported for this model: it has no tool-call format"),
+                        "tools");
+      return std::nullopt;
+    }
+    if (request.response_format.kind != ResponseFormatKind::kText) {
+      error = api_error(invalid_argument("'response_format' other than text is not supported by this server"),
+                        "response_format");
+      return std::nullopt;
+    }
     ChatPrompt chat = apply_chat_template(ctx.chat_family, request.messages);
     plan.prompts.push_back({tok.encode(chat.text, tok.vocab().add_bos), chat.text});
     plan.stop = chat.stop;
@@ -142,6 +153,7 @@ std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingCont
       g.stop_token_ids = plan.stop_token_ids;
       g.num_top_logprobs = r.num_top_logprobs;
       g.kv_integrity = r.kv_integrity;
+      g.cache_salt = r.cache_salt;
       // A decode worker gets the prompt's KV from the prefill worker the request names.
       Result<std::shared_ptr<RequestStream>> stream =
           ctx.disagg != nullptr ? ctx.disagg->submit(std::move(g), prefill_url) : ctx.engine.submit(std::move(g));

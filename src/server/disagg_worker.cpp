@@ -205,6 +205,7 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   g.max_new_tokens = 1;
   g.ignore_eos = true;
   g.export_kv = true;
+  g.cache_salt = order_json.value("cache_salt", std::string());
   Result<std::shared_ptr<RequestStream>> stream = ctx_.engine.submit(std::move(g));
   if (!stream.is_ok()) return send_status(res, stream.status());
   std::shared_ptr<const KvExport> exported;
@@ -257,6 +258,7 @@ Result<std::shared_ptr<RequestStream>> DisaggWorker::submit(GenerateRequest requ
   CHECK(role_ == ServeRole::kDecode) << "DisaggWorker::submit on a " << serve_role_name(role_) << " worker";
   if (request.prompt.size() < 2) return ctx_.engine.submit(std::move(request));  // no KV worth moving
   std::vector<TokenId> tokens(request.prompt.begin(), request.prompt.end() - 1);
+  std::string salt = request.cache_salt;  // the prefill worker's cache keeps the tenant apart too
   auto begun = ctx_.engine.begin_import(std::move(request), static_cast<int32_t>(tokens.size()));
   if (!begun.is_ok()) return begun.status();
   auto [import, stream] = std::move(begun).value();
@@ -264,8 +266,9 @@ Result<std::shared_ptr<RequestStream>> DisaggWorker::submit(GenerateRequest requ
     std::lock_guard<std::mutex> lock(mu_);
     ++num_threads_;
   }
-  std::thread([this, import = std::move(import), tokens = std::move(tokens), prefill_url]() mutable {
-    run_import(std::move(import), std::move(tokens), std::move(prefill_url));
+  std::thread([this, import = std::move(import), tokens = std::move(tokens), prefill_url,
+               salt = std::move(salt)]() mutable {
+    run_import(std::move(import), std::move(tokens), std::move(prefill_url), salt);
     std::lock_guard<std::mutex> lock(mu_);
     --num_threads_;
     cv_.notify_all();
@@ -273,10 +276,11 @@ Result<std::shared_ptr<RequestStream>> DisaggWorker::submit(GenerateRequest requ
   return stream;
 }
 
-void DisaggWorker::run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url) {
+void DisaggWorker::run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url,
+                              const std::string& cache_salt) {
   Status s;
   try {
-    s = import_pages(import, tokens, prefill_url);
+    s = import_pages(import, tokens, prefill_url, cache_salt);
   } catch (const std::exception& e) {
     s = disagg::kv_transfer_failed(std::string("unexpected reply from the prefill worker: ") + e.what());
   }
@@ -290,7 +294,7 @@ void DisaggWorker::run_import(KvImport import, std::vector<TokenId> tokens, std:
 }
 
 Status DisaggWorker::import_pages(const KvImport& import, const std::vector<TokenId>& tokens,
-                                  const std::string& prefill_url) {
+                                  const std::string& prefill_url, const std::string& cache_salt) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
@@ -304,7 +308,8 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
                       {"ucx_address", to_hex((*receiver)->address())},
                       {"page_tags", import.tags},
                       {"layout", descriptor_json(descriptor_)},
-                      {"timeout_ms", timeout_ms_}};
+                      {"timeout_ms", timeout_ms_},
+                      {"cache_salt", cache_salt}};
   // The control-plane call runs beside the data plane: this thread keeps the receiver's
   // worker progressing (UCX wire-up and the sender's flush need it) until both are done.
   struct Reply {

@@ -76,10 +76,12 @@ class DisaggWorker {
  private:
   void handle_layout(httplib::Response& res) const;
   void handle_prefill(const httplib::Request& req, httplib::Response& res);
-  void run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url);
+  void run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url,
+                  const std::string& cache_salt);
   // Receives and verifies the pages, hands them to the engine (finish_import) and then waits
   // for the prefill worker's answer. Returns an error only before finish_import.
-  Status import_pages(const KvImport& import, const std::vector<TokenId>& tokens, const std::string& prefill_url);
+  Status import_pages(const KvImport& import, const std::vector<TokenId>& tokens, const std::string& prefill_url,
+                      const std::string& cache_salt);
 
   ServingContext& ctx_;
   const ServeRole role_;

@@ -12,6 +12,7 @@
 #include "server/kv_integrity_admin.h"
 #include "server/openai_response.h"
 #include "server/serving_context.h"
+#include "server/tokenize_handler.h"
 
 namespace densa::server {
 namespace {
@@ -118,6 +119,7 @@ void HttpServer::register_routes() {
                                "text/plain; version=0.0.4");
              }));
 
+  register_tokenize_routes(*http_, ctx);
   register_kv_integrity_admin(*http_, ctx, api_key);
   disagg_->register_routes(*http_);
 

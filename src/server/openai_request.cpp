@@ -16,6 +16,7 @@ using nlohmann::json;
 struct Reader {
   const json& body;
   RequestError& error;
+  const nlohmann::ordered_json* ordered = nullptr;  // the same body with its key order (chat)
 
   bool fail(const std::string& param, const std::string& message) {
     error.status = invalid_argument(message);
@@ -107,17 +108,35 @@ bool read_messages(Reader& r, OpenAiRequest& req) {
   const json* m = r.field("messages");
   if (!m) return r.fail("messages", "'messages' is required");
   if (!m->is_array() || m->empty()) return r.fail("messages", "'messages' must be a non-empty array");
-  for (const json& msg : *m) {
+  for (size_t index = 0; index < m->size(); ++index) {
+    const json& msg = (*m)[index];
     if (!msg.is_object()) return r.fail("messages", "each message must be an object");
     auto role = msg.find("role");
     if (role == msg.end() || !role->is_string()) return r.fail("messages", "each message needs a string 'role'");
-    ChatMessage out{role->get<std::string>(), ""};
+    ChatMessage out{role->get<std::string>(), "", (*r.ordered)["messages"][index]};
+    for (const auto& [key, value] : msg.items()) {
+      if (key != "role" && key != "content" && key != "name" && key != "tool_calls" && key != "tool_call_id" &&
+          key != "reasoning_content" && key != "reasoning")
+        return r.fail("messages", "message field '" + key + "' is not supported");
+    }
+    if (auto tc = msg.find("tool_calls"); tc != msg.end() && !tc->is_null()) {
+      if (out.role != "assistant") return r.fail("messages", "only assistant messages carry 'tool_calls'");
+      if (!tc->is_array()) return r.fail("messages", "'tool_calls' must be an array");
+      for (const json& call : *tc) {
+        const json* fn = call.is_object() && call.contains("function") ? &call["function"] : nullptr;
+        if (fn == nullptr || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
+          return r.fail("messages", "each tool call needs 'function' with a string 'name'");
+        if (fn->contains("arguments") && !(*fn)["arguments"].is_string() && !(*fn)["arguments"].is_object())
+          return r.fail("messages", "tool call 'function.arguments' must be a JSON string");
+      }
+    }
     if (out.role != "system" && out.role != "user" && out.role != "assistant" && out.role != "tool" &&
         out.role != "developer")
       return r.fail("messages", "unknown message role '" + out.role + "'");
     auto content = msg.find("content");
     if (content == msg.end() || content->is_null()) {
       if (out.role != "assistant") return r.fail("messages", "message 'content' is required");
+      out.raw["content"] = nullptr;
     } else if (content->is_string()) {
       out.content = content->get<std::string>();
     } else if (content->is_array()) {
@@ -170,7 +189,150 @@ bool read_logprobs(Reader& r, OpenAiRequest& req) {
   return true;
 }
 
+// Fields accepted only at the value that changes nothing; any other value is refused by name.
+bool read_default_only(Reader& r) {
+  struct DefaultOnly {
+    const char* name;
+    json value;
+  };
+  const DefaultOnly fields[] = {{"presence_penalty", 0}, {"frequency_penalty", 0}, {"best_of", 1},
+                                {"logit_bias", json::object()}, {"suffix", ""}, {"logprobs_mode", nullptr}};
+  for (const DefaultOnly& f : fields) {
+    const json* v = r.field(f.name);
+    if (v == nullptr) continue;
+    const bool is_default = v->is_number() && f.value.is_number() ? v->get<double>() == f.value.get<double>()
+                                                                 : *v == f.value;
+    if (!is_default)
+      return r.fail(f.name, std::string("'") + f.name + "' is not supported (only " + f.value.dump() + ")");
+  }
+  return true;
+}
+
+bool read_tools(Reader& r, OpenAiRequest& req) {
+  if (const json* t = r.field("tools")) {
+    if (!t->is_array()) return r.fail("tools", "'tools' must be an array");
+    for (const json& tool : *t) {
+      if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function") ||
+          !tool["function"].is_object())
+        return r.fail("tools", "each tool must be {\"type\": \"function\", \"function\": {...}}");
+      const json& fn = tool["function"];
+      if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty())
+        return r.fail("tools", "each tool function needs a non-empty string 'name'");
+      if (fn.contains("parameters") && !fn["parameters"].is_object() && !fn["parameters"].is_null())
+        return r.fail("tools", "tool function 'parameters' must be a JSON Schema object");
+      for (const auto& [key, value] : fn.items())
+        if (key != "name" && key != "description" && key != "parameters" && key != "strict")
+          return r.fail("tools", "tool function field '" + key + "' is not supported");
+    }
+    req.tools = (*r.ordered)["tools"];
+  }
+  if (const json* c = r.field("tool_choice")) {
+    if (c->is_string()) {
+      const std::string s = c->get<std::string>();
+      if (s == "auto") req.tool_choice = ToolChoiceKind::kAuto;
+      else if (s == "none") req.tool_choice = ToolChoiceKind::kNone;
+      else if (s == "required") req.tool_choice = ToolChoiceKind::kRequired;
+      else return r.fail("tool_choice", "'tool_choice' must be none, auto, required or a named function");
+    } else if (c->is_object() && c->value("type", "") == "function" && c->contains("function") &&
+               (*c)["function"].is_object() && (*c)["function"].contains("name") &&
+               (*c)["function"]["name"].is_string()) {
+      req.tool_choice = ToolChoiceKind::kNamed;
+      req.tool_choice_name = (*c)["function"]["name"].get<std::string>();
+      bool found = false;
+      for (const json& tool : req.tools) found = found || tool["function"]["name"] == req.tool_choice_name;
+      if (!found) return r.fail("tool_choice", "'tool_choice' names '" + req.tool_choice_name + "', which is not in 'tools'");
+    } else {
+      return r.fail("tool_choice", "'tool_choice' must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    if (req.tools.empty() && req.tool_choice != ToolChoiceKind::kNone)
+      return r.fail("tool_choice", "'tool_choice' needs 'tools'");
+  }
+  return r.read_bool("parallel_tool_calls", req.parallel_tool_calls);
+}
+
+bool read_response_format(Reader& r, OpenAiRequest& req) {
+  const json* f = r.field("response_format");
+  if (!f) return true;
+  if (!f->is_object() || !f->contains("type") || !(*f)["type"].is_string())
+    return r.fail("response_format", "'response_format' must be an object with a string 'type'");
+  const std::string type = (*f)["type"].get<std::string>();
+  ResponseFormat& out = req.response_format;
+  auto only = [&](std::initializer_list<const char*> keys) {
+    for (const auto& [key, value] : f->items()) {
+      bool known = false;
+      for (const char* k : keys) known = known || key == k;
+      if (!known) return r.fail("response_format", "'response_format' field '" + key + "' is not supported for type '" + type + "'");
+    }
+    return true;
+  };
+  if (type == "text") {
+    out.kind = ResponseFormatKind::kText;
+    return only({"type"});
+  }
+  if (type == "json_object") {
+    out.kind = ResponseFormatKind::kJsonObject;
+    return only({"type"});
+  }
+  if (type == "json_schema") {
+    if (!only({"type", "json_schema"})) return false;
+    const json* js = f->contains("json_schema") ? &(*f)["json_schema"] : nullptr;
+    if (js == nullptr || !js->is_object() || !js->contains("schema") || !(*js)["schema"].is_object())
+      return r.fail("response_format", "'response_format.json_schema' must be an object with a 'schema' object");
+    for (const auto& [key, value] : js->items())
+      if (key != "name" && key != "schema" && key != "strict" && key != "description")
+        return r.fail("response_format", "'response_format.json_schema' field '" + key + "' is not supported");
+    out.kind = ResponseFormatKind::kJsonSchema;
+    out.schema = (*js)["schema"];
+    if (js->contains("name") && (*js)["name"].is_string()) out.name = (*js)["name"].get<std::string>();
+    if (js->contains("strict")) {
+      if (!(*js)["strict"].is_boolean()) return r.fail("response_format", "'response_format.json_schema.strict' must be a boolean");
+      out.strict = (*js)["strict"].get<bool>();
+    }
+    return true;
+  }
+  // densa extensions, named as vLLM's guided decoding names them.
+  if (type == "regex" || type == "ebnf" || type == "grammar") {
+    const char* key = type == "regex" ? "regex" : type == "ebnf" ? "ebnf" : "grammar";
+    if (!only({"type", key})) return false;
+    if (!f->contains(key) || !(*f)[key].is_string() || (*f)[key].get<std::string>().empty())
+      return r.fail("response_format", std::string("'response_format.") + key + "' must be a non-empty string");
+    out.kind = type == "regex" ? ResponseFormatKind::kRegex : ResponseFormatKind::kEbnf;
+    out.grammar = (*f)[key].get<std::string>();
+    return true;
+  }
+  return r.fail("response_format", "'response_format.type' '" + type +
+                                       "' is not supported (text, json_object, json_schema, regex, ebnf)");
+}
+
+// Every top-level field densa reads, per endpoint; anything else is refused unless ignored.
+bool check_known_fields(Reader& r, ApiKind kind) {
+  static const char* const kCommon[] = {
+      "model", "max_tokens", "temperature", "top_p", "min_p", "top_k", "seed", "n", "stop", "logprobs",
+      "stream", "stream_options", "ignore_eos", "densa_timing", "densa_kv_integrity", "presence_penalty",
+      "frequency_penalty", "logit_bias", "skip_special_tokens", "logprobs_mode", "cache_salt"};
+  static const char* const kCompletionOnly[] = {"prompt", "echo", "best_of", "suffix"};
+  static const char* const kChatOnly[] = {"messages", "max_completion_tokens", "top_logprobs", "tools",
+                                          "tool_choice", "parallel_tool_calls", "response_format",
+                                          "chat_template_kwargs", "add_generation_prompt"};
+  for (const auto& [key, value] : r.body.items()) {
+    bool known = false;
+    for (const char* k : kCommon) known = known || key == k;
+    for (const char* k : kIgnoredFields) known = known || key == k;
+    if (kind == ApiKind::kCompletion)
+      for (const char* k : kCompletionOnly) known = known || key == k;
+    else
+      for (const char* k : kChatOnly) known = known || key == k;
+    if (!known) {
+      const char* where = kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions";
+      return r.fail(key, "'" + key + "' is not supported by densa on " + where);
+    }
+  }
+  return true;
+}
+
 bool read_fields(Reader& r, OpenAiRequest& req) {
+  if (!check_known_fields(r, req.kind)) return false;
+  if (!read_default_only(r)) return false;
   if (const json* m = r.field("model")) {
     if (!m->is_string()) return r.fail("model", "'model' must be a string");
     req.model = m->get<std::string>();
@@ -205,6 +367,21 @@ bool read_fields(Reader& r, OpenAiRequest& req) {
   if (!r.read_bool("stream", req.stream)) return false;
   if (!r.read_bool("ignore_eos", req.ignore_eos)) return false;
   if (!r.read_bool("densa_timing", req.timing)) return false;
+  if (!r.read_bool("skip_special_tokens", req.skip_special_tokens)) return false;
+  if (const json* salt = r.field("cache_salt")) {
+    if (!salt->is_string() || salt->get<std::string>().empty() || salt->get<std::string>().size() > kMaxCacheSaltBytes)
+      return r.fail("cache_salt", "'cache_salt' must be a non-empty string of at most " +
+                                      std::to_string(kMaxCacheSaltBytes) + " bytes");
+    req.cache_salt = salt->get<std::string>();
+  }
+  if (req.kind == ApiKind::kChat) {
+    if (!read_tools(r, req) || !read_response_format(r, req)) return false;
+    if (!r.read_bool("add_generation_prompt", req.add_generation_prompt)) return false;
+    if (const json* k = r.field("chat_template_kwargs")) {
+      if (!k->is_object()) return r.fail("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+      req.chat_template_kwargs = (*r.ordered)["chat_template_kwargs"];
+    }
+  }
   if (r.field("densa_kv_integrity") != nullptr) {
     bool on = false;
     if (!r.read_bool("densa_kv_integrity", on)) return false;
@@ -266,6 +443,12 @@ std::optional<OpenAiRequest> parse_openai_request(ApiKind kind, std::string_view
   OpenAiRequest req;
   req.kind = kind;
   Reader r{doc, error};
+  // Chat bodies are read a second time keeping key order, for the template variables.
+  nlohmann::ordered_json ordered;
+  if (kind == ApiKind::kChat) {
+    ordered = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+    r.ordered = &ordered;
+  }
   if (!read_fields(r, req)) return std::nullopt;
   return req;
 }

@@ -1,12 +1,17 @@
 #pragma once
 // OpenAiRequest: the fields of POST /v1/completions and /v1/chat/completions that densa
-// serves, parsed and type-checked from the JSON body. Unknown fields are ignored (as vLLM
-// and llama.cpp do); a known field of the wrong type or out of range is a 400 naming it.
+// serves, parsed and type-checked from the JSON body. No field is silently ignored: every
+// top-level field is served, accepted-and-ignored by name (kIgnoredFields: fields that change
+// nothing about the output, such as `user`), accepted only at its default value (a penalty of
+// 0, best_of 1), or refused with a 400 that names it. A known field of the wrong type or out of
+// range is a 400 naming it too. The table lives in server/README.md.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/ids.h"
 #include "core/status.h"
@@ -19,7 +24,24 @@ enum class ApiKind { kCompletion, kChat };
 struct ChatMessage {
   std::string role;     // system | user | assistant | tool | developer
   std::string content;  // text parts joined
+  // The message as sent (content parts, name, tool_calls, tool_call_id, reasoning_content),
+  // for chat templates that read more than role and content; keys in the order sent, since
+  // templates print objects (tojson) as Python keeps them.
+  nlohmann::ordered_json raw;
 };
+
+// response_format: what the answer must be.
+enum class ResponseFormatKind { kText, kJsonObject, kJsonSchema, kRegex, kEbnf };
+
+struct ResponseFormat {
+  ResponseFormatKind kind = ResponseFormatKind::kText;
+  nlohmann::json schema;   // kJsonSchema: json_schema.schema
+  std::string name;        // kJsonSchema: json_schema.name
+  bool strict = false;     // kJsonSchema: json_schema.strict
+  std::string grammar;     // kRegex: the pattern; kEbnf: the grammar text
+};
+
+enum class ToolChoiceKind { kAuto, kNone, kRequired, kNamed };
 
 // One completions prompt: text to tokenize, or token ids as given.
 struct PromptInput {
@@ -45,11 +67,26 @@ struct OpenAiRequest {
   bool ignore_eos = false;             // extension (as in vLLM): keep generating past EOS
   std::optional<bool> kv_integrity;    // extension densa_kv_integrity: override the KV check
   bool timing = false;                 // extension densa_timing: per-choice stage times in the response
+  // Chat only. tools: [{"type":"function","function":{name, description, parameters}}], as sent.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // key order as sent (templates print them)
+  ToolChoiceKind tool_choice = ToolChoiceKind::kAuto;  // the OpenAI default with tools
+  std::string tool_choice_name;        // kNamed: the function
+  bool parallel_tool_calls = true;
+  ResponseFormat response_format;
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // extension (as vLLM)
+  bool add_generation_prompt = true;   // extension (as vLLM)
+  bool skip_special_tokens = true;     // extension (as vLLM): hide special tokens from the text
+  std::string cache_salt;              // extension (as vLLM): prefix-cache namespace; "" shared
 };
+
+// Top-level request fields densa accepts and ignores, because they change nothing about the
+// output it serves (listed in server/README.md).
+inline constexpr const char* kIgnoredFields[] = {"user", "metadata", "service_tier", "store"};
 
 inline constexpr int kMaxChoices = 16;
 inline constexpr int kMaxTopLogprobs = 20;
 inline constexpr int kMaxStopStrings = 16;
+inline constexpr size_t kMaxCacheSaltBytes = 256;
 
 // A request that failed to parse: the Status (kInvalidArgument) and the offending field.
 struct RequestError {

@@ -1,4 +1,5 @@
 #include "tools/gen_model.h"
+#include "tools/gen_model_tokenizer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -300,7 +301,7 @@ Json config_json(const ModelConfig& c, const Target& tg, const std::string& dtyp
                                 {"ignore", head_int4 ? Json{"re:.*block_sparse_moe.gate$"}
                                                      : Json{"lm_head", "re:.*block_sparse_moe.gate$"}}};
   }
-  j["densa_generated"] = "random weights from densa gen-model (no tokenizer)";
+  j["densa_generated"] = "random weights from densa gen-model";
   return j;
 }
 
@@ -566,8 +567,21 @@ int64_t count_active_params(const ModelConfig& c) {
   return count_total_params(c) - c.num_layers * unused;
 }
 
-Result<GenModelReport> generate_model(const GenModelOptions& opts, const std::function<void(int, int)>& progress) {
+Result<GenModelReport> generate_model(const GenModelOptions& options, const std::function<void(int, int)>& progress) {
+  GenModelOptions opts = options;
+  std::optional<TokenizerDirInfo> tokenizer_dir;
+  if (opts.tokenizer != "none" && opts.tokenizer != "bytes") {
+    if (opts.format != "hf") return invalid_argument("--tokenizer DIR is copied into Hugging Face checkpoints: use --format hf");
+    DENSA_ASSIGN_OR_RETURN(tokenizer_dir, inspect_tokenizer_dir(opts.tokenizer));
+    opts.vocab_size = tokenizer_dir->vocab_size;
+  }
   DENSA_ASSIGN_OR_RETURN(ModelConfig c, gen_model_config(opts));
+  if (tokenizer_dir) {
+    // A model without a BOS token (Qwen3) starts prompts with no BOS; config.json still
+    // needs an id, and the tokenizer files decide whether one is added.
+    c.eos_token_id = tokenizer_dir->eos_id.value_or(c.eos_token_id);
+    c.bos_token_id = tokenizer_dir->bos_id.value_or(c.eos_token_id);
+  }
   Target tg;
   tg.gguf = opts.format == "gguf";
   if (!tg.gguf && opts.format != "hf") return invalid_argument("--format '" + opts.format + "': expected gguf or hf");
@@ -596,8 +610,6 @@ Result<GenModelReport> generate_model(const GenModelOptions& opts, const std::fu
     }
     if (c.bos_token_id != 1 || c.eos_token_id != 2) return invalid_argument("--tokenizer bytes expects BOS 1 and EOS 2");
     tg.byte_vocab = true;
-  } else if (opts.tokenizer != "none") {
-    return invalid_argument("--tokenizer '" + opts.tokenizer + "': expected none or bytes");
   }
   if (const std::string& h = opts.lm_head_dtype; !h.empty()) {
     const std::optional<DType> head = dtype_from_name(h);
@@ -639,6 +651,7 @@ Result<GenModelReport> generate_model(const GenModelOptions& opts, const std::fu
   if (!cfg) return data_loss((opts.output / "config.json").string() + ": write failed");
   DENSA_ASSIGN_OR_RETURN(report.bytes_written,
                          write_safetensors_model(opts.output / "model.safetensors", tg, tensors, opts.seed, progress));
+  if (tokenizer_dir) DENSA_RETURN_IF_ERROR(copy_tokenizer_files(*tokenizer_dir, opts.output));
   return report;
 }
 

@@ -41,7 +41,10 @@ struct GenModelOptions {
   std::string lm_head_dtype;
   int group_size = 32;         // int4 only: 32 or 128
   std::string format = "gguf"; // gguf | hf
-  std::string tokenizer = "none";  // none | bytes (GGUF only; needs vocab_size >= 260)
+  // none | bytes (GGUF only; needs vocab_size >= 260) | a directory holding a real tokenizer
+  // (tokenizer.json or tiktoken.model, its configs and chat template: HF only; the vocabulary
+  // size and BOS / EOS come from it, tools/gen_model_tokenizer.h).
+  std::string tokenizer = "none";
   uint64_t seed = 0;
   std::filesystem::path output;  // .gguf file or a directory (hf)
 };

@@ -109,6 +109,32 @@ TEST(EngineTest, SharedPrefixHitsCacheAndEqualsCold) {
   EXPECT_GT(engine->stats().kv_pages_cached, 0);
 }
 
+TEST(EngineTest, CacheSaltKeepsTenantsApart) {
+  const ModelWeights& w = moe_f16();
+  const std::vector<int32_t> text = testing::validation_ids("tinystories-mixtral-3.6m");
+  EngineConfig c;
+  c.kv_dtype = DType::kBF16;
+  auto engine = make_engine(w, c);
+  GenerateRequest a = greedy_request(text, 700, 100, 6);
+  a.cache_salt = "tenant-a";
+  EXPECT_EQ(run_all(*engine, {a})[0].events.back().num_cached_tokens, 0);
+  // The same prompt: another tenant and the shared namespace compute it cold; tenant A hits.
+  GenerateRequest b = a;
+  b.cache_salt = "tenant-b";
+  GenerateRequest shared = a;
+  shared.cache_salt.clear();
+  const auto cold = run_all(*engine, {b});
+  EXPECT_EQ(cold[0].events.front().num_cached_tokens, 0);
+  EXPECT_EQ(run_all(*engine, {shared})[0].events.front().num_cached_tokens, 0);
+  const auto hit = run_all(*engine, {a});
+  EXPECT_EQ(hit[0].events.front().num_cached_tokens, 96);  // 6 full pages
+  EXPECT_EQ(hit[0].tokens, cold[0].tokens);
+  EXPECT_EQ(hit[0].tokens, oracle(w, a, DType::kBF16));
+  // Now B's own pages are cached too.
+  EXPECT_EQ(run_all(*engine, {b})[0].events.front().num_cached_tokens, 96);
+  expect_idle_clean(*engine);
+}
+
 TEST(EngineTest, TinyPoolQueuesAndPreemptsAndCompletes) {
   const ModelWeights& w = moe_f16();
   EngineConfig c;

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -142,23 +144,37 @@ TEST(RadixCacheTest, RandomizedLifetimesKeepAuditClean) {
   struct Live {
     std::vector<TokenId> tokens;
     BlockTable table;
+    std::string salt;
   };
+  const char* const kSalts[] = {"", "", "t1", "t2"};  // shared twice as often as each tenant
+  std::map<int32_t, std::string> page_salt;           // the salt each cached page was inserted under
   std::vector<Live> live;
   auto tables = [&] {
     std::vector<BlockTable> out;
     for (const Live& l : live) out.push_back(l.table);
     return out;
   };
+  auto insert = [&](const Live& l) {
+    cache.insert(l.tokens, l.table, pool, l.salt);
+    // Pages cached before keep their salt; the ones this insert cached take l.salt.
+    for (PageId p : l.table.pages)
+      if (pool.held_by_cache(p)) page_salt.try_emplace(p.value, l.salt);
+  };
   int64_t hits = 0;
   for (int op = 0; op < 4000; ++op) {
+    // A page that left the cache may come back under another salt.
+    for (auto it = page_salt.begin(); it != page_salt.end();)
+      it = pool.held_by_cache(PageId(it->first)) ? std::next(it) : page_salt.erase(it);
     const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
     if (kind <= 3) {  // admit a request
       const int len = std::uniform_int_distribution<int>(1, 24)(rng);
       std::vector<TokenId> toks(len);
       for (TokenId& t : toks) t = std::uniform_int_distribution<int>(0, 2)(rng);
-      PrefixMatch m = cache.match(toks, len - 1);
+      const std::string salt = kSalts[std::uniform_int_distribution<int>(0, 3)(rng)];
+      PrefixMatch m = cache.match(toks, len - 1, salt);
       for (size_t k = 0; k < m.pages.size(); ++k) {
         ASSERT_EQ(pool.tag(m.pages[k]), m.tags[k]);
+        ASSERT_EQ(page_salt.at(m.pages[k].value), salt) << "a page crossed tenants";
       }
       hits += m.num_tokens;
       const int32_t need = static_cast<int32_t>(pages_for_tokens(len, kPage)) - static_cast<int32_t>(m.pages.size());
@@ -173,10 +189,10 @@ TEST(RadixCacheTest, RandomizedLifetimesKeepAuditClean) {
       for (size_t k = 0; k < m.pages.size(); ++k) t.append(m.pages[k], m.tags[k]);
       ASSERT_TRUE(pool.allocate_into(need, t));
       t.num_tokens = len;
-      live.push_back({toks, t});
+      live.push_back({toks, t, salt});
     } else if (kind <= 5 && !live.empty()) {  // finish: cache full pages, release
       const size_t i = std::uniform_int_distribution<size_t>(0, live.size() - 1)(rng);
-      cache.insert(live[i].tokens, live[i].table, pool);
+      insert(live[i]);
       pool.release_all(live[i].table.pages);
       live.erase(live.begin() + static_cast<int64_t>(i));
     } else if (kind == 6 && !live.empty()) {  // abort: release without caching
@@ -185,7 +201,7 @@ TEST(RadixCacheTest, RandomizedLifetimesKeepAuditClean) {
       live.erase(live.begin() + static_cast<int64_t>(i));
     } else if (kind == 7 && !live.empty()) {  // prefilled: insert while still running
       const size_t i = std::uniform_int_distribution<size_t>(0, live.size() - 1)(rng);
-      cache.insert(live[i].tokens, live[i].table, pool);
+      insert(live[i]);
     } else if (kind == 8) {
       cache.evict(std::uniform_int_distribution<int>(0, 4)(rng), pool);
     } else if (kind == 9 && !live.empty() && op % 50 == 0) {  // integrity failure
@@ -205,6 +221,58 @@ TEST(RadixCacheTest, RandomizedLifetimesKeepAuditClean) {
   cache.evict(pool.num_total(), pool);
   EXPECT_EQ(pool.num_free(), pool.num_total());
   ASSERT_TRUE(audit_all(pool, cache, {}).is_ok());
+}
+
+}  // namespace
+}  // namespace densa
+
+namespace densa {
+namespace {
+
+// cache_salt: a salt is its own namespace. Same tokens under another salt (or none) never
+// match; the same salt does; a salt whose pages are all evicted leaves no root behind; the
+// audits hold throughout.
+TEST(RadixCacheTest, SaltsKeepTenantsApart) {
+  PagePool pool = make_pool(32);
+  RadixCache cache(kPage);
+  const std::vector<TokenId> a = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  BlockTable shared = take(pool, {}, 9);
+  EXPECT_EQ(cache.insert(a, shared, pool), 2);
+  BlockTable tenant = take(pool, {}, 9);
+  EXPECT_EQ(cache.insert(a, tenant, pool, "tenant-a"), 2);  // its own copy, not deduplicated
+  EXPECT_EQ(cache.num_pages(), 4);
+  ASSERT_TRUE(audit_all(pool, cache, {shared, tenant}).is_ok()) << audit_all(pool, cache, {shared, tenant}).to_string();
+
+  const PrefixMatch m_shared = cache.match(a, 100);
+  const PrefixMatch m_a = cache.match(a, 100, "tenant-a");
+  ASSERT_EQ(m_shared.num_tokens, 8);
+  ASSERT_EQ(m_a.num_tokens, 8);
+  EXPECT_EQ(m_shared.pages, (std::vector<PageId>{shared.pages[0], shared.pages[1]}));
+  EXPECT_EQ(m_a.pages, (std::vector<PageId>{tenant.pages[0], tenant.pages[1]}));
+  EXPECT_EQ(cache.match(a, 100, "tenant-b").num_tokens, 0);
+  // Salts compare exactly, not by prefix.
+  EXPECT_EQ(cache.match(a, 100, "tenant-").num_tokens, 0);
+  EXPECT_EQ(cache.match(a, 100, "tenant-aa").num_tokens, 0);
+
+  // Evicting everything drops the salt's root; the same salt can come back.
+  pool.release_all(shared.pages);
+  pool.release_all(tenant.pages);
+  EXPECT_EQ(cache.num_evictable(pool), 4);
+  EXPECT_EQ(cache.evict(4, pool), 4);
+  EXPECT_EQ(cache.num_pages(), 0);
+  EXPECT_TRUE(cache.audit(pool).is_ok()) << cache.audit(pool).to_string();
+  EXPECT_EQ(cache.match(a, 100, "tenant-a").num_tokens, 0);
+  BlockTable again = take(pool, {}, 9);
+  EXPECT_EQ(cache.insert(a, again, pool, "tenant-a"), 2);
+  EXPECT_EQ(cache.match(a, 100, "tenant-a").num_tokens, 8);
+  // A table with no full page makes no root.
+  BlockTable small = take(pool, {}, 3);
+  EXPECT_EQ(cache.insert(a, small, pool, "tenant-c"), 0);
+  EXPECT_TRUE(audit_all(pool, cache, {again, small}).is_ok()) << audit_all(pool, cache, {again, small}).to_string();
+  // erase() of a salt's only pages removes its root too.
+  cache.erase(again.pages, pool);
+  EXPECT_EQ(cache.match(a, 100, "tenant-a").num_tokens, 0);
+  EXPECT_TRUE(audit_all(pool, cache, {again, small}).is_ok()) << audit_all(pool, cache, {again, small}).to_string();
 }
 
 }  // namespace

@@ -184,6 +184,30 @@ TEST_F(HttpServerTest, NChoicesAndPromptList) {
   EXPECT_EQ(body["usage"]["completion_tokens"], 8);
 }
 
+TEST_F(HttpServerTest, TokenizeAndDetokenizeRoundTrip) {
+  start();
+  const Tokenizer& tok = *weights().tokenizer;
+  const std::string text = "Once upon a time, Lily saw a big dog.";
+  auto r = post("/tokenize", json{{"prompt", text}, {"return_token_strs", true}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json t = json::parse(r->body);
+  const std::vector<TokenId> want = tok.encode(text, true);
+  EXPECT_EQ(t["tokens"].get<std::vector<TokenId>>(), want);
+  EXPECT_EQ(t["count"], want.size());
+  EXPECT_EQ(t["max_model_len"], weights().config.max_position_embeddings);
+  ASSERT_EQ(t["token_strs"].size(), want.size());
+  EXPECT_EQ(t["token_strs"][1], tok.token_bytes(want[1]));
+  // Without special tokens: no BOS.
+  auto plain = post("/tokenize", json{{"prompt", text}, {"add_special_tokens", false}, {"model", "tiny"}}.dump());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(json::parse(plain->body)["tokens"].get<std::vector<TokenId>>(), tok.encode(text, false));
+  auto d = post("/detokenize", json{{"tokens", want}}.dump());
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->status, 200) << d->body;
+  EXPECT_EQ(json::parse(d->body)["prompt"], text);
+}
+
 TEST_F(HttpServerTest, BadInputsGetTheirStatusAndServerKeepsServing) {
   start();
   struct Case {
@@ -202,6 +226,15 @@ TEST_F(HttpServerTest, BadInputsGetTheirStatusAndServerKeepsServing) {
       {"/v1/completions", R"({"prompt":"x","model":"gpt-4"})", 404, "model"},
       {"/v1/chat/completions", R"({"messages":[{"role":"user","content":7}]})", 400, "messages"},
       {"/v1/chat/completions", R"({"messages":"x"})", 400, "messages"},
+      {"/v1/completions", R"({"prompt":"x","mirostat":2})", 400, "mirostat"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+          "function":{"name":"f","parameters":{"type":"object"}}}]})", 400, "tools"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+       400, "response_format"},
+      {"/tokenize", R"({"prompt":"x","truncate":true})", 400, "truncate"},
+      {"/tokenize", R"({"prompt":7})", 400, "prompt"},
+      {"/detokenize", R"({"tokens":[1,-5]})", 400, "tokens"},
+      {"/detokenize", R"({"tokens":[1],"model":"other"})", 404, "model"},
   };
   for (const Case& c : cases) {
     auto r = post(c.path, c.body);

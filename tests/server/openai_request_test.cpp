@@ -23,7 +23,7 @@ TEST(OpenAiRequest, CompletionFields) {
   auto r = parse(ApiKind::kCompletion,
                  R"({"model":"m","prompt":"Hi","max_tokens":5,"temperature":0,"top_p":0.9,"top_k":40,"min_p":0.1,
                      "seed":7,"stop":["a","b"],"n":2,"logprobs":3,"echo":true,"stream":true,
-                     "stream_options":{"include_usage":true},"unknown_field":{"x":1}})");
+                     "stream_options":{"include_usage":true},"user":"u-1","presence_penalty":0,"best_of":1})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->model, "m");
   ASSERT_EQ(r->prompts.size(), 1u);
@@ -102,6 +102,85 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
   EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"wizard","content":"x"}]})"), "messages");
   EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user"}]})"), "messages");
   EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})"), "top_logprobs");
+}
+
+TEST(OpenAiRequest, NoFieldIsSilentlyIgnored) {
+  const ApiKind c = ApiKind::kCompletion, chat = ApiKind::kChat;
+  RequestError error;
+  // An unknown field is refused by name, with the endpoint.
+  EXPECT_FALSE(parse(c, R"({"prompt":"x","unknown_field":{"x":1}})", &error));
+  EXPECT_EQ(error.param, "unknown_field");
+  EXPECT_NE(error.status.message().find("'unknown_field' is not supported"), std::string::npos) << error.status.message();
+  // A field of the other endpoint is unknown here.
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","tools":[]})"), "tools");
+  EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":"x"}],"echo":true})"), "echo");
+  // Accepted only at the value that changes nothing.
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","presence_penalty":0.5})"), "presence_penalty");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","frequency_penalty":-1})"), "frequency_penalty");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","best_of":2})"), "best_of");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","logit_bias":{"5":100}})"), "logit_bias");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","suffix":"tail"})"), "suffix");
+  EXPECT_TRUE(parse(c, R"({"prompt":"x","logit_bias":{},"suffix":"","frequency_penalty":0.0})"));
+  // Ignored by name (they change nothing about the output).
+  EXPECT_TRUE(parse(chat, R"({"messages":[{"role":"user","content":"x"}],"user":"u","metadata":{"k":"v"},
+                             "service_tier":"auto","store":false})"));
+  // cache_salt: a non-empty string of bounded size.
+  auto salted = parse(c, R"({"prompt":"x","cache_salt":"tenant-7"})");
+  ASSERT_TRUE(salted);
+  EXPECT_EQ(salted->cache_salt, "tenant-7");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","cache_salt":""})"), "cache_salt");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","cache_salt":5})"), "cache_salt");
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","cache_salt":")" + std::string(300, 's') + R"("})"), "cache_salt");
+  // Unknown message fields too.
+  EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":"x","audio":{}}]})"), "messages");
+  EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"),
+            "messages");
+}
+
+TEST(OpenAiRequest, ToolsToolChoiceAndResponseFormat) {
+  const ApiKind chat = ApiKind::kChat;
+  const std::string msgs = R"("messages":[{"role":"user","content":"weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
+        "function":{"name":"get_weather","arguments":"{"city":"Oslo"}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"sunny"}])";
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"get_weather","description":"d",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])";
+  auto r = parse(chat, "{" + msgs + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"get_weather"}},
+      "parallel_tool_calls":false,"chat_template_kwargs":{"enable_thinking":false}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->tools.size(), 1u);
+  EXPECT_EQ(r->tool_choice, ToolChoiceKind::kNamed);
+  EXPECT_EQ(r->tool_choice_name, "get_weather");
+  EXPECT_FALSE(r->parallel_tool_calls);
+  EXPECT_EQ(r->chat_template_kwargs["enable_thinking"], false);
+  EXPECT_EQ(r->messages[1].raw["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_TRUE(r->messages[1].raw["content"].is_null());
+  EXPECT_EQ(r->messages[2].raw["tool_call_id"], "c1");
+  for (const char* choice : {R"("none")", R"("auto")", R"("required")"}) {
+    auto q = parse(chat, "{" + msgs + "," + tools + R"(,"tool_choice":)" + choice + "}");
+    ASSERT_TRUE(q) << choice;
+  }
+  EXPECT_EQ(error_param(chat, "{" + msgs + "," + tools + R"(,"tool_choice":"sometimes"})"), "tool_choice");
+  EXPECT_EQ(error_param(chat, "{" + msgs + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"nope"}}})"),
+            "tool_choice");
+  EXPECT_EQ(error_param(chat, "{" + msgs + R"(,"tool_choice":"required"})"), "tool_choice");
+  EXPECT_EQ(error_param(chat, "{" + msgs + R"(,"tools":[{"type":"retrieval"}]})"), "tools");
+  EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})"), "messages");
+
+  auto js = parse(chat, "{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"w",
+      "strict":true,"schema":{"type":"object"}}}})");
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->response_format.kind, ResponseFormatKind::kJsonSchema);
+  EXPECT_TRUE(js->response_format.strict);
+  EXPECT_EQ(js->response_format.schema["type"], "object");
+  auto re = parse(chat, "{" + msgs + R"(,"response_format":{"type":"regex","regex":"[0-9]+"}})");
+  ASSERT_TRUE(re);
+  EXPECT_EQ(re->response_format.kind, ResponseFormatKind::kRegex);
+  EXPECT_EQ(re->response_format.grammar, "[0-9]+");
+  EXPECT_EQ(error_param(chat, "{" + msgs + R"(,"response_format":{"type":"xml"}})"), "response_format");
+  EXPECT_EQ(error_param(chat, "{" + msgs + R"(,"response_format":{"type":"json_schema"}})"), "response_format");
+  EXPECT_EQ(error_param(chat, "{" + msgs + R"(,"response_format":{"type":"json_object","schema":{}}})"),
+            "response_format");
 }
 
 }  // namespace

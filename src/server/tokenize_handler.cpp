@@ -1,0 +1,105 @@
+#include "server/tokenize_handler.h"
+
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/completion_handler.h"
+#include "server/openai_response.h"
+
+namespace densa::server {
+namespace {
+
+using nlohmann::json;
+
+void send(httplib::Response& res, const json& body) {
+  res.status = 200;
+  res.set_content(dump_json(body), "application/json");
+}
+
+void fail(httplib::Response& res, const std::string& message, const std::string& param) {
+  send_error(res, api_error(invalid_argument(message), param));
+}
+
+// The body as a JSON object whose fields are all in `known`; else a 400 naming the field.
+std::optional<json> read_body(const httplib::Request& req, httplib::Response& res,
+                              std::initializer_list<const char*> known) {
+  if (json_nesting_depth(req.body, kMaxRequestJsonDepth) > kMaxRequestJsonDepth) {
+    fail(res, "Request body nests JSON deeper than " + std::to_string(kMaxRequestJsonDepth) + " levels", "");
+    return std::nullopt;
+  }
+  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) {
+    fail(res, "Request body must be a JSON object", "");
+    return std::nullopt;
+  }
+  for (const auto& [key, value] : body.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok) {
+      fail(res, "'" + key + "' is not supported by densa on " + req.path, key);
+      return std::nullopt;
+    }
+  }
+  return body;
+}
+
+bool model_matches(const ServingContext& ctx, const json& body, httplib::Response& res) {
+  auto m = body.find("model");
+  if (m == body.end() || m->is_null()) return true;
+  if (!m->is_string()) {
+    fail(res, "'model' must be a string", "model");
+    return false;
+  }
+  if (m->get<std::string>() != ctx.served_model_name) {
+    send_error(res, api_error(not_found("The model '" + m->get<std::string>() + "' does not exist"), "model",
+                              "model_not_found"));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void register_tokenize_routes(httplib::Server& http, ServingContext& ctx) {
+  http.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    std::optional<json> body = read_body(req, res, {"model", "prompt", "add_special_tokens", "return_token_strs"});
+    if (!body || !model_matches(ctx, *body, res)) return;
+    auto prompt = body->find("prompt");
+    if (prompt == body->end() || !prompt->is_string()) return fail(res, "'prompt' must be a string", "prompt");
+    bool add_special = true, token_strs = false;
+    for (auto [name, out] : {std::pair{"add_special_tokens", &add_special}, std::pair{"return_token_strs", &token_strs}}) {
+      auto f = body->find(name);
+      if (f == body->end() || f->is_null()) continue;
+      if (!f->is_boolean()) return fail(res, std::string("'") + name + "' must be a boolean", name);
+      *out = f->get<bool>();
+    }
+    const Tokenizer& tok = ctx.tokenizer;
+    const std::vector<TokenId> ids = tok.encode(prompt->get<std::string>(), add_special && tok.vocab().add_bos);
+    json out = {{"count", ids.size()}, {"max_model_len", ctx.context_tokens()}, {"tokens", ids}};
+    if (token_strs) {
+      json strs = json::array();
+      for (TokenId id : ids) strs.push_back(tok.token_bytes(id));
+      out["token_strs"] = std::move(strs);
+    }
+    send(res, out);
+  });
+  http.Post("/detokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    std::optional<json> body = read_body(req, res, {"model", "tokens"});
+    if (!body || !model_matches(ctx, *body, res)) return;
+    auto tokens = body->find("tokens");
+    if (tokens == body->end() || !tokens->is_array()) return fail(res, "'tokens' must be an array of token ids", "tokens");
+    std::vector<TokenId> ids;
+    for (const json& t : *tokens) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.tokenizer.vocab_size())
+        return fail(res, "'tokens' holds " + t.dump() + ", not a token id of this model's vocabulary (" +
+                             std::to_string(ctx.tokenizer.vocab_size()) + ")",
+                    "tokens");
+      ids.push_back(t.get<TokenId>());
+    }
+    send(res, {{"prompt", ctx.tokenizer.decode(ids)}});
+  });
+}
+
+}  // namespace densa::server
