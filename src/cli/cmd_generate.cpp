@@ -7,6 +7,7 @@
 #include "cli/model_path.h"
 #include "cli/weight_options.h"
 #include "model/model_loader.h"
+#include "text/tokenizer_loader.h"
 #include "tools/generator.h"
 
 namespace densa::cli {
@@ -23,7 +24,7 @@ struct GenerateArgs {
   float min_p = 0.0f;
   uint64_t seed = 0;
   bool ignore_eos = false;
-  std::string tokenizer;  // SentencePiece tokenizer.model overriding the model's own
+  std::string tokenizer;  // tokenizer file or model dir overriding the model's own
   WeightArgs weights;
 };
 
@@ -42,12 +43,12 @@ int run_generate(const GenerateArgs& a) {
   const ModelWeights& w = loaded.value();
   std::unique_ptr<Tokenizer> own_tokenizer;
   if (!a.tokenizer.empty()) {
-    Result<Tokenizer> t = Tokenizer::from_sentencepiece_file(a.tokenizer);
+    Result<LoadedTokenizer> t = load_tokenizer(a.tokenizer);
     if (!t.is_ok()) {
       std::fprintf(stderr, "densa generate: %s\n", t.status().message().c_str());
       return 1;
     }
-    own_tokenizer = std::make_unique<Tokenizer>(std::move(t).value());
+    own_tokenizer = std::make_unique<Tokenizer>(std::move(t).value().tokenizer);
   }
   if (!own_tokenizer && !w.tokenizer) {
     std::fprintf(stderr, "densa generate: %s: model has no tokenizer (pass --tokenizer)\n", path.c_str());
@@ -94,7 +95,7 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--seed", args->seed);
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past </s>");
   cmd->add_option("--tokenizer", args->tokenizer,
-                  "SentencePiece tokenizer.model to use instead of the model's own (checkpoints without one)");
+                  "tokenizer (tokenizer.json, tiktoken.model, tokenizer.model, GGUF or model dir) to use instead of the model's own");
   add_weight_options(cmd, args->weights);
   cmd->callback([args] {
     if (int rc = run_generate(*args); rc != 0) throw CLI::RuntimeError(rc);

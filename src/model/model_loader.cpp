@@ -17,6 +17,8 @@
 #include "model/hf_quantized.h"
 #include "model/quantize_weights.h"
 #include "quant/dequantize.h"
+#include "text/gguf_bpe.h"
+#include "text/tokenizer_loader.h"
 
 namespace densa {
 namespace {
@@ -339,29 +341,6 @@ Status load_tensors(const TensorSource& src, ModelWeights& w) {
 
 // ---- GGUF ----
 
-// Builds the SentencePiece-style tokenizer from tokenizer.ggml.*; null if the file has none.
-Result<std::unique_ptr<Tokenizer>> gguf_tokenizer(const GgufFile& f) {
-  const std::string fname = f.path().string();
-  auto pieces = f.get_string_array("tokenizer.ggml.tokens");
-  if (!pieces || f.get_string("tokenizer.ggml.model").value_or("llama") != "llama") return std::unique_ptr<Tokenizer>();
-  TokenizerVocab v;
-  v.pieces = std::move(*pieces);
-  const size_t n = v.pieces.size();
-  v.scores = f.get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>(n, 0.0f));
-  const auto types = f.get_int_array("tokenizer.ggml.token_type").value_or(std::vector<int64_t>(n, 1));
-  if (v.scores.size() != n || types.size() != n) {
-    return data_loss(fname + ": tokenizer.ggml.scores/token_type lengths disagree with tokenizer.ggml.tokens (" +
-                     std::to_string(n) + ")");
-  }
-  for (int64_t t : types) v.types.push_back(static_cast<TokenType>(t));
-  v.bos_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.bos_token_id").value_or(1));
-  v.eos_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.eos_token_id").value_or(2));
-  v.unk_id = static_cast<TokenId>(f.get_int("tokenizer.ggml.unknown_token_id").value_or(0));
-  v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(true);
-  DENSA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_vocab(std::move(v)));
-  return std::make_unique<Tokenizer>(std::move(tok));
-}
-
 Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
   DENSA_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path));
   ModelWeights w;
@@ -377,24 +356,21 @@ Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
   };
   src.has = [&f](const std::string& name) { return f.has_tensor(name); };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
-  DENSA_ASSIGN_OR_RETURN(w.tokenizer, gguf_tokenizer(f));
+  DENSA_ASSIGN_OR_RETURN(std::optional<Tokenizer> tok, gguf_tokenizer(f));
+  if (tok) {
+    w.tokenizer = std::make_unique<Tokenizer>(std::move(*tok));
+    w.text_assets.eos_ids = w.tokenizer->eos_ids();
+    if (w.tokenizer->bos_id() >= 0) w.text_assets.bos_token = w.tokenizer->vocab().pieces[w.tokenizer->bos_id()];
+    if (w.tokenizer->eos_id() >= 0) w.text_assets.eos_token = w.tokenizer->vocab().pieces[w.tokenizer->eos_id()];
+  }
   w.chat_template = f.get_string("tokenizer.chat_template").value_or("");
+  w.text_assets.chat_template = w.chat_template;
+  if (!w.chat_template.empty()) w.text_assets.chat_templates.push_back({"default", w.chat_template});
   w.files.push_back(f.release_file());
   return w;
 }
 
 // ---- Hugging Face directory ----
-
-std::string hf_chat_template(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "tokenizer_config.json", std::ios::binary);
-  if (!in) return "";
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const auto j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return "";
-  const auto it = j.find("chat_template");
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
   ModelWeights w;
@@ -413,12 +389,15 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
     return load_hf_quantized_matrix(st, qc, name, rows, cols, w);
   };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
-  std::error_code ec;
-  if (std::filesystem::exists(dir / "tokenizer.model", ec)) {
-    DENSA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_sentencepiece_file(dir / "tokenizer.model"));
-    w.tokenizer = std::make_unique<Tokenizer>(std::move(tok));
+  // tokenizer.json, else tiktoken.model, else tokenizer.model (text/tokenizer_loader.h).
+  if (has_tokenizer_files(dir)) {
+    DENSA_ASSIGN_OR_RETURN(LoadedTokenizer lt, load_tokenizer(dir));
+    w.tokenizer = std::make_unique<Tokenizer>(std::move(lt.tokenizer));
+    w.text_assets = std::move(lt.assets);
+  } else {
+    DENSA_ASSIGN_OR_RETURN(w.text_assets, read_text_assets(dir));
   }
-  w.chat_template = hf_chat_template(dir);
+  w.chat_template = w.text_assets.chat_template;
   for (auto& file : st.release_files()) w.files.push_back(std::move(file));
   return w;
 }

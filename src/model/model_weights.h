@@ -13,6 +13,7 @@
 #include "io/mapped_file.h"
 #include "io/model_config.h"
 #include "text/tokenizer.h"
+#include "text/tokenizer_loader.h"
 
 namespace densa {
 
@@ -65,7 +66,9 @@ struct ModelWeights {
   WeightView lm_head;            // [vocab, hidden]
   std::vector<LayerWeights> layers;  // [num_layers]
   std::unique_ptr<Tokenizer> tokenizer;  // null if the model ships none
-  std::string chat_template;     // Jinja text from GGUF / tokenizer_config.json; empty if none
+  std::string chat_template;     // the default Jinja template (GGUF / chat_template.jinja /
+                                 // tokenizer_config.json); empty if none
+  TextAssets text_assets;        // every template, bos / eos token text, all eos ids
 
   // Storage behind the views above.
   std::vector<std::unique_ptr<MappedFile>> files;

@@ -54,13 +54,6 @@ uint64_t random_seed() {
   return rng();
 }
 
-std::optional<TokenId> find_piece(const Tokenizer& tok, const std::string& piece) {
-  const auto& pieces = tok.vocab().pieces;
-  auto it = std::find(pieces.begin(), pieces.end(), piece);
-  if (it == pieces.end()) return std::nullopt;
-  return static_cast<TokenId>(it - pieces.begin());
-}
-
 // Tokenizes prompts / messages and settles max_tokens. Errors carry the offending field.
 std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, ApiError& error) {
   Plan plan;
@@ -79,10 +72,10 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
       return std::nullopt;
     }
     ChatPrompt chat = apply_chat_template(ctx.chat_family, request.messages);
-    plan.prompts.push_back({tok.encode(chat.text, tok.vocab().add_bos), chat.text});
+    plan.prompts.push_back({tok.encode(chat.text, /*add_special_tokens=*/true), chat.text});
     plan.stop = chat.stop;
     for (const std::string& piece : chat.stop_pieces)
-      if (auto id = find_piece(tok, piece)) plan.stop_token_ids.push_back(*id);
+      if (auto id = tok.token_to_id(piece)) plan.stop_token_ids.push_back(*id);
   } else {
     for (PromptInput& p : request.prompts) {
       if (p.is_ids) {
@@ -95,7 +88,7 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
           }
         plan.prompts.push_back({p.ids, tok.decode(p.ids)});
       } else {
-        plan.prompts.push_back({tok.encode(p.text, tok.vocab().add_bos), p.text});
+        plan.prompts.push_back({tok.encode(p.text, /*add_special_tokens=*/true), p.text});
       }
     }
   }

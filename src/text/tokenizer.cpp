@@ -1,18 +1,36 @@
 #include "text/tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
-
-#include "text/sentencepiece_model.h"
 
 namespace densa {
 namespace {
 
-constexpr std::string_view kSpace = "\xE2\x96\x81";  // "▁" (U+2581) marks a space in pieces
+// Start of a trailing UTF-8 sequence in s that is incomplete but may still be completed by
+// more bytes; s.size() when there is none.
+size_t incomplete_utf8_tail(std::string_view s) {
+  const size_t n = s.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    const uint8_t b = static_cast<uint8_t>(s[n - back]);
+    if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    size_t need = 0;
+    if (b >= 0xC2 && b <= 0xDF) need = 2;
+    else if (b >= 0xE0 && b <= 0xEF) need = 3;
+    else if (b >= 0xF0 && b <= 0xF4) need = 4;
+    return need > back ? n - back : n;
+  }
+  return n;
+}
 
-// Length of the UTF-8 character at s[pos], or 1 when the bytes there are not well-formed UTF-8
-// (each such byte then stands alone and falls back to a byte token).
+uint64_t fnv1a(uint64_t h, std::string_view s) {
+  for (char c : s) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
 size_t utf8_char_size(std::string_view s, size_t pos) {
   const auto byte = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
   const uint8_t lead = byte(pos);
@@ -40,320 +58,196 @@ size_t utf8_char_size(std::string_view s, size_t pos) {
   return size;
 }
 
-// Parses "<0xNN>" into NN.
-bool parse_byte_piece(std::string_view piece, uint8_t& out) {
-  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return false;
-  int v = 0;
-  for (char c : piece.substr(3, 2)) {
-    v <<= 4;
-    if (c >= '0' && c <= '9') v |= c - '0';
-    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-    else return false;
+bool is_valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<uint8_t>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_char_size(s, i);
+    if (n == 1) return false;
+    i += n;
   }
-  out = static_cast<uint8_t>(v);
   return true;
 }
 
-std::string replace_space_marks(std::string_view piece) {
-  std::string out;
-  out.reserve(piece.size());
-  for (size_t i = 0; i < piece.size();) {
-    if (piece.substr(i, kSpace.size()) == kSpace) {
-      out += ' ';
-      i += kSpace.size();
-    } else {
-      out += piece[i++];
+Result<Tokenizer> Tokenizer::from_parts(TokenizerParts parts) {
+  const std::string what = "tokenizer (" + parts.kind + ")";
+  TokenizerVocab& v = parts.vocab;
+  const size_t n = v.pieces.size();
+  if (n == 0) return invalid_argument(what + ": empty vocabulary");
+  if (n > (1u << 30)) return invalid_argument(what + ": vocabulary too large");
+  if (v.scores.empty()) v.scores.assign(n, 0.0f);
+  if (v.scores.size() != n || v.types.size() != n || parts.decoded.size() != n) {
+    return invalid_argument(what + ": pieces, scores, types and decoded texts differ in length");
+  }
+  if (parts.strippable.empty()) parts.strippable.assign(n, 0);
+  if (parts.strippable.size() != n) return invalid_argument(what + ": strippable table has the wrong length");
+  if (!parts.encoder) return invalid_argument(what + ": no encoder");
+  const auto check_id = [&](TokenId id, const char* name) -> Status {
+    if (id < -1 || id >= static_cast<TokenId>(n)) {
+      return invalid_argument(what + ": " + name + " id " + std::to_string(id) + " is outside the vocabulary (" +
+                              std::to_string(n) + ")");
+    }
+    return Status::ok();
+  };
+  DENSA_RETURN_IF_ERROR(check_id(v.bos_id, "bos"));
+  DENSA_RETURN_IF_ERROR(check_id(v.eos_id, "eos"));
+  DENSA_RETURN_IF_ERROR(check_id(v.unk_id, "unk"));
+  for (const auto* list : {&parts.prefix, &parts.suffix, &parts.eos_ids}) {
+    for (TokenId id : *list) {
+      DENSA_RETURN_IF_ERROR(check_id(id, "post-processor / eos"));
+      if (id < 0) return invalid_argument(what + ": negative id in the post-processor or eos list");
     }
   }
-  return out;
-}
-
-// Start of a trailing UTF-8 sequence in s that is incomplete but may still be completed by
-// more bytes; s.size() when there is none.
-size_t incomplete_utf8_tail(std::string_view s) {
-  const size_t n = s.size();
-  for (size_t back = 1; back <= 3 && back <= n; ++back) {
-    const uint8_t b = static_cast<uint8_t>(s[n - back]);
-    if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    size_t need = 0;
-    if (b >= 0xC2 && b <= 0xDF) need = 2;
-    else if (b >= 0xE0 && b <= 0xEF) need = 3;
-    else if (b >= 0xF0 && b <= 0xF4) need = 4;
-    return need > back ? n - back : n;
+  if (v.eos_id >= 0 && std::find(parts.eos_ids.begin(), parts.eos_ids.end(), v.eos_id) == parts.eos_ids.end()) {
+    parts.eos_ids.insert(parts.eos_ids.begin(), v.eos_id);
   }
-  return n;
-}
-
-}  // namespace
-
-// Working memory of one encode() call, reused across the runs of the text.
-struct Tokenizer::EncodeScratch {
-  // A live symbol: bytes [begin, begin + size) of the run.
-  struct Symbol {
-    uint32_t begin;
-    uint32_t size;  // 0 once merged into its left neighbour
-    int32_t prev;   // -1 at the ends
-    int32_t next;
-  };
-  // A possible merge of symbol `left` with its right neighbour into `size` bytes, piece `id`.
-  struct MergeCandidate {
-    float score;
-    uint32_t left;
-    uint32_t size;
-    TokenId id;
-  };
-  // Heap order: highest score on top; on equal scores the leftmost pair.
-  static bool below(const MergeCandidate& a, const MergeCandidate& b) {
-    if (a.score != b.score) return a.score < b.score;
-    return a.left > b.left;
-  }
-
-  std::vector<Symbol> symbols;
-  std::vector<MergeCandidate> heap;
-};
-
-Result<Tokenizer> Tokenizer::from_vocab(TokenizerVocab vocab) {
-  const size_t n = vocab.pieces.size();
-  if (n == 0) return invalid_argument("tokenizer: empty vocabulary");
-  if (n > (1u << 30)) return invalid_argument("tokenizer: vocabulary too large");
-  if (vocab.scores.size() != n || vocab.types.size() != n) {
-    return invalid_argument("tokenizer: pieces, scores and types differ in length");
-  }
-  for (TokenId id : {vocab.bos_id, vocab.eos_id, vocab.unk_id}) {
-    if (id < 0 || static_cast<size_t>(id) >= n) {
-      return invalid_argument("tokenizer: special token id " + std::to_string(id) + " out of range");
-    }
-  }
-  Tokenizer tok;
-  tok.decoded_.resize(n);
-  tok.dummy_prefix_.assign(n, 0);
-  bool have_byte[256] = {};
+  auto state = std::make_shared<State>();
+  state->piece_to_id.reserve(n);
+  uint64_t h = fnv1a(0xcbf29ce484222325ULL, parts.kind);
   for (size_t i = 0; i < n; ++i) {
-    const auto id = static_cast<TokenId>(i);
-    const std::string& piece = vocab.pieces[i];
-    tok.piece_to_id_.emplace(piece, id);
-    switch (vocab.types[i]) {
-      case TokenType::kNormal:
-      case TokenType::kUserDefined:
-        if (piece.empty()) break;
-        tok.merge_ids_.emplace(piece, id);
-        for (char c : piece) tok.piece_byte_[static_cast<uint8_t>(c)] = true;
-        if (vocab.types[i] == TokenType::kUserDefined) tok.user_defined_.push_back(piece);
-        tok.decoded_[i] = replace_space_marks(piece);
-        tok.dummy_prefix_[i] = piece.starts_with(kSpace) ? 1 : 0;
-        break;
-      case TokenType::kByte: {
-        uint8_t b = 0;
-        if (!parse_byte_piece(piece, b)) return data_loss("tokenizer: byte token '" + piece + "' is not <0xNN>");
-        if (!have_byte[b]) tok.byte_ids_[b] = id;
-        have_byte[b] = true;
-        tok.decoded_[i] = std::string(1, static_cast<char>(b));
-        break;
-      }
-      case TokenType::kUnused:
-        tok.decoded_[i] = replace_space_marks(piece);
-        tok.dummy_prefix_[i] = piece.starts_with(kSpace) ? 1 : 0;
-        break;
-      case TokenType::kUnknown:
-      case TokenType::kControl:
-        break;
-      default:
-        return data_loss("tokenizer: token " + std::to_string(i) + " has an unknown type");
+    state->piece_to_id.emplace(v.pieces[i], static_cast<TokenId>(i));
+    h = fnv1a(h, "|");
+    h = fnv1a(h, v.pieces[i]);
+    h = fnv1a(h, std::string_view(reinterpret_cast<const char*>(&v.types[i]), sizeof(TokenType)));
+  }
+  for (TokenId id : {v.bos_id, v.eos_id}) h = fnv1a(h, std::to_string(id));
+  state->fingerprint = h;
+  state->parts = std::move(parts);
+  Tokenizer tok;
+  tok.s_ = std::move(state);
+  return tok;
+}
+
+Result<Tokenizer> Tokenizer::with_config(const SpecialTokenConfig& c) const {
+  TokenizerParts parts = s_->parts;
+  TokenizerVocab& v = parts.vocab;
+  const TokenId old_bos = v.bos_id, old_eos = v.eos_id;
+  if (c.bos_id) v.bos_id = *c.bos_id;
+  if (c.eos_id) v.eos_id = *c.eos_id;
+  const auto drop = [](std::vector<TokenId>& ids, TokenId id) { ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end()); };
+  if (c.add_bos) {
+    if (old_bos >= 0) drop(parts.prefix, old_bos);
+    drop(parts.prefix, v.bos_id);
+    if (*c.add_bos) {
+      if (v.bos_id < 0) return invalid_argument("tokenizer: add_bos_token is set but there is no bos token");
+      parts.prefix.insert(parts.prefix.begin(), v.bos_id);
     }
   }
-  tok.byte_fallback_ = std::all_of(std::begin(have_byte), std::end(have_byte), [](bool b) { return b; });
-  std::sort(tok.user_defined_.begin(), tok.user_defined_.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  tok.vocab_ = std::move(vocab);
-  return tok;
-}
-
-Result<Tokenizer> Tokenizer::from_sentencepiece_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found("tokenizer: cannot open " + path.string());
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return data_loss("tokenizer: read error on " + path.string());
-  auto model = parse_sentencepiece_model(bytes);
-  if (!model.is_ok()) return Status(model.status().code(), path.string() + ": " + model.status().message());
-  const bool wants_byte_fallback = model->spec.byte_fallback;
-  auto tok = from_vocab(std::move(model->vocab));
-  if (!tok.is_ok()) return Status(tok.status().code(), path.string() + ": " + tok.status().message());
-  if (wants_byte_fallback && !tok->byte_fallback()) {
-    return data_loss(path.string() + ": byte_fallback set but the 256 <0xNN> pieces are missing");
+  if (c.add_eos) {
+    if (old_eos >= 0) drop(parts.suffix, old_eos);
+    drop(parts.suffix, v.eos_id);
+    if (*c.add_eos) {
+      if (v.eos_id < 0) return invalid_argument("tokenizer: add_eos_token is set but there is no eos token");
+      parts.suffix.push_back(v.eos_id);
+    }
   }
-  return tok;
+  v.add_bos = !parts.prefix.empty();
+  if (c.eos_id && old_eos >= 0 && old_eos != v.eos_id) drop(parts.eos_ids, old_eos);
+  for (TokenId id : c.eos_ids) {
+    if (std::find(parts.eos_ids.begin(), parts.eos_ids.end(), id) == parts.eos_ids.end()) parts.eos_ids.push_back(id);
+  }
+  return from_parts(std::move(parts));
 }
 
-std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_bos) const {
+std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  const TokenizerParts& p = s_->parts;
   std::vector<TokenId> ids;
-  if (add_bos) ids.push_back(vocab_.bos_id);
-  if (text.empty()) return ids;
-  std::string normalized;
-  normalized.reserve(text.size() + text.size() / 4 + kSpace.size());
-  if (vocab_.add_dummy_prefix) normalized += kSpace;
-  for (char c : text) {
-    if (c == ' ') normalized += kSpace;
-    else normalized += c;
-  }
-  ids.reserve(ids.size() + normalized.size() / 3 + 1);
-  encode_normalized(normalized, ids);
+  ids.reserve(text.size() / 3 + 4);
+  if (add_special_tokens) ids.insert(ids.end(), p.prefix.begin(), p.prefix.end());
+  if (!text.empty()) p.encoder->encode(text, ids);
+  if (add_special_tokens) ids.insert(ids.end(), p.suffix.begin(), p.suffix.end());
   return ids;
 }
 
-// SentencePiece BPE: start from characters (user-defined pieces whole), then repeatedly merge
-// the adjacent pair whose concatenation is the highest-scoring piece (leftmost on ties). The
-// queue holds candidate merges; one whose symbols changed since it was queued is stale, which
-// shows as a dead left symbol or a pair size that no longer matches.
-//
-// A byte that occurs in no mergeable piece (here "\n" and digits) can never be inside a merged
-// symbol, so it splits the text into runs that merge independently: the same result as one
-// queue over the whole text, with small queues that stay in cache.
-void Tokenizer::encode_normalized(std::string_view text, std::vector<TokenId>& out) const {
-  EncodeScratch scratch;
-  bool last_was_unk = false;
-  size_t run_begin = 0;
-  for (size_t pos = 0; pos <= text.size(); ++pos) {
-    if (pos < text.size() && piece_byte_[static_cast<uint8_t>(text[pos])]) continue;
-    if (pos > run_begin) encode_run(text.substr(run_begin, pos - run_begin), scratch, last_was_unk, out);
-    if (pos < text.size()) emit_unknown(text.substr(pos, 1), last_was_unk, out);
-    run_begin = pos + 1;
-  }
+bool Tokenizer::is_special(TokenId id) const {
+  if (id < 0 || id >= vocab_size()) return false;
+  const TokenType t = s_->parts.vocab.types[id];
+  return t == TokenType::kControl || t == TokenType::kUnknown;
 }
 
-void Tokenizer::emit_unknown(std::string_view piece, bool& last_was_unk, std::vector<TokenId>& out) const {
-  if (byte_fallback_) {
-    for (char b : piece) out.push_back(byte_ids_[static_cast<uint8_t>(b)]);
-  } else if (!last_was_unk) {  // like SentencePiece, a run of unknown characters is one unk
-    out.push_back(vocab_.unk_id);
-    last_was_unk = true;
-  }
+bool Tokenizer::is_eos(TokenId id) const {
+  const auto& e = s_->parts.eos_ids;
+  return std::find(e.begin(), e.end(), id) != e.end();
 }
 
-void Tokenizer::encode_run(std::string_view text, EncodeScratch& scratch, bool& last_was_unk,
-                           std::vector<TokenId>& out) const {
-  using Symbol = EncodeScratch::Symbol;
-  std::vector<Symbol>& symbols = scratch.symbols;
-  symbols.clear();
-  for (size_t pos = 0; pos < text.size();) {
-    size_t size = 0;
-    for (const std::string& piece : user_defined_) {
-      if (text.substr(pos).starts_with(piece)) {
-        size = piece.size();
-        break;
-      }
-    }
-    if (size == 0) size = utf8_char_size(text, pos);
-    const auto idx = static_cast<int32_t>(symbols.size());
-    symbols.push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(size), idx - 1, idx + 1});
-    pos += size;
-  }
-  symbols.back().next = -1;
-
-  std::vector<EncodeScratch::MergeCandidate>& heap = scratch.heap;
-  heap.clear();
-  const auto order = &EncodeScratch::below;
-  const auto try_pair = [&](int32_t left) {
-    if (left < 0) return;
-    const int32_t right = symbols[left].next;
-    if (right < 0) return;
-    const uint32_t size = symbols[left].size + symbols[right].size;
-    auto it = merge_ids_.find(text.substr(symbols[left].begin, size));
-    if (it == merge_ids_.end()) return;
-    heap.push_back({vocab_.scores[it->second], static_cast<uint32_t>(left), size, it->second});
-    std::push_heap(heap.begin(), heap.end(), order);
-  };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) try_pair(i);
-
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), order);
-    const EncodeScratch::MergeCandidate c = heap.back();
-    heap.pop_back();
-    Symbol& left = symbols[c.left];
-    if (left.size == 0 || left.next < 0) continue;
-    Symbol& right = symbols[left.next];
-    if (left.size + right.size != c.size) continue;  // stale
-    left.size = c.size;
-    right.size = 0;
-    left.next = right.next;
-    if (left.next >= 0) symbols[left.next].prev = static_cast<int32_t>(c.left);
-    try_pair(left.prev);
-    try_pair(static_cast<int32_t>(c.left));
-  }
-
-  for (int32_t i = 0; i >= 0; i = symbols[i].next) {
-    const std::string_view piece = text.substr(symbols[i].begin, symbols[i].size);
-    auto it = merge_ids_.find(piece);
-    if (it != merge_ids_.end()) {
-      out.push_back(it->second);
-      last_was_unk = false;
-    } else {
-      emit_unknown(piece, last_was_unk, out);
-    }
-  }
+std::optional<TokenId> Tokenizer::token_to_id(std::string_view piece) const {
+  auto it = s_->piece_to_id.find(piece);
+  if (it == s_->piece_to_id.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string Tokenizer::token_bytes(TokenId id) const {
   if (id < 0 || id >= vocab_size()) return {};
-  switch (vocab_.types[id]) {
-    case TokenType::kControl:
-    case TokenType::kUnknown:
-      return vocab_.pieces[id];
-    case TokenType::kNormal:
-    case TokenType::kUserDefined:
-    case TokenType::kUnused:
-    case TokenType::kByte:
-      return decoded_[id];
-  }
-  return {};
+  if (is_special(id)) return s_->parts.vocab.pieces[id];
+  return s_->parts.decoded[id];
 }
 
-void Tokenizer::append_decoded(TokenId id, bool& at_start, std::string& out) const {
+void Tokenizer::append_decoded(TokenId id, bool skip_special, int& strip_left, std::string& out) const {
   if (id < 0 || id >= vocab_size()) return;
-  const std::string& text = decoded_[id];
+  const TokenizerParts& p = s_->parts;
+  const bool special = is_special(id);
+  if (special && skip_special) return;
+  const std::string& text = special ? p.vocab.pieces[id] : p.decoded[id];
   if (text.empty()) return;
-  const bool strip = at_start && vocab_.add_dummy_prefix && dummy_prefix_[id];
-  at_start = false;
-  out.append(text, strip ? 1 : 0);
+  size_t skip = 0;
+  if (strip_left > 0 && p.strippable[id]) {
+    while (strip_left > 0 && skip < text.size() && text[skip] == p.strip_char) {
+      ++skip;
+      --strip_left;
+    }
+  }
+  if (skip < text.size()) strip_left = 0;
+  out.append(text, skip);
 }
 
-size_t Tokenizer::decoded_size(TokenId id, bool& at_start) const {
+size_t Tokenizer::decoded_size(TokenId id, bool skip_special, int& strip_left) const {
   if (id < 0 || id >= vocab_size()) return 0;
-  const size_t size = decoded_[id].size();
-  if (size == 0) return 0;
-  const bool strip = at_start && vocab_.add_dummy_prefix && dummy_prefix_[id];
-  at_start = false;
-  return size - (strip ? 1 : 0);
+  const TokenizerParts& p = s_->parts;
+  const bool special = is_special(id);
+  if (special && skip_special) return 0;
+  const std::string& text = special ? p.vocab.pieces[id] : p.decoded[id];
+  if (text.empty()) return 0;
+  size_t skip = 0;
+  if (strip_left > 0 && p.strippable[id]) {
+    while (strip_left > 0 && skip < text.size() && text[skip] == p.strip_char) {
+      ++skip;
+      --strip_left;
+    }
+  }
+  if (skip < text.size()) strip_left = 0;
+  return text.size() - skip;
 }
 
-std::string Tokenizer::decode(std::span<const TokenId> ids) const {
+std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special) const {
   std::string out;
-  bool at_start = true;
-  for (TokenId id : ids) append_decoded(id, at_start, out);
+  int strip_left = s_->parts.strip_count;
+  for (TokenId id : ids) append_decoded(id, skip_special, strip_left, out);
   return out;
 }
 
 std::string Tokenizer::decode_incremental(std::span<const TokenId> ids, size_t& emitted_bytes,
                                           bool flush) const {
   // Find the first token whose text reaches past emitted_bytes, then decode from there.
-  bool at_start = true;
+  int strip_left = s_->parts.strip_count;
   size_t offset = 0;
   size_t first_idx = ids.size();
   size_t first_offset = 0;
-  bool first_at_start = true;
+  int first_strip = strip_left;
   for (size_t i = 0; i < ids.size(); ++i) {
-    const bool before = at_start;
-    const size_t size = decoded_size(ids[i], at_start);
+    const int before = strip_left;
+    const size_t size = decoded_size(ids[i], true, strip_left);
     if (first_idx == ids.size() && offset + size > emitted_bytes) {
       first_idx = i;
       first_offset = offset;
-      first_at_start = before;
+      first_strip = before;
     }
     offset += size;
   }
   if (first_idx == ids.size()) return {};
   std::string tail;
-  for (size_t i = first_idx; i < ids.size(); ++i) append_decoded(ids[i], first_at_start, tail);
+  for (size_t i = first_idx; i < ids.size(); ++i) append_decoded(ids[i], true, first_strip, tail);
   std::string_view fresh = std::string_view(tail).substr(emitted_bytes - first_offset);
   if (!flush) fresh = fresh.substr(0, incomplete_utf8_tail(fresh));
   emitted_bytes += fresh.size();

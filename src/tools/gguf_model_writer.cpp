@@ -4,6 +4,7 @@
 
 #include "io/gguf_file.h"
 #include "model/gguf_config.h"
+#include "text/tokenizer.h"
 #include "quant/quantize_matrix.h"
 #include "tools/gguf_writer.h"
 
@@ -191,6 +192,80 @@ Status add_layer(TensorList& t, const ModelWeights& w, int i) {
   return Status::ok();
 }
 
+
+// tokenizer.ggml.* for the model's tokenizer, as llama.cpp reads them: "gpt2" (byte-level BPE
+// from a tokenizer.json whose split patterns are a known pre type) or "llama" (SentencePiece).
+// Other tokenizers are refused by name rather than written without a vocabulary.
+Status append_tokenizer_metadata(const Tokenizer& tok, std::vector<std::pair<std::string, GgufValue>>& md) {
+  const auto str = [&](const char* key, std::string v) {
+    GgufValue g;
+    g.type = GgufType::kString;
+    g.str = std::move(v);
+    md.emplace_back(key, std::move(g));
+  };
+  const auto u32 = [&](const char* key, int64_t v) {
+    GgufValue g;
+    g.type = GgufType::kU32;
+    g.integer = v;
+    md.emplace_back(key, std::move(g));
+  };
+  const auto flag = [&](const char* key, bool v) {
+    GgufValue g;
+    g.type = GgufType::kBool;
+    g.integer = v ? 1 : 0;
+    md.emplace_back(key, std::move(g));
+  };
+  const auto strings = [&](const char* key, std::vector<std::string> v) {
+    GgufValue g;
+    g.type = GgufType::kArray;
+    g.elem_type = GgufType::kString;
+    g.strings = std::move(v);
+    md.emplace_back(key, std::move(g));
+  };
+  const auto ints = [&](const char* key, GgufType t, std::vector<int64_t> v) {
+    GgufValue g;
+    g.type = GgufType::kArray;
+    g.elem_type = t;
+    g.integers = std::move(v);
+    md.emplace_back(key, std::move(g));
+  };
+  const TokenizerVocab& v = tok.vocab();
+  if (const GgufBpeExport* ex = tok.gguf_export()) {
+    str("tokenizer.ggml.model", "gpt2");
+    str("tokenizer.ggml.pre", ex->pre);
+    strings("tokenizer.ggml.tokens", ex->tokens);
+    strings("tokenizer.ggml.merges", ex->merges);
+    ints("tokenizer.ggml.token_type", GgufType::kI32, std::vector<int64_t>(ex->token_types.begin(), ex->token_types.end()));
+  } else if (tok.kind() == "sentencepiece") {
+    str("tokenizer.ggml.model", "llama");
+    strings("tokenizer.ggml.tokens", v.pieces);
+    GgufValue scores;
+    scores.type = GgufType::kArray;
+    scores.elem_type = GgufType::kF32;
+    scores.reals.assign(v.scores.begin(), v.scores.end());
+    md.emplace_back("tokenizer.ggml.scores", std::move(scores));
+    std::vector<int64_t> types;
+    for (TokenType t : v.types) types.push_back(static_cast<int64_t>(t));
+    ints("tokenizer.ggml.token_type", GgufType::kI32, std::move(types));
+    u32("tokenizer.ggml.unknown_token_id", v.unk_id);
+  } else {
+    return unimplemented("the " + tok.kind() + " tokenizer has no GGUF form (only byte-level BPE with a known pre type, "
+                         "or SentencePiece)");
+  }
+  const auto replace_id = [&](const char* key, TokenId id) {
+    if (id < 0) return;  // keep the config's id
+    std::erase_if(md, [key](const auto& kv) { return kv.first == key; });
+    u32(key, id);
+  };
+  replace_id("tokenizer.ggml.bos_token_id", v.bos_id);
+  replace_id("tokenizer.ggml.eos_token_id", v.eos_id);
+  const std::vector<TokenId> specials_only = tok.encode("", /*add_special_tokens=*/true);
+  const size_t bos_count = tok.add_bos() ? 1 : 0;
+  flag("tokenizer.ggml.add_bos_token", tok.add_bos());
+  flag("tokenizer.ggml.add_eos_token", v.eos_id >= 0 && specials_only.size() > bos_count && specials_only.back() == v.eos_id);
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<GgufWriteReport> write_model_gguf(const ModelWeights& w, const std::filesystem::path& path, DType matrix_dtype,
@@ -209,6 +284,7 @@ Result<GgufWriteReport> write_model_gguf(const ModelWeights& w, const std::files
     v.str = w.chat_template;
     metadata.emplace_back("tokenizer.chat_template", std::move(v));
   }
+  if (w.tokenizer) DENSA_RETURN_IF_ERROR(append_tokenizer_metadata(*w.tokenizer, metadata));
   TensorList t(matrix_dtype);
   const int total = 3 + c.num_layers;
   int done = 0;
