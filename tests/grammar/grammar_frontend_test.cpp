@@ -1,0 +1,164 @@
+// Front ends at the string level (byte vocabulary): regex against std::regex (ECMAScript) on
+// random strings, GBNF and JSON Schema on hand-written accepted / rejected strings, and the
+// clear errors for malformed or unsupported input and size limits.
+#include <random>
+#include <regex>
+
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+#include "grammar/regex.h"
+#include "grammar_test_util.h"
+
+namespace densa::grammar {
+namespace {
+
+using testing::byte_vocab;
+using testing::full_match;
+
+std::shared_ptr<const CompiledGrammar> must_compile(Result<Grammar> g) {
+  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
+  if (!g.is_ok()) return nullptr;
+  auto c = compile(*g, byte_vocab());
+  EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+  return c.is_ok() ? *c : nullptr;
+}
+
+TEST(GrammarRegex, AgreesWithStdRegexOnRandomStrings) {
+  const std::vector<std::string> patterns = {
+      "abc",         "a|b|cd",        "a*b+c?",     "(ab)*",        "[a-c]{2,3}",
+      "[^a]b",       "a{2}",          "a{1,}c",     "(a|bc)+d?",    "\\d+",
+      "[\\da]*",     "x(?:ab|c){0,2}y", "a.c",      "\\.+",         "[a\\-c]+",
+      "^ab$",        "(a|)b",         "\\w\\W",     "a??b",
+  };
+  std::mt19937 rng(7);
+  const std::string alphabet = "abcdxy1.-_ ]";
+  for (const auto& p : patterns) {
+    auto g = must_compile(grammar_from_regex(p));
+    ASSERT_NE(g, nullptr) << p;
+    const std::regex oracle(p, std::regex::ECMAScript);
+    int matched = 0;
+    for (int t = 0; t < 400; ++t) {
+      const size_t len = rng() % 6;
+      std::string s;
+      for (size_t k = 0; k < len; ++k) s.push_back(alphabet[rng() % alphabet.size()]);
+      const bool want = std::regex_match(s, oracle);
+      matched += want;
+      EXPECT_EQ(full_match(g, s), want) << "/" << p << "/ on '" << s << "'";
+    }
+    // Strings the oracle accepts, to be sure each pattern is exercised on both sides.
+    for (const std::string s : {"abc", "a", "b", "cd", "ab", "abab", "bb", "aa", "aac", "1", "x", "xy",
+                                "xaby", "a.c", "..", "a-c", "ba", "a_", "]", "ab", "bcd", "ac"}) {
+      const bool want = std::regex_match(s, oracle);
+      matched += want;
+      EXPECT_EQ(full_match(g, s), want) << "/" << p << "/ on '" << s << "'";
+    }
+    EXPECT_GT(matched, 0) << p;
+  }
+}
+
+TEST(GrammarRegex, Utf8AndEscapes) {
+  auto g = must_compile(grammar_from_regex("[é-ê]\\u00e9\\x41."));
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(full_match(g, "éé" "A" "€"));
+  EXPECT_TRUE(full_match(g, "êéAz"));
+  EXPECT_FALSE(full_match(g, "eéAz"));
+  EXPECT_FALSE(full_match(g, "éé" "A" "\n"));  // '.' excludes line terminators
+  EXPECT_FALSE(full_match(g, "éé" "A" "\xff"));  // not UTF-8
+}
+
+TEST(GrammarRegex, RefusesUnsupportedConstructsByName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"(a)\\1", "backreference"}, {"a(?=b)", "lookaround"}, {"\\bfoo", "word boundary"},
+      {"\\p{L}", "property"},      {"(?i)a", "inline flags"}, {"a*+", "possessive"},
+      {"a^b", "anchor"},           {"(ab", "missing ')'"},   {"ab)", "unbalanced"},
+      {"[a-", "unterminated"},     {"*a", "nothing to repeat"}, {"a{3,1}", "n < m"},
+      {"[z-a]", "out of order"},   {"a{99999}", "repetition count"}, {"\\q", "unknown escape"}};
+  for (const auto& [p, what] : cases) {
+    auto g = grammar_from_regex(p);
+    ASSERT_FALSE(g.is_ok()) << p;
+    EXPECT_NE(g.status().message().find(what), std::string::npos) << p << ": " << g.status().message();
+  }
+  RegexLimits tight;
+  tight.max_nesting = 3;
+  auto deep = grammar_from_regex("((((a))))", tight);
+  ASSERT_FALSE(deep.is_ok());
+  EXPECT_NE(deep.status().message().find("nested deeper"), std::string::npos);
+}
+
+TEST(GrammarGbnf, AcceptsAndRejects) {
+  const char* text = R"(
+    # a tiny key/value list
+    root ::= "{" pair ("," ws pair)* "}"
+    pair ::= key ":" ws value
+    key  ::= [a-z_]+
+    value ::= ("yes" | "no") | num
+    num ::= "-"? [0-9]{1,3}
+    ws ::= [ \t]?
+  )";
+  auto g = must_compile(grammar_from_gbnf(text));
+  ASSERT_NE(g, nullptr);
+  for (const char* ok : {"{a:yes}", "{a: no,b_c:\t12}", "{x:-999}", "{k:1, k:2,\tz:no}"})
+    EXPECT_TRUE(full_match(g, ok)) << ok;
+  for (const char* bad : {"{}", "{a:yes,}", "{A:yes}", "{a:1234}", "{a:maybe}", "{a:  yes}", "{a:yes"})
+    EXPECT_FALSE(full_match(g, bad)) << bad;
+}
+
+TEST(GrammarGbnf, EscapesClassesAndDot) {
+  auto g = must_compile(grammar_from_gbnf(
+      "root ::= \"\\x41\\n\" [^\\]a] . \"\\u00e9\" [\\u0100-\\U0001F600]{2}"));
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(full_match(g, "A\nbz\xc3\xa9\xc4\x80\xf0\x9f\x98\x80"));
+  EXPECT_FALSE(full_match(g, "A\n]z\xc3\xa9\xc4\x80\xc4\x80"));
+  EXPECT_FALSE(full_match(g, "A\naz\xc3\xa9\xc4\x80\xc4\x80"));
+  EXPECT_TRUE(full_match(g, "A\nb\xe2\x82\xac\xc3\xa9\xc4\x80\xc4\x80"));
+}
+
+TEST(GrammarGbnf, RefusesMalformedGrammarsClearly) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"rot ::= \"a\"", "no 'root' rule"},
+      {"root ::= foo", "'foo' is used but not defined"},
+      {"root ::= \"a\"\nroot ::= \"b\"", "defined twice"},
+      {"root ::= \"abc", "unterminated string"},
+      {"root ::= [a-", "unterminated character class"},
+      {"root ::= (\"a\"", "missing ')'"},
+      {"root ::= \"a\" )", "unbalanced"},
+      {"root \"a\"", "expected '::='"},
+      {"root ::= \"\\q\"", "unknown escape"},
+      {"root ::= \"a\"{2,1}", "n < m"},
+      {"root ::= root \"a\"", "left-recursive"},
+      {"root ::= (\"a\"?)*", "left-recursive"},
+  };
+  for (const auto& [text, what] : cases) {
+    Result<Grammar> g = grammar_from_gbnf(text);
+    Status st = g.is_ok() ? compile(*g, byte_vocab()).status() : g.status();
+    ASSERT_FALSE(st.is_ok()) << text;
+    EXPECT_NE(st.message().find(what), std::string::npos) << text << ": " << st.message();
+  }
+}
+
+TEST(GrammarSize, LimitsAreClearErrors) {
+  auto big = grammar_from_gbnf("root ::= (\"ab\"{1000}){1000}");
+  ASSERT_TRUE(big.is_ok());
+  auto c = compile(*big, byte_vocab());
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("grammar too large"), std::string::npos) << c.status().message();
+  GbnfLimits tight;
+  tight.max_nesting = 2;
+  auto deep = grammar_from_gbnf("root ::= (((\"a\")))", tight);
+  ASSERT_FALSE(deep.is_ok());
+  EXPECT_NE(deep.status().message().find("nested deeper"), std::string::npos);
+  JsonSchemaLimits schema_limits;
+  schema_limits.max_depth = 3;
+  auto nested = grammar_from_json_schema(
+      R"({"type":"array","items":{"type":"array","items":{"type":"array","items":{"type":"array","items":{"type":"integer"}}}}})",
+      schema_limits);
+  ASSERT_FALSE(nested.is_ok());
+  EXPECT_NE(nested.status().message().find("nested deeper than 3"), std::string::npos) << nested.status().message();
+  schema_limits.max_source_bytes = 10;
+  auto long_text = grammar_from_json_schema(R"({"type":"string"})", schema_limits);
+  ASSERT_FALSE(long_text.is_ok());
+  EXPECT_NE(long_text.status().message().find("too large"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace densa::grammar
