@@ -52,6 +52,9 @@ struct ServeArgs {
   int disagg_timeout_ms = 30000;
   int disagg_ucx_workers = 16;
   std::string kv_scales = "dynamic";
+  std::string chat_template;
+  std::string tool_parser;
+  std::string reasoning_parser;
   WeightArgs weights;
 };
 
@@ -180,10 +183,18 @@ int run_serve(const ServeArgs& a) {
   scfg.ucx = ucx.get();
   scfg.disagg_timeout_ms = a.disagg_timeout_ms;
   scfg.disagg_ucx_workers = a.disagg_ucx_workers;
+  scfg.chat = {a.chat_template, a.tool_parser, a.reasoning_parser};
   server::HttpServer http(**engine, weights, scfg);
   if (Status s = http.bind(); !s.is_ok()) {
     (*engine)->shutdown();
     return fail(s.message());
+  }
+  {
+    const server::ChatFormat& chat = http.chat_format();
+    std::fprintf(stderr, "densa serve: tokenizer %s (%d tokens); chat template: %s; tool parser: %s; reasoning parser: %s\n",
+                 weights.tokenizer->kind().c_str(), weights.tokenizer->vocab_size(), chat.origin.c_str(),
+                 chat.tool_parser.empty() ? "none" : chat.tool_parser.c_str(),
+                 chat.reasoning_parser.empty() ? "none" : chat.reasoning_parser.c_str());
   }
   // Quality canary (tools/canary.h): the probe scored at the serving precision and on a BF16
   // copy of the checkpoint this process holds, on its own low-priority thread.
@@ -265,6 +276,15 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--kv-integrity", a->kv_integrity,
                   "KV integrity check before batches read cached KV: off | on | sample=N | digest[=N]");
   cmd->add_option("--served-model-name", a->served_model_name, "model id clients use (default: the file name)");
+  cmd->add_option("--chat-template", a->chat_template,
+                  "Jinja chat template file to use instead of the model's own (the plain fallback serves models "
+                  "that ship none)");
+  cmd->add_option("--tool-parser", a->tool_parser,
+                  "tool-call format of the model's output: kimi_k2, glm45, deepseek_v3, deepseek_v31, hermes, qwen3, "
+                  "qwen3_coder, or none (default: guessed from the chat template)");
+  cmd->add_option("--reasoning-parser", a->reasoning_parser,
+                  "thinking format: qwen3, deepseek_r1, deepseek_v31, glm45, kimi_k2, or none (default: guessed from "
+                  "the chat template)");
   cmd->add_flag("--routing-stats", a->routing_stats, "record MoE routing load per step (/metrics densa_moe_*)");
   cmd->add_option("--request-log", a->request_log, "one JSON line per finished request to FILE ('-' = stderr)");
   cmd->add_option("--canary", a->canary, "quality canary: probe text FILE scored at serving precision vs a BF16 copy");

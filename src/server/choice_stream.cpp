@@ -6,17 +6,18 @@ namespace densa::server {
 
 ChoiceStream::ChoiceStream(Engine& engine, std::shared_ptr<RequestStream> stream, const Tokenizer& tokenizer,
                            std::vector<TokenId> prompt, std::vector<std::string> stop,
-                           std::chrono::steady_clock::time_point arrival)
+                           std::chrono::steady_clock::time_point arrival, bool skip_special)
     : engine_(engine),
       stream_(std::move(stream)),
       tokenizer_(tokenizer),
       ids_(std::move(prompt)),
       stop_(std::move(stop)),
+      skip_special_(skip_special),
       num_prompt_tokens_(static_cast<int>(ids_.size())),
       arrival_(arrival),
       last_event_(arrival) {
   // Hold back nothing of the prompt: only text after it is the completion.
-  emitted_bytes_ = tokenizer_.decode(ids_).size();
+  emitted_bytes_ = tokenizer_.decode(ids_, skip_special_).size();
 }
 
 ChoiceStream::~ChoiceStream() {
@@ -48,11 +49,12 @@ void ChoiceStream::apply(TokenEvent& e, ChoiceUpdate& update) {
   if (e.token) {
     if (!first_token_) first_token_ = e.time;
     ++num_generated_;
-    ids_.push_back(*e.token);
-    update.tokens.push_back({*e.token, e.logprob, std::move(e.top_logprobs)});
-    // EOS (a control token) decodes to nothing, so it never shows in the text.
     const bool last = e.finish != FinishReason::kNone;
-    update.text += stop_.feed(tokenizer_.decode_incremental(ids_, emitted_bytes_, last));
+    // The token that ended generation (EOS or a stop token) is not part of the text, also
+    // when special tokens are shown.
+    if (!(last && e.finish == FinishReason::kStop && tokenizer_.is_special(*e.token))) ids_.push_back(*e.token);
+    update.tokens.push_back({*e.token, e.logprob, std::move(e.top_logprobs)});
+    update.text += stop_.feed(tokenizer_.decode_incremental(ids_, emitted_bytes_, last, skip_special_));
     if (stop_.matched()) {
       engine_.cancel(stream_->id());
       finish(ChoiceFinish::kStop, update);
@@ -63,7 +65,7 @@ void ChoiceStream::apply(TokenEvent& e, ChoiceUpdate& update) {
     case FinishReason::kNone: return;
     case FinishReason::kStop:
     case FinishReason::kLength:
-      update.text += stop_.feed(tokenizer_.decode_incremental(ids_, emitted_bytes_, /*flush=*/true));
+      update.text += stop_.feed(tokenizer_.decode_incremental(ids_, emitted_bytes_, /*flush=*/true, skip_special_));
       if (stop_.matched()) {
         finish(ChoiceFinish::kStop, update);
         return;

@@ -23,7 +23,8 @@ struct TokenLogprob {
   std::vector<std::pair<TokenId, float>> top;
 };
 
-enum class ChoiceFinish { kNone, kStop, kLength, kError };
+// kToolCalls: a chat choice that ended (stop) after making tool calls; set by the handler.
+enum class ChoiceFinish { kNone, kStop, kLength, kError, kToolCalls };
 
 // What one poll added.
 struct ChoiceUpdate {
@@ -35,9 +36,12 @@ struct ChoiceUpdate {
 
 class ChoiceStream {
  public:
+  // skip_special: special tokens are left out of the text (the OpenAI default); false gives
+  // their text (skip_special_tokens: false, or a tool-call format whose markers are special
+  // tokens), except for the token that ended generation.
   ChoiceStream(Engine& engine, std::shared_ptr<RequestStream> stream, const Tokenizer& tokenizer,
                std::vector<TokenId> prompt, std::vector<std::string> stop,
-               std::chrono::steady_clock::time_point arrival);
+               std::chrono::steady_clock::time_point arrival, bool skip_special = true);
   ~ChoiceStream();  // cancels the engine request if it has not finished
   ChoiceStream(const ChoiceStream&) = delete;
   ChoiceStream& operator=(const ChoiceStream&) = delete;
@@ -70,6 +74,7 @@ class ChoiceStream {
   std::vector<TokenId> ids_;  // prompt + generated
   size_t emitted_bytes_ = 0;  // bytes of decode(ids_) already passed to the stop matcher
   StopMatcher stop_;
+  bool skip_special_ = true;
   ChoiceFinish finish_ = ChoiceFinish::kNone;
   bool engine_done_ = false;  // the engine sent its final event
   int num_prompt_tokens_ = 0;

@@ -1,5 +1,7 @@
 #include "server/completion_handler.h"
 
+#include "text/chat_parse/chat_parse.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,7 +37,37 @@ struct Plan {
   std::vector<std::string> stop;
   std::vector<TokenId> stop_token_ids;
   int max_tokens = 16;
+  bool reasoning_open = false;  // chat: the rendered prompt ends inside a thinking block
+  ConstraintPlan constraint;    // chat: structured output / tool-call grammar
+  bool parse_chat = false;      // chat: the output is parsed for reasoning and tool calls
+  bool skip_special = true;     // detokenize without special tokens
+  std::vector<uint64_t> seeds;  // [choices] sampling seeds (they also seed tool-call ids)
 };
+
+// How a choice's output is parsed into content, reasoning_content and tool_calls: the
+// model's tool parser when the request has tools (and tool_choice is not none), its reasoning
+// parser always. Tool-call ids come from the choice's seed, so the streamed and the whole
+// answer of one seed agree.
+toolparse::ChatParseOptions chat_parse_options(const ServingContext& ctx, const Plan& plan, uint64_t seed) {
+  toolparse::ChatParseOptions o;
+  const OpenAiRequest& r = plan.request;
+  if (!r.tools.empty() && r.tool_choice != ToolChoiceKind::kNone) {
+    o.tool_parser = ctx.chat.tool_parser;
+    Result<toolparse::ToolSet> tools = toolparse::ToolSet::from_openai(nlohmann::json::parse(r.tools.dump()));
+    if (tools.is_ok()) o.tools = std::move(tools).value();
+  }
+  o.reasoning_parser = ctx.chat.reasoning_parser;
+  o.reasoning_open_in_prompt = plan.reasoning_open;
+  o.ids = toolparse::seeded_ids(seed);
+  return o;
+}
+
+// Every call parsed whole and its arguments valid for its tool's schema.
+bool calls_valid(const toolparse::ParsedMessage& m, const toolparse::ToolSet& tools) {
+  for (const toolparse::ToolCall& c : m.tool_calls)
+    if (!c.error.empty() || !toolparse::validate_tool_call(c, tools).is_ok()) return false;
+  return true;
+}
 
 std::string new_request_id(ApiKind kind) {
   static std::atomic<uint64_t> counter{0};
@@ -61,21 +93,33 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
   const char* prompt_param = request.kind == ApiKind::kChat ? "messages" : "prompt";
   if (request.kind == ApiKind::kChat) {
     // Refused by name until this model has what they need, never answered as plain text.
-    if (!request.tools.empty()) {
-      error = api_error(invalid_argument("'tools' are not supported for this model: it has no tool-call format"),
+    if (!request.tools.empty() && request.tool_choice != ToolChoiceKind::kNone && ctx.chat.tool_parser.empty()) {
+      error = api_error(invalid_argument("'tools' are not supported for this model: its chat template (" +
+                                         ctx.chat.origin + ") has no tool-call format densa parses (see --tool-parser)"),
                         "tools");
       return std::nullopt;
     }
-    if (request.response_format.kind != ResponseFormatKind::kText) {
-      error = api_error(invalid_argument("'response_format' other than text is not supported by this server"),
-                        "response_format");
+    Result<RenderedChat> chat = render_chat(ctx.chat, request);
+    if (!chat.is_ok()) {
+      error = api_error(chat.status(), "messages");
       return std::nullopt;
     }
-    ChatPrompt chat = apply_chat_template(ctx.chat_family, request.messages);
-    plan.prompts.push_back({tok.encode(chat.text, /*add_special_tokens=*/true), chat.text});
-    plan.stop = chat.stop;
-    for (const std::string& piece : chat.stop_pieces)
+    plan.prompts.push_back({tok.encode(chat->text, chat->add_special_tokens), chat->text});
+    plan.stop = chat->stop;
+    for (const std::string& piece : chat->stop_pieces)
       if (auto id = tok.token_to_id(piece)) plan.stop_token_ids.push_back(*id);
+    plan.reasoning_open = chat->reasoning_open;
+    std::string param;
+    Result<ConstraintPlan> constraint = ctx.constraints->plan(request, ctx.chat, plan.reasoning_open, param);
+    if (!constraint.is_ok()) {
+      error = api_error(constraint.status(), param);
+      return std::nullopt;
+    }
+    plan.constraint = std::move(constraint).value();
+    const bool tools = !request.tools.empty() && request.tool_choice != ToolChoiceKind::kNone;
+    plan.parse_chat = (tools && !ctx.chat.tool_parser.empty()) || !ctx.chat.reasoning_parser.empty();
+    // Formats whose markers are special tokens are parsed from text that shows them.
+    plan.skip_special = request.skip_special_tokens && (!tools || OutputConstraints::hermes_like(ctx.chat.tool_parser));
   } else {
     for (PromptInput& p : request.prompts) {
       if (p.is_ids) {
@@ -91,8 +135,15 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
         plan.prompts.push_back({tok.encode(p.text, /*add_special_tokens=*/true), p.text});
       }
     }
+    plan.skip_special = request.skip_special_tokens;
   }
   for (const std::string& s : request.stop) plan.stop.push_back(s);
+  // Every id the model declares as an end of generation ends the turn (generation_config.json
+  // may list several, e.g. <|im_end|> and <|endoftext|>).
+  if (!request.ignore_eos)
+    for (TokenId id : tok.eos_ids())
+      if (std::find(plan.stop_token_ids.begin(), plan.stop_token_ids.end(), id) == plan.stop_token_ids.end())
+        plan.stop_token_ids.push_back(id);
 
   const int64_t pool_tokens = static_cast<int64_t>(ctx.engine.stats().kv_pages_total) * ctx.page_size;
   const int64_t limit = pool_tokens > 0 ? std::min<int64_t>(ctx.context_tokens(), pool_tokens) : ctx.context_tokens();
@@ -130,7 +181,7 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
 
 // Submits n requests per prompt; on any failure the ones already submitted are cancelled
 // (ChoiceStream destructors) and the error is returned.
-std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingContext& ctx, const Plan& plan,
+std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingContext& ctx, Plan& plan,
                                                                      Clock::time_point arrival,
                                                                      const std::string& prefill_url, ApiError& error) {
   std::vector<std::unique_ptr<ChoiceStream>> choices;
@@ -147,6 +198,8 @@ std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingCont
       g.num_top_logprobs = r.num_top_logprobs;
       g.kv_integrity = r.kv_integrity;
       g.cache_salt = r.cache_salt;
+      g.constraint = ctx.constraints->make(plan.constraint);
+      plan.seeds.push_back(g.sampling.seed);
       // A decode worker gets the prompt's KV from the prefill worker the request names.
       Result<std::shared_ptr<RequestStream>> stream =
           ctx.disagg != nullptr ? ctx.disagg->submit(std::move(g), prefill_url) : ctx.engine.submit(std::move(g));
@@ -156,7 +209,7 @@ std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingCont
         return std::nullopt;
       }
       choices.push_back(std::make_unique<ChoiceStream>(ctx.engine, std::move(stream).value(), ctx.tokenizer, p.ids,
-                                                       plan.stop, arrival));
+                                                       plan.stop, arrival, plan.skip_special));
     }
   }
   return choices;
@@ -204,6 +257,7 @@ const char* finish_name(ChoiceFinish f) {
     case ChoiceFinish::kStop: return "stop";
     case ChoiceFinish::kLength: return "length";
     case ChoiceFinish::kError: return "error";
+    case ChoiceFinish::kToolCalls: return "tool_calls";
   }
   return "error";
 }
@@ -274,6 +328,20 @@ void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::un
     for (size_t i = 0; i < results.size(); ++i) results[i].text = plan.prompts[i / r.n].echo_text + results[i].text;
   const ResponseHeader header = header_of(ctx, r.kind);
   nlohmann::json body = response_json(header, ctx.tokenizer, results, r.num_top_logprobs >= 0, usage_of(plan, choices));
+  if (plan.parse_chat) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      const toolparse::ChatParseOptions o = chat_parse_options(ctx, plan, plan.seeds[i]);
+      Result<toolparse::ParsedMessage> m = toolparse::parse_chat_output(results[i].text, o);
+      // A call that did not parse or does not fit its schema is not sent as a call: the text
+      // stays the answer's content (under a grammar this cannot happen).
+      if (!m.is_ok() || !calls_valid(m.value(), o.tools)) continue;
+      body["choices"][i]["message"] = toolparse::to_openai_message(m.value());
+      if (!m->tool_calls.empty() && results[i].finish == ChoiceFinish::kStop) {
+        results[i].finish = ChoiceFinish::kToolCalls;
+        body["choices"][i]["finish_reason"] = "tool_calls";
+      }
+    }
+  }
   std::vector<std::optional<ChoiceTiming>> timings;
   const std::optional<ChoiceTiming>* slowest = nullptr;
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -301,8 +369,43 @@ struct StreamState {
   std::vector<size_t> text_bytes;  // [choices] bytes sent so far (completions text_offset)
   std::vector<std::optional<ChoiceTiming>> timings;  // [choices] once finished
   std::vector<ChoiceFinish> finishes;                // [choices]
+  // [choices] chat output parsers (Plan::parse_chat): content, reasoning and tool-call deltas
+  // from the text so far, so the deltas concatenate to the whole answer's message.
+  std::vector<std::unique_ptr<toolparse::ChatStreamParser>> parsers;
   bool started = false;
   bool done = false;
+
+  // The chunks for one update of choice i: one per parsed delta when parsing, else one.
+  void emit(std::string& out, size_t i, const ChoiceUpdate& u, const nlohmann::json& logprobs) {
+    const OpenAiRequest& r = plan.request;
+    ChoiceFinish finish = u.finish;
+    if (parsers.empty() || parsers[i] == nullptr) {
+      append_chunk(out, i, chunk_json(header, static_cast<int>(i), u.text, logprobs, finish, false, r.include_usage), finish);
+      return;
+    }
+    std::vector<toolparse::ChatDelta> deltas = parsers[i]->feed(u.text);
+    if (finish != ChoiceFinish::kNone) {
+      for (toolparse::ChatDelta& d : parsers[i]->finish()) deltas.push_back(std::move(d));
+      if (finish == ChoiceFinish::kStop && !parsers[i]->message().tool_calls.empty()) finish = ChoiceFinish::kToolCalls;
+    }
+    for (size_t k = 0; k < deltas.size(); ++k) {
+      const bool last = k + 1 == deltas.size();
+      nlohmann::json chunk = chunk_json(header, static_cast<int>(i), "", k == 0 ? logprobs : nlohmann::json(),
+                                        last ? finish : ChoiceFinish::kNone, false, r.include_usage);
+      chunk["choices"][0]["delta"] = toolparse::to_openai_delta(deltas[k]);
+      append_chunk(out, i, std::move(chunk), last ? finish : ChoiceFinish::kNone);
+    }
+    // Logprobs or the finish with no text delta still get their chunk.
+    if (deltas.empty() && (!logprobs.is_null() || finish != ChoiceFinish::kNone))
+      append_chunk(out, i, chunk_json(header, static_cast<int>(i), "", logprobs, finish, false, r.include_usage), finish);
+  }
+
+  void append_chunk(std::string& out, size_t i, nlohmann::json chunk, ChoiceFinish finish) {
+    // The choice's final chunk carries its stage times when asked (densa_timing).
+    if (plan.request.timing && finish != ChoiceFinish::kNone)
+      chunk["choices"][0]["densa_timing"] = timings[i] ? choice_timing_json(*timings[i]) : nlohmann::json();
+    out += sse_event(dump_json(chunk));
+  }
 
   // Returns the SSE text to send now (empty when nothing happened).
   std::string step() {
@@ -340,12 +443,7 @@ struct StreamState {
       }
       if (!u.text.empty() || !u.tokens.empty() || u.finish != ChoiceFinish::kNone) {
         nlohmann::json logprobs = lp ? logprobs_json(r.kind, ctx.tokenizer, u.tokens, text_bytes[i]) : nlohmann::json();
-        nlohmann::json chunk = chunk_json(header, static_cast<int>(i), u.text, logprobs, u.finish,
-                                          /*first=*/false, r.include_usage);
-        // The choice's final chunk carries its stage times when asked (densa_timing).
-        if (r.timing && u.finish != ChoiceFinish::kNone)
-          chunk["choices"][0]["densa_timing"] = timings[i] ? choice_timing_json(*timings[i]) : nlohmann::json();
-        out += sse_event(dump_json(chunk));
+        emit(out, i, u, logprobs);
         text_bytes[i] += u.text.size();
       }
       all_done = all_done && choices[i]->finished();
@@ -368,11 +466,18 @@ struct StreamState {
 void respond_streaming(ServingContext& ctx, Plan plan, std::vector<std::unique_ptr<ChoiceStream>> choices,
                        httplib::Response& res) {
   auto state = std::make_shared<StreamState>(StreamState{ctx, std::move(plan), header_of(ctx, ApiKind::kCompletion),
-                                                         std::move(choices), {}, {}, {}, false, false});
+                                                         std::move(choices), {}, {}, {}, {}, false, false});
   state->header = header_of(ctx, state->plan.request.kind);
   state->text_bytes.assign(state->choices.size(), 0);
   state->timings.assign(state->choices.size(), std::nullopt);
   state->finishes.assign(state->choices.size(), ChoiceFinish::kNone);
+  if (state->plan.parse_chat) {
+    for (size_t i = 0; i < state->choices.size(); ++i) {
+      Result<std::unique_ptr<toolparse::ChatStreamParser>> p =
+          toolparse::ChatStreamParser::create(chat_parse_options(ctx, state->plan, state->plan.seeds[i]));
+      state->parsers.push_back(p.is_ok() ? std::move(p).value() : nullptr);
+    }
+  }
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(

@@ -50,7 +50,14 @@ HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerCo
     : config_(std::move(config)), http_(std::make_unique<httplib::Server>()) {
   CHECK(weights.tokenizer != nullptr) << "HttpServer needs a model with a tokenizer";
   ctx_.reset(new ServingContext{engine, weights, *weights.tokenizer, config_.served_model_name, config_.page_size,
-                                detect_chat_template(weights.chat_template), {}, {}});
+                                ChatFormat{}, {}, {}});
+  ctx_->constraints = std::make_unique<OutputConstraints>(*weights.tokenizer);
+  Result<ChatFormat> chat = make_chat_format(weights, config_.chat);
+  if (chat.is_ok()) {
+    ctx_->chat = std::move(chat).value();
+  } else {
+    chat_status_ = chat.status();
+  }
   completions_ = std::make_unique<CompletionHandler>(*ctx_);
   disagg_ = std::make_unique<DisaggWorker>(*ctx_, config_.role, config_.ucx, config_.disagg_timeout_ms,
                                            config_.disagg_ucx_workers);
@@ -91,7 +98,10 @@ void HttpServer::register_routes() {
                              {"object", "model"},
                              {"created", 0},
                              {"owned_by", "densa"},
-                             {"max_model_len", ctx.context_tokens()}};
+                             {"max_model_len", ctx.context_tokens()},
+                             {"densa_chat_template", ctx.chat.origin},
+                             {"densa_tool_parser", ctx.chat.tool_parser},
+                             {"densa_reasoning_parser", ctx.chat.reasoning_parser}};
                send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
              }));
   http_->Get("/health", guarded(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
@@ -142,7 +152,10 @@ void bind_port_exclusively(httplib::Server& http) {
   });
 }
 
+const ChatFormat& HttpServer::chat_format() const { return ctx_->chat; }
+
 Status HttpServer::bind() {
+  if (!chat_status_.is_ok()) return chat_status_;
   if (!config_.request_log_path.empty() && request_log_ == nullptr) {
     Result<std::unique_ptr<RequestLog>> log = RequestLog::open(config_.request_log_path);
     if (!log.is_ok()) return log.status();

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "engine/engine.h"
 #include "model/model_weights.h"
+#include "server/chat_prompt.h"
 #include "server/disagg_worker.h"
 
 namespace httplib {
@@ -41,6 +42,7 @@ struct HttpServerConfig {
   const disagg::UcxContext* ucx = nullptr;  // prefill / decode roles; must outlive the server
   int disagg_timeout_ms = 30000;            // every wait of a KV transfer
   int disagg_ucx_workers = 16;              // idle UCX workers pooled between transfers
+  ChatFormatOptions chat;                   // --chat-template, --tool-parser, --reasoning-parser
 };
 
 class HttpServer {
@@ -50,8 +52,11 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds the listening socket; fails when the address is taken or the model has no tokenizer.
+  // Binds the listening socket; fails when the address is taken or the chat template does not
+  // parse.
   Status bind();
+  // The chat template in force and where it came from, for the start-up log.
+  const ChatFormat& chat_format() const;
   int bound_port() const { return port_; }
   // Serves until stop(); returns after in-flight handlers have finished.
   void run();
@@ -64,6 +69,7 @@ class HttpServer {
   void register_routes();
 
   HttpServerConfig config_;
+  Status chat_status_;  // make_chat_format's verdict, reported by bind()
   std::unique_ptr<ServingContext> ctx_;
   std::unique_ptr<CompletionHandler> completions_;
   std::unique_ptr<DisaggWorker> disagg_;

@@ -239,7 +239,7 @@ bool read_tools(Reader& r, OpenAiRequest& req) {
       req.tool_choice = ToolChoiceKind::kNamed;
       req.tool_choice_name = (*c)["function"]["name"].get<std::string>();
       bool found = false;
-      for (const json& tool : req.tools) found = found || tool["function"]["name"] == req.tool_choice_name;
+      for (const nlohmann::ordered_json& tool : req.tools) found = found || tool["function"]["name"] == req.tool_choice_name;
       if (!found) return r.fail("tool_choice", "'tool_choice' names '" + req.tool_choice_name + "', which is not in 'tools'");
     } else {
       return r.fail("tool_choice", "'tool_choice' must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
@@ -282,7 +282,7 @@ bool read_response_format(Reader& r, OpenAiRequest& req) {
       if (key != "name" && key != "schema" && key != "strict" && key != "description")
         return r.fail("response_format", "'response_format.json_schema' field '" + key + "' is not supported");
     out.kind = ResponseFormatKind::kJsonSchema;
-    out.schema = (*js)["schema"];
+    out.schema = (*r.ordered)["response_format"]["json_schema"]["schema"];
     if (js->contains("name") && (*js)["name"].is_string()) out.name = (*js)["name"].get<std::string>();
     if (js->contains("strict")) {
       if (!(*js)["strict"].is_boolean()) return r.fail("response_format", "'response_format.json_schema.strict' must be a boolean");
@@ -309,9 +309,9 @@ bool check_known_fields(Reader& r, ApiKind kind) {
   static const char* const kCommon[] = {
       "model", "max_tokens", "temperature", "top_p", "min_p", "top_k", "seed", "n", "stop", "logprobs",
       "stream", "stream_options", "ignore_eos", "densa_timing", "densa_kv_integrity", "presence_penalty",
-      "frequency_penalty", "logit_bias", "skip_special_tokens", "logprobs_mode", "cache_salt"};
+      "frequency_penalty", "logit_bias", "skip_special_tokens", "logprobs_mode", "cache_salt", "max_completion_tokens"};
   static const char* const kCompletionOnly[] = {"prompt", "echo", "best_of", "suffix"};
-  static const char* const kChatOnly[] = {"messages", "max_completion_tokens", "top_logprobs", "tools",
+  static const char* const kChatOnly[] = {"messages", "top_logprobs", "tools",
                                           "tool_choice", "parallel_tool_calls", "response_format",
                                           "chat_template_kwargs", "add_generation_prompt"};
   for (const auto& [key, value] : r.body.items()) {

@@ -35,7 +35,7 @@ enum class ResponseFormatKind { kText, kJsonObject, kJsonSchema, kRegex, kEbnf }
 
 struct ResponseFormat {
   ResponseFormatKind kind = ResponseFormatKind::kText;
-  nlohmann::json schema;   // kJsonSchema: json_schema.schema
+  nlohmann::ordered_json schema;  // kJsonSchema: json_schema.schema, keys in the order sent
   std::string name;        // kJsonSchema: json_schema.name
   bool strict = false;     // kJsonSchema: json_schema.strict
   std::string grammar;     // kRegex: the pattern; kEbnf: the grammar text

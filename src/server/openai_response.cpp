@@ -12,6 +12,7 @@ json finish_reason_json(ChoiceFinish finish) {
     case ChoiceFinish::kStop: return "stop";
     case ChoiceFinish::kLength: return "length";
     case ChoiceFinish::kError: return "error";
+    case ChoiceFinish::kToolCalls: return "tool_calls";
   }
   return nullptr;
 }

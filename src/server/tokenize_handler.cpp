@@ -64,19 +64,43 @@ bool model_matches(const ServingContext& ctx, const json& body, httplib::Respons
 
 void register_tokenize_routes(httplib::Server& http, ServingContext& ctx) {
   http.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    std::optional<json> body = read_body(req, res, {"model", "prompt", "add_special_tokens", "return_token_strs"});
+    std::optional<json> body = read_body(req, res, {"model", "prompt", "messages", "tools", "add_generation_prompt",
+                                                    "chat_template_kwargs", "add_special_tokens", "return_token_strs"});
     if (!body || !model_matches(ctx, *body, res)) return;
-    auto prompt = body->find("prompt");
-    if (prompt == body->end() || !prompt->is_string()) return fail(res, "'prompt' must be a string", "prompt");
-    bool add_special = true, token_strs = false;
-    for (auto [name, out] : {std::pair{"add_special_tokens", &add_special}, std::pair{"return_token_strs", &token_strs}}) {
+    std::optional<bool> add_special;
+    bool token_strs = false;
+    for (const char* name : {"add_special_tokens", "return_token_strs"}) {
       auto f = body->find(name);
       if (f == body->end() || f->is_null()) continue;
       if (!f->is_boolean()) return fail(res, std::string("'") + name + "' must be a boolean", name);
-      *out = f->get<bool>();
+      if (std::string(name) == "add_special_tokens") add_special = f->get<bool>();
+      else token_strs = f->get<bool>();
+    }
+    std::string text;
+    bool default_special = true;
+    if (body->contains("messages")) {
+      // A conversation: rendered exactly as /v1/chat/completions renders it.
+      if (body->contains("prompt")) return fail(res, "give 'prompt' or 'messages', not both", "prompt");
+      // Re-read with the key order kept: the template prints objects (tojson) in the order sent.
+      nlohmann::ordered_json chat = nlohmann::ordered_json::parse(req.body);
+      chat.erase("add_special_tokens");
+      chat.erase("return_token_strs");
+      RequestError error;
+      std::optional<OpenAiRequest> request = parse_openai_request(ApiKind::kChat, chat.dump(), error);
+      if (!request) return send_error(res, api_error(error.status, error.param));
+      Result<RenderedChat> rendered = render_chat(ctx.chat, *request);
+      if (!rendered.is_ok()) return send_error(res, api_error(rendered.status(), "messages"));
+      text = std::move(rendered->text);
+      default_special = rendered->add_special_tokens;
+    } else {
+      for (const char* chat_only : {"tools", "add_generation_prompt", "chat_template_kwargs"})
+        if (body->contains(chat_only)) return fail(res, std::string("'") + chat_only + "' needs 'messages'", chat_only);
+      auto prompt = body->find("prompt");
+      if (prompt == body->end() || !prompt->is_string()) return fail(res, "'prompt' must be a string", "prompt");
+      text = prompt->get<std::string>();
     }
     const Tokenizer& tok = ctx.tokenizer;
-    const std::vector<TokenId> ids = tok.encode(prompt->get<std::string>(), add_special && tok.vocab().add_bos);
+    const std::vector<TokenId> ids = tok.encode(text, add_special.value_or(default_special));
     json out = {{"count", ids.size()}, {"max_model_len", ctx.context_tokens()}, {"tokens", ids}};
     if (token_strs) {
       json strs = json::array();

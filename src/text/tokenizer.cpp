@@ -228,7 +228,7 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special) c
 }
 
 std::string Tokenizer::decode_incremental(std::span<const TokenId> ids, size_t& emitted_bytes,
-                                          bool flush) const {
+                                          bool flush, bool skip_special) const {
   // Find the first token whose text reaches past emitted_bytes, then decode from there.
   int strip_left = s_->parts.strip_count;
   size_t offset = 0;
@@ -237,7 +237,7 @@ std::string Tokenizer::decode_incremental(std::span<const TokenId> ids, size_t& 
   int first_strip = strip_left;
   for (size_t i = 0; i < ids.size(); ++i) {
     const int before = strip_left;
-    const size_t size = decoded_size(ids[i], true, strip_left);
+    const size_t size = decoded_size(ids[i], skip_special, strip_left);
     if (first_idx == ids.size() && offset + size > emitted_bytes) {
       first_idx = i;
       first_offset = offset;
@@ -247,7 +247,7 @@ std::string Tokenizer::decode_incremental(std::span<const TokenId> ids, size_t& 
   }
   if (first_idx == ids.size()) return {};
   std::string tail;
-  for (size_t i = first_idx; i < ids.size(); ++i) append_decoded(ids[i], true, first_strip, tail);
+  for (size_t i = first_idx; i < ids.size(); ++i) append_decoded(ids[i], skip_special, first_strip, tail);
   std::string_view fresh = std::string_view(tail).substr(emitted_bytes - first_offset);
   if (!flush) fresh = fresh.substr(0, incomplete_utf8_tail(fresh));
   emitted_bytes += fresh.size();

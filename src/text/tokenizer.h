@@ -105,8 +105,9 @@ class Tokenizer {
   // the bytes of decode(ids) after them, holding back a trailing incomplete UTF-8 sequence
   // until a later token completes it; `flush` (end of stream) returns everything. Advances
   // emitted_bytes by the returned size. Cost: O(ids.size()) table lookups + the new bytes.
+  // skip_special: as decode()'s (special tokens give their text when false).
   std::string decode_incremental(std::span<const TokenId> ids, size_t& emitted_bytes,
-                                 bool flush = false) const;
+                                 bool flush = false, bool skip_special = true) const;
 
   int vocab_size() const { return static_cast<int>(s_->parts.vocab.pieces.size()); }
   TokenId bos_id() const { return s_->parts.vocab.bos_id; }

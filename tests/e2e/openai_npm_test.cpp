@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "e2e/node_project.h"
 #include "e2e/server_process.h"
 #include "test_util.h"
 
@@ -14,39 +15,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-// Copies the client project next to the densa binary and runs `npm ci` unless the installed
-// lock file is already the same. Returns the directory, or "" after recording a failure.
-std::string prepare_node_project() {
-  int rc = 0;
-  run_command("node --version >/dev/null 2>&1", &rc);
-  if (rc != 0) {
-    ADD_FAILURE() << "node is not installed (scripts/install-deps.sh installs nodejs and npm)";
-    return {};
-  }
-  run_command("npm --version >/dev/null 2>&1", &rc);
-  if (rc != 0) {
-    ADD_FAILURE() << "npm is not installed (scripts/install-deps.sh installs nodejs and npm)";
-    return {};
-  }
-  const fs::path src = fs::path(DENSA_SOURCE_DIR) / "tests" / "e2e";
-  const fs::path dir = fs::path(DENSA_BINARY).parent_path() / "e2e-node";
-  fs::create_directories(dir);
-  for (const char* f : {"package.json", "openai_client.mjs"})
-    fs::copy_file(src / f, dir / f, fs::copy_options::overwrite_existing);
-  const std::string lock = read_text(src / "package-lock.json");
-  const bool installed = fs::exists(dir / "node_modules" / "openai" / "package.json") &&
-                         read_text(dir / "package-lock.json") == lock;
-  if (!installed) {
-    fs::copy_file(src / "package-lock.json", dir / "package-lock.json", fs::copy_options::overwrite_existing);
-    const std::string log = run_command("cd " + shell_quote(dir.string()) + " && npm ci --no-audit --no-fund 2>&1", &rc);
-    if (rc != 0) {
-      ADD_FAILURE() << "npm ci failed in " << dir << ":\n" << log;
-      return {};
-    }
-  }
-  return dir.string();
-}
 
 TEST(E2eOpenAiNpm, OfficialClientCompletionsChatStreamingErrors) {
   const std::string dir = prepare_node_project();

@@ -183,9 +183,9 @@ inline int stop_child(pid_t& pid, int sig = SIGTERM) {
 
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> extra_args) {
+  explicit ServerProcess(std::vector<std::string> extra_args, const std::string& model = fixture_model_path()) {
     log_path_ = child_log_path("serve");
-    std::vector<std::string> args = {"serve", "-m", fixture_model_path(), "--port", "0", "--threads", "2"};
+    std::vector<std::string> args = {"serve", "-m", model, "--port", "0", "--threads", "2"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     pid_ = spawn_densa(args, log_path_);
   }

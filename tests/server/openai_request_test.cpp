@@ -141,7 +141,7 @@ TEST(OpenAiRequest, ToolsToolChoiceAndResponseFormat) {
   const ApiKind chat = ApiKind::kChat;
   const std::string msgs = R"("messages":[{"role":"user","content":"weather?"},
       {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
-        "function":{"name":"get_weather","arguments":"{"city":"Oslo"}"}}]},
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
       {"role":"tool","tool_call_id":"c1","content":"sunny"}])";
   const std::string tools = R"("tools":[{"type":"function","function":{"name":"get_weather","description":"d",
       "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])";

@@ -1,0 +1,59 @@
+#pragma once
+// Grammar-constrained output for chat requests (grammar/, sample/token_constraint.h):
+// response_format json_object / json_schema / regex / ebnf, and tool calls: under
+// tool_choice `required` or a named function the answer is the model family's call format
+// with each tool's argument schema; under `auto` the call grammar engages at the text that
+// opens a call and lets go when the call closes. When the prompt opened a thinking block, a
+// constraint engages only after the block's end marker, so reasoning stays free.
+//
+// The vocabulary (token bytes of the server's tokenizer) and the compiled grammars (by kind and
+// source) are built once per server and shared by every request; a request's constraint is
+// its own matcher over them. Masks depend only on the grammar and the request's tokens.
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/status.h"
+#include "grammar/grammar_cache.h"
+#include "sample/token_constraint.h"
+#include "server/chat_prompt.h"
+#include "server/openai_request.h"
+#include "text/tokenizer.h"
+
+namespace densa::server {
+
+// What one request's constraint is made of; `grammar` null: unconstrained.
+struct ConstraintPlan {
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  std::string trigger;     // engage at this text ("" = from the first token)
+  bool repeat = false;     // after the grammar completes, wait for the trigger again (auto tools)
+};
+
+class OutputConstraints {
+ public:
+  explicit OutputConstraints(const Tokenizer& tokenizer, size_t cache_capacity = 64);
+
+  // The plan for a chat request. Errors (invalid_argument, param in `param`): a schema,
+  // pattern or grammar densa cannot compile, or a tool-call format with no grammar here.
+  Result<ConstraintPlan> plan(const OpenAiRequest& request, const ChatFormat& format, bool reasoning_open,
+                              std::string& param);
+  // A fresh per-choice constraint for `plan` (null when plan.grammar is null).
+  std::shared_ptr<TokenConstraint> make(const ConstraintPlan& plan) const;
+
+  // The tool-call grammar text-level pieces of a parser name, for the grammars here:
+  // prefix before the JSON object and suffix after it. False when densa has no grammar for
+  // that family's calls.
+  static bool hermes_like(const std::string& tool_parser);
+
+ private:
+  grammar::GrammarCache& cache();
+
+  const Tokenizer& tokenizer_;
+  size_t capacity_;
+  std::once_flag once_;
+  std::shared_ptr<const grammar::Vocabulary> vocab_;
+  std::unique_ptr<grammar::GrammarCache> cache_;
+  std::vector<std::string> token_bytes_;  // [vocab] for the lazy trigger
+};
+
+}  // namespace densa::server
