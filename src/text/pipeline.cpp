@@ -318,7 +318,28 @@ void PipelineEncoder::pre_tokenize(std::string_view text, bool at_start, std::ve
 void PipelineEncoder::encode_normalized(std::string_view text, bool at_start, std::vector<TokenId>& out) const {
   std::vector<std::string> words;
   pre_tokenize(text, at_start, words);
-  for (const std::string& w : words) bpe.encode_word(w, out);
+  for (const std::string& w : words) encode_word_cached(w, out);
+}
+
+void PipelineEncoder::encode_word_cached(const std::string& word, std::vector<TokenId>& out) const {
+  if (word.size() > kCacheMaxWordBytes) {
+    bpe.encode_word(word, out);
+    return;
+  }
+  CacheShard& shard = cache_[std::hash<std::string>{}(word) % kCacheShards];
+  {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.map.find(word);
+    if (it != shard.map.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  const size_t begin = out.size();
+  bpe.encode_word(word, out);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  if (shard.map.size() >= kCacheShardWords) shard.map.clear();
+  shard.map.emplace(word, std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(begin), out.end()));
 }
 
 void PipelineEncoder::encode_plain(std::string_view text, bool at_start, std::vector<TokenId>& out) const {

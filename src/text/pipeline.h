@@ -4,7 +4,10 @@
 //   added tokens split out of the raw text (longest match first)  ->  per remaining segment:
 //   normalizers  ->  added tokens marked "normalized" split out  ->  pre-tokenizers  ->  BPE.
 // Bytes that are not valid UTF-8 skip normalization and pre-tokenization: each is its own word.
+#include <array>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,7 +94,19 @@ class PipelineEncoder final : public TextEncoder {
   void encode_plain(std::string_view text, bool at_start, std::vector<TokenId>& out) const;
   void encode_normalized(std::string_view text, bool at_start, std::vector<TokenId>& out) const;
 
+  // Words seen before and their tokens: BPE of a word depends only on the word. Sharded by
+  // hash, each shard bounded (cleared when full), so it is safe and cheap from many threads.
+  struct CacheShard {
+    std::mutex mu;
+    std::unordered_map<std::string, std::vector<TokenId>> map;
+  };
+  static constexpr size_t kCacheShards = 16;
+  static constexpr size_t kCacheShardWords = 8192;
+  static constexpr size_t kCacheMaxWordBytes = 64;
+  void encode_word_cached(const std::string& word, std::vector<TokenId>& out) const;
+
   Trie raw_added_, normalized_added_;
+  mutable std::array<CacheShard, kCacheShards> cache_;
 };
 
 }  // namespace densa

@@ -7,6 +7,7 @@
 #include "text/gguf_bpe.h"
 #include "text/regex.h"
 #include "text/tiktoken.h"
+#include "text/tokenizer_loader.h"
 #include "tokenizer_oracle_util.h"
 
 namespace densa {
@@ -72,6 +73,39 @@ TEST(Tiktoken, MalformedRankFilesFailClearly) {
   EXPECT_NE(missing_bytes.status().message().find("single byte"), std::string::npos);
   auto empty = tiktoken_parts("", spec, "t.model");
   EXPECT_FALSE(empty.is_ok());
+}
+
+// A Kimi K2 style directory: tiktoken.model (here cl100k's ranks) + tokenizer_config.json
+// added_tokens_decoder; the rest of the 256 reserved ids get <|reserved_token_N|> names.
+TEST(Tiktoken, KimiStyleDirectory) {
+  const auto dir = oracle_tmp("kimi_dir");
+  std::filesystem::create_directories(dir);
+  const std::string cmd = "node " + kOracleScript + " " + kOracles + " tiktoken-ranks cl100k_base " + (dir / "tiktoken.model").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ofstream(dir / "tokenizer_config.json") << R"({
+    "bos_token": "[BOS]", "eos_token": "[EOS]",
+    "added_tokens_decoder": {"100256": {"content": "[BOS]", "special": true},
+                             "100257": {"content": "[EOS]", "special": true},
+                             "100258": {"content": "<|im_end|>", "special": true}}})";
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": 100258})";
+  auto lt = load_tokenizer(dir);
+  ASSERT_TRUE(lt.is_ok()) << lt.status().to_string();
+  const Tokenizer& t = lt->tokenizer;
+  EXPECT_EQ(t.kind(), "tiktoken");
+  EXPECT_EQ(t.vocab_size(), 100256 + 256);
+  EXPECT_EQ(t.bos_id(), 100256);
+  EXPECT_EQ(t.eos_id(), 100257);
+  EXPECT_TRUE(t.is_eos(100258));
+  EXPECT_EQ(t.token_to_id("<|reserved_token_100300|>"), std::optional<TokenId>(100300));
+  const auto ids = t.encode("hi<|im_end|>", false);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.back(), 100258);
+  EXPECT_EQ(t.decode(ids), "hi");
+  EXPECT_EQ(t.decode(ids, false), "hi<|im_end|>");
+  // Han runs split apart from Latin letters (the pattern's first branch).
+  const auto han = t.encode("abc你好", false);
+  EXPECT_EQ(t.decode(han), "abc你好");
+  EXPECT_GE(han.size(), 2u);
 }
 
 // Random strings over characters where the Kimi pattern's branches differ: Han (and
