@@ -215,7 +215,10 @@ class HermesFormat : public ToolFormat {
     p.name = name;
     c.ws();
     if (c.i >= body.size()) return p;
-    if (body[c.i] == '}') return close_after(body, c.i + 1, final, "{}", std::move(p));
+    if (body[c.i] == '}') {  // no arguments
+      p.args = "{}";
+      return close_after(body, c.i + 1, final, std::move(p));
+    }
     m = Match::kYes;
     step(c.lit(","));
     if (m == Match::kYes) c.ws();
@@ -236,8 +239,8 @@ class HermesFormat : public ToolFormat {
     size_t after = c.i + v_end;
     while (after < body.size() && is_space(body[after])) ++after;
     if (after >= body.size()) return final ? close_missing(std::move(p), body.size(), "") : p;
-    if (body[after] != '}') return close_after(body, after, final, p.args, std::move(p), true);
-    return close_after(body, after + 1, final, p.args, std::move(p));
+    if (body[after] != '}') return close_after(body, after, final, std::move(p), true);
+    return close_after(body, after + 1, final, std::move(p));
   }
 
  private:
@@ -252,18 +255,16 @@ class HermesFormat : public ToolFormat {
 
   // The arguments are complete; what follows up to </tool_call> should be whitespace (or
   // anything, noted as an error, when `junk` is already known).
-  static CallProgress close_after(std::string_view body, size_t from, bool final, std::string args,
-                                  CallProgress p, bool junk = false) {
+  static CallProgress close_after(std::string_view body, size_t from, bool final, CallProgress p,
+                                  bool junk = false) {
     const size_t q = body.find(kEnd, from);
     if (q == npos) {
       if (!final) return p;
       // A call closed by the end of the text with nothing after its object is accepted.
       const bool clean = !junk && trim(body.substr(from)).empty();
-      p.args = std::move(args);
       return close_missing(std::move(p), body.size(),
                            clean ? "" : "tool call is truncated (the text ended inside it)");
     }
-    p.args = std::move(args);
     const bool clean = !junk && trim(body.substr(from, q - from)).empty();
     return close_missing(std::move(p), q + kEnd.size(), clean ? "" : "unexpected text after the call's arguments");
   }
