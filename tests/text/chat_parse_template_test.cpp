@@ -206,6 +206,34 @@ TEST_P(TemplateRoundTrip, RenderedCallsParseBackAndStreamTheSame) {
 
 std::string family_name(const ::testing::TestParamInfo<size_t>& info) { return families()[info.param].tool_parser; }
 
+// Every truncation of every rendered turn (a generation cut off by max_tokens at any byte, or a
+// model that stopped mid-structure) parses without crashing and streams to the same result.
+TEST_P(TemplateRoundTrip, EveryTruncationStreamsLikeItParses) {
+  const Family f = families()[GetParam()];
+  const Case c = cases()[1];
+  const json messages = {{{"role", "user"}, {"content", "What now?"}}, assistant_message(f, c)};
+  const Rendered r = render(f.template_file, messages, tools(), f.kwargs);
+  const std::string turn = generated_turn(f, r, c.calls.size());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const ChatParseOptions o = options_for(f, r);
+  for (size_t len = 0; len <= turn.size(); ++len) {
+    const std::string text = turn.substr(0, len);
+    auto whole = parse_chat_output(text, o);
+    ASSERT_TRUE(whole.is_ok());
+    std::vector<std::string> bytes;
+    for (char ch : text) bytes.emplace_back(1, ch);
+    testing::expect_stream_matches(o, bytes, *whole, false, f.tool_parser + " truncated to " + std::to_string(len));
+    testing::expect_stream_matches(o, testing::token_like_chunks(text, f.specials), *whole, true,
+                                   f.tool_parser + " truncated to " + std::to_string(len) + ", token-like");
+    for (const ToolCall& call : whole->tool_calls) {  // a call cut short says so
+      if (call.error.empty()) {
+        EXPECT_TRUE(json::parse(call.arguments, nullptr, false).is_object()) << text;
+      }
+    }
+    ASSERT_FALSE(::testing::Test::HasFailure()) << text;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, TemplateRoundTrip, ::testing::Range<size_t>(0, 7), family_name);
 
 // Templates that keep reasoning in the rendered turn (Qwen3, GLM): it comes back as

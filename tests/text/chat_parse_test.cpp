@@ -249,6 +249,16 @@ TEST(ChatParseUtf8, SplitCharactersNeverReachADelta) {
   expect_all_chunkings_match(opts("glm45"), "Grüße 東京 🕐 <tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>東京 🕐</arg_value>\n</tool_call>", {}, "utf8");
 }
 
+TEST(ChatParseUtf8, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  // A lone continuation byte, an invalid lead, a cut-off character before ASCII, an overlong
+  // form, and a character cut off by the end of the text.
+  const std::string text = std::string("a\x80b\xffc\xe6\x9d") + "d\xc0\xafe <tool_call>get_time\n</tool_call>\xe6\x9d";
+  const auto m = parse(text, opts("glm45"));
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(m.content, "a" + r + "b" + r + "c" + r + r + "d" + r + r + "e" + r + r);
+  EXPECT_EQ(m.tool_calls.size(), 1u);
+}
+
 // The schema subset, each rule both ways (expected outcomes from the JSON Schema spec).
 TEST(ValidateArguments, EachRuleAcceptsAndRejects) {
   const json schema = json::parse(R"({

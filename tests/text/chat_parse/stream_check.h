@@ -151,6 +151,9 @@ inline void expect_all_chunkings_match(const ChatParseOptions& options, const st
   std::vector<std::string> bytes;
   for (char c : text) bytes.emplace_back(1, c);
   expect_stream_matches(options, bytes, *whole, false, label + " byte by byte");
+  for (const auto& marker : specials) {  // no marker (or its start) ever reaches content
+    EXPECT_EQ(whole->content.find(marker.substr(0, 2)), std::string::npos) << label << ": " << marker;
+  }
   int k = 0;
   for (const auto& chunks : random_chunkings(text, 20, 9, 1234)) {
     expect_stream_matches(options, chunks, *whole, k % 2 == 0, label + " random chunking " + std::to_string(k));
