@@ -4,6 +4,8 @@
 // expect the calls and content that were rendered; then stream it in every chunking.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

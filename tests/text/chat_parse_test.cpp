@@ -3,6 +3,12 @@
 // documented in src/text/chat_parse/CHAT_PARSE.md.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 #include "text/chat_parse/chat_parse.h"
 #include "text/chat_parse/stream_check.h"
 
@@ -252,16 +258,17 @@ TEST(ChatParseUtf8, SplitCharactersNeverReachADelta) {
 TEST(ChatParseUtf8, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   // A lone continuation byte, an invalid lead, a cut-off character before ASCII, an overlong
   // form, and a character cut off by the end of the text.
-  const std::string text = std::string("a\x80b\xffc\xe6\x9d") + "d\xc0\xafe <tool_call>get_time\n</tool_call>\xe6\x9d";
+  const std::string text = std::string("a\x80" "b\xff" "c\xe6\x9d" "d\xc0\xaf" "e <tool_call>get_time\n</tool_call>\xe6\x9d");
   const auto m = parse(text, opts("glm45"));
   const std::string r = "\xEF\xBF\xBD";
   EXPECT_EQ(m.content, "a" + r + "b" + r + "c" + r + r + "d" + r + r + "e" + r + r);
   EXPECT_EQ(m.tool_calls.size(), 1u);
 }
 
-// The schema subset, each rule both ways (expected outcomes from the JSON Schema spec).
-TEST(ValidateArguments, EachRuleAcceptsAndRejects) {
-  const json schema = json::parse(R"({
+// The schema subset, each rule both ways (expected outcomes from the JSON Schema spec, and
+// cross-checked with ajv below).
+const json& rule_schema() {
+  static const json schema = json::parse(R"({
     "type": "object", "description": "annotation only",
     "properties": {
       "s": {"type": "string", "minLength": 2, "maxLength": 3},
@@ -276,25 +283,58 @@ TEST(ValidateArguments, EachRuleAcceptsAndRejects) {
     "required": ["s"],
     "additionalProperties": {"type": "boolean"}
   })");
-  const auto ok = [&](const char* j) { return validate_arguments(json::parse(j), schema); };
-  EXPECT_TRUE(ok(R"({"s": "ab"})").is_ok());
-  EXPECT_TRUE(ok(R"({"s": "äöü", "i": 9, "e": "b", "arr": [1.5], "u": null, "o": {"k": 1}, "any": true, "one": 1.5, "extra": false})").is_ok());
-  EXPECT_TRUE(ok(R"({"s": "ab", "i": 2.0})").is_ok());  // 2.0 is an integer in JSON Schema
-  for (const char* bad : {R"({})", R"({"s": 1})", R"({"s": "a"})", R"({"s": "abcd"})", R"({"s": "ab", "i": -1})",
-                          R"({"s": "ab", "i": 10})", R"({"s": "ab", "i": 1.5})", R"({"s": "ab", "e": "c"})",
-                          R"({"s": "ab", "arr": []})", R"({"s": "ab", "arr": [1, 2, 3]})", R"({"s": "ab", "arr": ["x"]})",
-                          R"({"s": "ab", "u": 3})", R"({"s": "ab", "o": {"k": 2}})", R"({"s": "ab", "o": {"z": 1}})",
-                          R"({"s": "ab", "any": 3})", R"({"s": "ab", "one": 1})", R"({"s": "ab", "extra": "no"})"}) {
-    const Status s = ok(bad);
+  return schema;
+}
+
+const std::vector<const char*> kGood = {
+    R"({"s": "ab"})",
+    R"({"s": "äöü", "i": 9, "e": "b", "arr": [1.5], "u": null, "o": {"k": 1}, "any": true, "one": 1.5, "extra": false})",
+    R"({"s": "ab", "i": 2.0})"};  // 2.0 is an integer in JSON Schema
+const std::vector<const char*> kBad = {
+    R"({})", R"({"s": 1})", R"({"s": "a"})", R"({"s": "abcd"})", R"({"s": "ab", "i": -1})",
+    R"({"s": "ab", "i": 10})", R"({"s": "ab", "i": 1.5})", R"({"s": "ab", "e": "c"})",
+    R"({"s": "ab", "arr": []})", R"({"s": "ab", "arr": [1, 2, 3]})", R"({"s": "ab", "arr": ["x"]})",
+    R"({"s": "ab", "u": 3})", R"({"s": "ab", "o": {"k": 2}})", R"({"s": "ab", "o": {"z": 1}})",
+    R"({"s": "ab", "any": 3})", R"({"s": "ab", "one": 1})", R"({"s": "ab", "extra": "no"})", R"([1])"};
+
+TEST(ValidateArguments, EachRuleAcceptsAndRejects) {
+  for (const char* good : kGood) EXPECT_TRUE(validate_arguments(json::parse(good), rule_schema()).is_ok()) << good;
+  for (const char* bad : kBad) {
+    const Status s = validate_arguments(json::parse(bad), rule_schema());
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_FALSE(s.message().empty()) << bad;
   }
-  EXPECT_NE(ok(R"({"s": "ab", "o": {"z": 1}})").message().find("/o"), std::string::npos);
-  const Status unsupported = validate_arguments(json::object(), json::parse(R"({"properties": {"p": {"pattern": "x"}}})"));
-  EXPECT_TRUE(unsupported.is_ok());  // the keyword is only reached when a value is checked against it
-  const Status refused = validate_arguments(json::parse(R"({"p": "x"})"), json::parse(R"({"properties": {"p": {"pattern": "x"}}})"));
+  EXPECT_NE(validate_arguments(json::parse(R"({"s": "ab", "o": {"z": 1}})"), rule_schema()).message().find("/o"),
+            std::string::npos);
+  const json pattern = json::parse(R"({"properties": {"p": {"pattern": "x"}}})");
+  EXPECT_TRUE(validate_arguments(json::object(), pattern).is_ok());  // only a checked value meets the keyword
+  const Status refused = validate_arguments(json::parse(R"({"p": "x"})"), pattern);
   EXPECT_EQ(refused.code(), StatusCode::kUnimplemented);
   EXPECT_NE(refused.message().find("pattern"), std::string::npos);
+}
+
+TEST(ValidateArguments, AgreesWithAjv) {
+  json instances = json::array();
+  for (const char* g : kGood) instances.push_back(json::parse(g));
+  for (const char* b : kBad) instances.push_back(json::parse(b));
+  const std::string in = (std::filesystem::temp_directory_path() /
+                          ("densa_ajv_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(in) << json({{"schema", rule_schema()}, {"instances", instances}}).dump();
+  const std::string cmd = "node " DENSA_SOURCE_DIR "/tests/text/chat_parse/ajv_verdicts.mjs " DENSA_ORACLES_DIR " < " + in + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int rc = pclose(pipe);
+  std::filesystem::remove(in);
+  ASSERT_EQ(rc, 0) << "ajv oracle failed (is build/oracles installed? ninja densa_oracles): " << out;
+  const json verdicts = json::parse(out, nullptr, false);
+  ASSERT_TRUE(verdicts.is_array() && verdicts.size() == instances.size()) << out;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    EXPECT_EQ(validate_arguments(instances[i], rule_schema()).is_ok(), verdicts[i].get<bool>()) << instances[i].dump();
+  }
 }
 
 }  // namespace
