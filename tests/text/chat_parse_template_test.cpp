@@ -260,6 +260,31 @@ TEST(TemplateRoundTrip, ReasoningRendersAndParsesBack) {
   }
 }
 
+// Thinking switched off in the template: the prompt closes the block (Qwen3 "<think>\n\n</think>",
+// GLM "<think></think>"), the model writes only the answer.
+TEST(TemplateRoundTrip, ThinkingOffTurnsAreAllContent) {
+  for (size_t fi : {1u, 4u}) {
+    const Family f = families()[fi];
+    const Case c = cases()[0];
+    json kwargs = f.kwargs;
+    kwargs["enable_thinking"] = false;
+    const json messages = {{{"role", "user"}, {"content", "What now?"}}, assistant_message(f, c)};
+    const Rendered r = render(f.template_file, messages, tools(), kwargs);
+    const std::string turn = generated_turn(f, r, c.calls.size());
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    EXPECT_EQ(turn.find("<think>"), std::string::npos) << turn;
+    const ChatParseOptions o = options_for(f, r);
+    EXPECT_FALSE(o.reasoning_open_in_prompt);
+    auto m = parse_chat_output(turn, o);
+    ASSERT_TRUE(m.is_ok());
+    EXPECT_EQ(m->reasoning_content, "");
+    EXPECT_EQ(m->content, c.content) << turn;
+    EXPECT_TRUE(m->issues.empty());
+    expect_calls(f, c, *m, o.tools, f.template_file + " thinking off");
+    expect_all_chunkings_match(o, turn, f.specials, f.template_file + " thinking off");
+  }
+}
+
 // DeepSeek V3.1 with thinking on: the prompt opens <think>, the model closes it before the
 // answer; the rendered tool-call turn (thinking off) stands for the answer.
 TEST(TemplateRoundTrip, DeepSeekV31ThinkingPromptOpensReasoning) {

@@ -96,6 +96,20 @@ TEST(ChatParseMalformed, HermesObjectWithNameNotFirstIsParsedWhole) {
   EXPECT_EQ(m.tool_calls[0].error, "");
 }
 
+TEST(ChatParseMalformed, HermesObjectsWithoutStreamableArguments) {
+  const auto none = parse("<tool_call>{\"name\": \"get_time\"}</tool_call>", opts("hermes"));
+  ASSERT_EQ(none.tool_calls.size(), 1u);
+  EXPECT_EQ(none.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(none.tool_calls[0].error, "");
+  const auto other = parse("<tool_call>{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}</tool_call>", opts("hermes"));
+  ASSERT_EQ(other.tool_calls.size(), 1u);
+  EXPECT_EQ(other.tool_calls[0].error, "tool call has no \"arguments\"");
+  const auto extra = parse("<tool_call>{\"name\": \"get_time\", \"arguments\": {}, \"x\": 1}</tool_call>", opts("hermes"));
+  ASSERT_EQ(extra.tool_calls.size(), 1u);
+  EXPECT_EQ(extra.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(extra.tool_calls[0].error, "unexpected text after the call's arguments");
+}
+
 TEST(ChatParseMalformed, HermesCallClosedByEndOfTextIsAccepted) {
   const auto m = parse("<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"</tool_call>\"}}", opts("hermes"));
   ASSERT_EQ(m.tool_calls.size(), 1u);
