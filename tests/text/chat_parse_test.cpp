@@ -110,6 +110,17 @@ TEST(ChatParseMalformed, HermesObjectsWithoutStreamableArguments) {
   EXPECT_EQ(extra.tool_calls[0].error, "unexpected text after the call's arguments");
 }
 
+TEST(ChatParseStream, SameShapedCallsInARowAreEachScannedAfresh) {
+  // Both argument objects start at the same offset of their blocks.
+  const auto m = parse("<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call>\n"
+                       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\", \"n\": 2}}\n</tool_call>",
+                       opts("hermes"));
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(json::parse(m.tool_calls[0].arguments), json({{"tz", "UTC"}}));
+  EXPECT_EQ(json::parse(m.tool_calls[1].arguments), json({{"tz", "CET"}, {"n", 2}}));
+  EXPECT_EQ(m.content, "");
+}
+
 TEST(ChatParseMalformed, HermesCallClosedByEndOfTextIsAccepted) {
   const auto m = parse("<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"</tool_call>\"}}", opts("hermes"));
   ASSERT_EQ(m.tool_calls.size(), 1u);

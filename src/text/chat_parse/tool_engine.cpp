@@ -65,6 +65,7 @@ bool ToolEngine::step_content(bool final, std::vector<ChatDelta>* out) {
       body_start_ = pos_ = p + opener.size();
       announced_ = false;
       args_sent_.clear();
+      format_->begin_call();
     }
     return true;
   }
@@ -97,6 +98,7 @@ bool ToolEngine::step_section(bool final, std::vector<ChatDelta>* out, ParsedMes
     body_start_ = pos_ = pos_ + call.size();
     announced_ = false;
     args_sent_.clear();
+    format_->begin_call();
     return true;
   }
   if (!final && (is_proper_prefix_of(rest, end) || is_proper_prefix_of(rest, call))) return false;
