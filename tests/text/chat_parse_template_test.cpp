@@ -240,7 +240,7 @@ INSTANTIATE_TEST_SUITE_P(Families, TemplateRoundTrip, ::testing::Range<size_t>(0
 
 // Templates that keep reasoning in the rendered turn (Qwen3, GLM): it comes back as
 // reasoning_content, the rest as before.
-TEST(TemplateRoundTrip, ReasoningRendersAndParsesBack) {
+TEST(TemplateReasoning, ReasoningRendersAndParsesBack) {
   for (size_t fi : {1u, 4u}) {
     const Family f = families()[fi];
     const Case c = cases()[0];
@@ -262,7 +262,7 @@ TEST(TemplateRoundTrip, ReasoningRendersAndParsesBack) {
 
 // Thinking switched off in the template: the prompt closes the block (Qwen3 "<think>\n\n</think>",
 // GLM "<think></think>"), the model writes only the answer.
-TEST(TemplateRoundTrip, ThinkingOffTurnsAreAllContent) {
+TEST(TemplateReasoning, ThinkingOffTurnsAreAllContent) {
   for (size_t fi : {1u, 4u}) {
     const Family f = families()[fi];
     const Case c = cases()[0];
@@ -287,7 +287,7 @@ TEST(TemplateRoundTrip, ThinkingOffTurnsAreAllContent) {
 
 // DeepSeek V3.1 with thinking on: the prompt opens <think>, the model closes it before the
 // answer; the rendered tool-call turn (thinking off) stands for the answer.
-TEST(TemplateRoundTrip, DeepSeekV31ThinkingPromptOpensReasoning) {
+TEST(TemplateReasoning, DeepSeekV31ThinkingPromptOpensReasoning) {
   const Family f = families()[2];
   const Case c = cases()[1];
   const json messages = {{{"role", "user"}, {"content", "What now?"}}, assistant_message(f, c)};
@@ -308,7 +308,7 @@ TEST(TemplateRoundTrip, DeepSeekV31ThinkingPromptOpensReasoning) {
 }
 
 // Kimi K2-Thinking ends reasoning with </think> or goes straight to its tool-call section.
-TEST(TemplateRoundTrip, KimiThinkingEndsWithMarkerOrToolSection) {
+TEST(TemplateReasoning, KimiThinkingEndsWithMarkerOrToolSection) {
   const Family f = families()[0];
   const Case c = cases()[1];
   const json messages = {{{"role", "user"}, {"content", "What now?"}}, assistant_message(f, c)};
