@@ -129,6 +129,14 @@ struct ChatStreamParser::Impl {
       engine->feed(text);
     }
     engine->advance(final, &out, msg);
+    // Deltas hold back an incomplete character until it completes, so only bytes that can
+    // never be UTF-8 (or a character cut off by the end of the text) are replaced here, the
+    // same way in every chunking.
+    for (ChatDelta& d : out) {
+      d.text = sanitize_utf8(d.text);
+      d.name = sanitize_utf8(d.name);
+      d.id = sanitize_utf8(d.id);
+    }
     return out;
   }
 };

@@ -31,6 +31,9 @@ class ToolFormat {
   virtual std::string_view section_begin() const { return {}; }
   virtual std::string_view section_end() const { return {}; }
   virtual std::string_view call_begin() const = 0;
+  // A new call block starts: parse_call's bodies until the next begin_call are one growing
+  // text, so a format may cache scanning work between them.
+  virtual void begin_call() const {}
   // `final`: no more text will come, so held-back bytes are what they are.
   virtual CallProgress parse_call(std::string_view body, bool final, const ToolSet& tools) const = 0;
 };

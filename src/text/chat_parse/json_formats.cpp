@@ -169,32 +169,13 @@ struct Cursor {
   }
 };
 
-// End (one past) of the JSON object or array starting at s[0], or npos while it is open.
-size_t json_container_end(std::string_view s) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t j = 0; j < s.size(); ++j) {
-    const char c = s[j];
-    if (in_string) {
-      if (c == '\\') ++j;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return j + 1;
-    }
-  }
-  return npos;
-}
-
 // <tool_call>\n{"name": NAME, "arguments": {json}}\n</tool_call>. The arguments stream when
 // the object has the name first (as the templates write it); other shapes are parsed whole
 // when the block closes.
 class HermesFormat : public ToolFormat {
  public:
   std::string_view call_begin() const override { return "<tool_call>"; }
+  void begin_call() const override { scan_ = {}; }
   CallProgress parse_call(std::string_view body, bool final, const ToolSet&) const override {
     Cursor c{body};
     std::string name;
@@ -215,7 +196,10 @@ class HermesFormat : public ToolFormat {
     p.name = name;
     c.ws();
     if (c.i >= body.size()) return p;
-    if (body[c.i] == '}') return close_after(body, c.i + 1, final, "{}", std::move(p));
+    if (body[c.i] == '}') {  // no arguments
+      p.args = "{}";
+      return close_after(body, c.i + 1, final, std::move(p));
+    }
     m = Match::kYes;
     step(c.lit(","));
     if (m == Match::kYes) c.ws();
@@ -227,7 +211,7 @@ class HermesFormat : public ToolFormat {
     if (m == Match::kNeedMore && !final) return p;
     if (m != Match::kYes || body[c.i] != '{') return parse_named_whole(body, final, std::move(p));
     const std::string_view value = body.substr(c.i);
-    const size_t v_end = json_container_end(value);
+    const size_t v_end = container_end(body, c.i);
     if (v_end == npos) {
       p.args = std::string(value);
       return p;
@@ -236,12 +220,42 @@ class HermesFormat : public ToolFormat {
     size_t after = c.i + v_end;
     while (after < body.size() && is_space(body[after])) ++after;
     if (after >= body.size()) return final ? close_missing(std::move(p), body.size(), "") : p;
-    if (body[after] != '}') return close_after(body, after, final, p.args, std::move(p), true);
-    return close_after(body, after + 1, final, p.args, std::move(p));
+    if (body[after] != '}') return close_after(body, after, final, std::move(p), true);
+    return close_after(body, after + 1, final, std::move(p));
   }
 
- private:
   static constexpr std::string_view kEnd = "</tool_call>";
+
+ private:
+  // Where the JSON object or array starting at body[at] ends (one past), or npos while it is
+  // open. The scan resumes where the previous call's stopped: within one call block the body
+  // only grows, so a long argument is scanned once instead of once per update.
+  struct Scan {
+    size_t at = npos, j = 0, end = npos;
+    int depth = 0;
+    bool in_string = false, escape = false;
+  };
+  mutable Scan scan_;
+  size_t container_end(std::string_view body, size_t at) const {
+    if (scan_.at != at) scan_ = Scan{at};
+    Scan& s = scan_;
+    for (; s.end == npos && at + s.j < body.size(); ++s.j) {
+      const char ch = body[at + s.j];
+      if (s.escape) {
+        s.escape = false;
+      } else if (s.in_string) {
+        if (ch == '\\') s.escape = true;
+        else if (ch == '"') s.in_string = false;
+      } else if (ch == '"') {
+        s.in_string = true;
+      } else if (ch == '{' || ch == '[') {
+        ++s.depth;
+      } else if ((ch == '}' || ch == ']') && --s.depth == 0) {
+        s.end = s.j + 1;
+      }
+    }
+    return s.end;
+  }
 
   static CallProgress close_missing(CallProgress p, size_t consumed, std::string error) {
     p.done = true;
@@ -252,18 +266,16 @@ class HermesFormat : public ToolFormat {
 
   // The arguments are complete; what follows up to </tool_call> should be whitespace (or
   // anything, noted as an error, when `junk` is already known).
-  static CallProgress close_after(std::string_view body, size_t from, bool final, std::string args,
-                                  CallProgress p, bool junk = false) {
+  static CallProgress close_after(std::string_view body, size_t from, bool final, CallProgress p,
+                                  bool junk = false) {
     const size_t q = body.find(kEnd, from);
     if (q == npos) {
       if (!final) return p;
       // A call closed by the end of the text with nothing after its object is accepted.
       const bool clean = !junk && trim(body.substr(from)).empty();
-      p.args = std::move(args);
       return close_missing(std::move(p), body.size(),
                            clean ? "" : "tool call is truncated (the text ended inside it)");
     }
-    p.args = std::move(args);
     const bool clean = !junk && trim(body.substr(from, q - from)).empty();
     return close_missing(std::move(p), q + kEnd.size(), clean ? "" : "unexpected text after the call's arguments");
   }

@@ -39,7 +39,9 @@ void ReasoningSplitter::advance(bool final, std::vector<ChatDelta>* out, std::st
         pos_ = i + format_.start.size();
         state_ = State::kReasoning;
       } else {
-        // No opening marker: the output is content, unless the prompt opened the block.
+        // No opening marker: the output is content (its leading whitespace is structure, as
+        // the templates strip it), unless the prompt opened the block.
+        if (state_ == State::kStart) pos_ = i;
         state_ = state_ == State::kStartInside ? State::kReasoning : State::kContent;
       }
       continue;

@@ -35,6 +35,47 @@ size_t incomplete_utf8_tail(std::string_view text) {
   return 0;
 }
 
+namespace {
+// Length of the well-formed UTF-8 sequence at s[i], or 0.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = at(0);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // bounds of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c == 0xE0) n = 3, lo = 0xA0;
+  else if (c >= 0xE1 && c <= 0xEC) n = 3;
+  else if (c == 0xED) n = 3, hi = 0x9F;
+  else if (c >= 0xEE && c <= 0xEF) n = 3;
+  else if (c == 0xF0) n = 4, lo = 0x90;
+  else if (c >= 0xF1 && c <= 0xF3) n = 4;
+  else if (c == 0xF4) n = 4, hi = 0x8F;
+  else return 0;
+  if (i + n > s.size() || at(1) < lo || at(1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if ((at(k) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+}  // namespace
+
+std::string sanitize_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 size_t find_first_marker(std::string_view text, size_t from,
                          std::initializer_list<std::string_view> markers, size_t* which) {
   size_t best = std::string_view::npos;

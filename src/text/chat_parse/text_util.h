@@ -19,6 +19,10 @@ size_t partial_marker_suffix(std::string_view text, std::initializer_list<std::s
 // (0 when the text ends on a whole character or on bytes that can never become one).
 size_t incomplete_utf8_tail(std::string_view text);
 
+// `s` with every byte that does not begin a well-formed UTF-8 sequence (Unicode Table 3-7:
+// no overlong forms, surrogates or code points past U+10FFFF) replaced by U+FFFD.
+std::string sanitize_utf8(std::string_view s);
+
 // True when `text` (the rest of the input) is a proper prefix of `marker`.
 inline bool is_proper_prefix_of(std::string_view text, std::string_view marker) {
   return text.size() < marker.size() && marker.substr(0, text.size()) == text;

@@ -13,10 +13,6 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return !prefix.empty() && s.substr(0, prefix.size()) == prefix;
 }
 
-std::string excerpt(std::string_view s) {
-  constexpr size_t kMax = 40;
-  return std::string(s.substr(0, kMax)) + (s.size() > kMax ? "..." : "");
-}
 }  // namespace
 
 ToolEngine::ToolEngine(std::unique_ptr<ToolFormat> format, const ToolSet* tools, IdSource ids)
@@ -69,6 +65,7 @@ bool ToolEngine::step_content(bool final, std::vector<ChatDelta>* out) {
       body_start_ = pos_ = p + opener.size();
       announced_ = false;
       args_sent_.clear();
+      format_->begin_call();
     }
     return true;
   }
@@ -101,6 +98,7 @@ bool ToolEngine::step_section(bool final, std::vector<ChatDelta>* out, ParsedMes
     body_start_ = pos_ = pos_ + call.size();
     announced_ = false;
     args_sent_.clear();
+    format_->begin_call();
     return true;
   }
   if (!final && (is_proper_prefix_of(rest, end) || is_proper_prefix_of(rest, call))) return false;
@@ -113,8 +111,8 @@ bool ToolEngine::step_section(bool final, std::vector<ChatDelta>* out, ParsedMes
     if (!final) stop -= std::max(partial_marker_suffix(rest, {end, call}), incomplete_utf8_tail(rest));
   }
   if (!section_junk_noted_ && stop > pos_) {
-    msg->issues.push_back("text inside the tool-call section is not a call, kept as content: '" +
-                          excerpt(rest) + "'");
+    msg->issues.push_back("text at byte " + std::to_string(pos_) +
+                          " inside the tool-call section is not a call, kept as content");
     section_junk_noted_ = true;
   }
   emit_content(b.substr(pos_, stop - pos_), out);
@@ -128,8 +126,8 @@ bool ToolEngine::step_call(bool final, std::vector<ChatDelta>* out, ParsedMessag
   const CallProgress p = format_->parse_call(body, final, *tools_);
   if (!announced_ && (p.failed || (final && !p.done && !p.have_name))) {
     // Not a call after all: its opening marker is content and scanning resumes after it.
-    msg->issues.push_back("'" + excerpt(b.substr(call_open_)) +
-                          "' is not a well-formed tool call, kept as content");
+    msg->issues.push_back("the tool-call marker at byte " + std::to_string(call_open_) +
+                          " does not start a well-formed call, kept as content");
     emit_content(b.substr(call_open_, body_start_ - call_open_), out);
     pos_ = body_start_;
     state_ = in_section_ ? State::kSection : State::kContent;

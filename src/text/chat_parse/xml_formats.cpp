@@ -118,16 +118,16 @@ CallProgress XmlArgsFormat::parse_call(std::string_view body, bool final, const 
   p.args = "{";
   i = name_end < region.size() && starts_with(region.substr(name_end), st_.name_close)
           ? name_end + st_.name_close.size() : name_end;
-  bool first = true, trailer_seen = st_.trailer.empty();
+  bool first = true, after_trailer = false;  // no arguments after the trailer
   for (;;) {
     while (i < region.size() && is_space(region[i])) ++i;
     const std::string_view rest = region.substr(i);
     if (rest.empty()) {
       if (!closed) return p;  // more arguments or the end may follow
-      if (!trailer_seen) p.error = "missing " + std::string(st_.trailer);
+      if (!st_.trailer.empty() && !after_trailer) p.error = "missing " + std::string(st_.trailer);
       break;
     }
-    if (!trailer_seen && starts_with(rest, st_.key_open)) {
+    if (!after_trailer && starts_with(rest, st_.key_open)) {
       i += st_.key_open.size();
       const Arg r = parse_arg(region, &i, final || closed, first, tools, &p);
       if (r == Arg::kPartial) return p;
@@ -138,15 +138,16 @@ CallProgress XmlArgsFormat::parse_call(std::string_view body, bool final, const 
       first = false;
       continue;
     }
-    if (!trailer_seen && starts_with(rest, st_.trailer)) {
+    if (!after_trailer && !st_.trailer.empty() && starts_with(rest, st_.trailer)) {
       i += st_.trailer.size();
-      trailer_seen = true;
+      after_trailer = true;
       continue;
     }
     if (!closed) return p;  // a marker may be arriving; anything else is judged at the close
     p.error = "unexpected text in the tool call: '" + std::string(rest.substr(0, 40)) + "'";
     break;
   }
+  if (!closed) return p;  // the text ended inside the call: the engine reports it truncated
   p.args += "}";
   p.done = true;
   p.consumed = e + kEnd.size();
