@@ -162,3 +162,30 @@ TEST(GrammarSize, LimitsAreClearErrors) {
 
 }  // namespace
 }  // namespace densa::grammar
+
+namespace densa::grammar {
+namespace {
+
+// A long output makes the parser compact its stack arena; the state must survive it.
+TEST(GrammarMatcherArena, LongOutputsKeepWorkingAfterCompaction) {
+  auto g = compile(grammar_from_json_schema(R"({"type":"array","items":{"type":"string"}})").value(),
+                   testing::byte_vocab());
+  ASSERT_TRUE(g.is_ok());
+  Matcher m(*g);
+  ASSERT_TRUE(m.accept_bytes("[\"x\",\""));
+  const std::string chunk(1000, 'a');
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(m.accept_bytes(chunk)) << i;
+  const auto mask = m.mask();
+  auto allowed = [&](char c) { return (mask[static_cast<uint8_t>(c) >> 6] >> (static_cast<uint8_t>(c) & 63)) & 1; };
+  EXPECT_TRUE(allowed('"'));
+  EXPECT_TRUE(allowed('b'));
+  EXPECT_FALSE(allowed('\n'));
+  EXPECT_FALSE(m.can_end());
+  EXPECT_FALSE(m.accept_bytes("\"}"));
+  ASSERT_TRUE(m.accept_bytes("\", \"\"]"));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_TRUE(m.is_terminated());
+}
+
+}  // namespace
+}  // namespace densa::grammar
