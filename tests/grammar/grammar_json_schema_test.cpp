@@ -1,5 +1,7 @@
 // JSON Schema front end at the string level (byte vocabulary): accepted and rejected documents
 // per keyword, integer ranges against plain arithmetic, and errors naming what is unsupported.
+#include <cstdlib>
+
 #include "grammar/json_schema.h"
 #include "grammar_test_util.h"
 
@@ -107,6 +109,30 @@ TEST(GrammarJsonSchema, IntegerRangesAgreeWithArithmetic) {
   expect_matches(R"({"type":"integer","minimum":0})", {"0", "999999999999999999"}, {"-1", "1000000000000000000"});
 }
 
+TEST(GrammarJsonSchema, NumberRangesAgreeWithArithmetic) {
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{-2, 3}, {0, 1}, {5, 5}, {-10, -7}, {-1, 0}, {0, 100}};
+  for (auto [lo, hi] : ranges) {
+    const std::string s = R"({"type":"number","minimum":)" + std::to_string(lo) + R"(,"maximum":)" +
+                          std::to_string(hi) + "}";
+    auto g = schema(s);
+    ASSERT_NE(g, nullptr);
+    for (int64_t i = lo - 3; i <= hi + 3; ++i) {
+      for (const char* frac : {"", ".0", ".00", ".5", ".25", ".001", ".999"}) {
+        for (bool neg : {false, true}) {
+          const std::string text = (neg ? "-" : "") + std::to_string(i < 0 ? -i : i) + frac;
+          if (neg == (i < 0) || i == 0) {
+            const double v = std::strtod(text.c_str(), nullptr);
+            // Zero is written unsigned when negatives are out of range.
+            const bool want = v >= lo && v <= hi && !(neg && v == 0 && lo >= 0);
+            EXPECT_EQ(full_match(g, text), want) << s << " on " << text;
+          }
+        }
+      }
+    }
+    EXPECT_FALSE(full_match(g, "1e0")) << s;
+  }
+}
+
 TEST(GrammarJsonSchema, JsonObjectMode) {
   auto c = compile(grammar_json_object(), byte_vocab());
   ASSERT_TRUE(c.is_ok());
@@ -121,7 +147,8 @@ TEST(GrammarJsonSchema, UnsupportedAndMalformedSchemasNameTheProblem) {
       {R"({"type":"object","patternProperties":{}})", "unsupported keyword 'patternProperties'"},
       {R"({"type":"array","uniqueItems":true})", "unsupported keyword 'uniqueItems'"},
       {R"({"not":{}})", "unsupported keyword 'not'"},
-      {R"({"type":"number","minimum":1})", "'minimum' on type 'number'"},
+      {R"({"type":"number","minimum":0.5})", "only integer bounds"},
+      {R"({"type":"number","exclusiveMaximum":1})", "'exclusiveMaximum' on type 'number'"},
       {R"({"type":"strin"})", "unknown type 'strin'"},
       {R"({"type":"object"})" "x", "not valid JSON"},
       {R"({"$ref":"#/$defs/missing"})", "points to nothing"},

@@ -117,7 +117,7 @@ const std::vector<std::string>& test_schemas() {
           "$ref":"#/$defs/node"})",
       R"({"type":"object","properties":{
           "shape":{"anyOf":[
-             {"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number"}},"required":["kind","r"]},
+             {"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number","minimum":0,"maximum":100}},"required":["kind","r"]},
              {"type":"object","properties":{"kind":{"const":"rect"},"w":{"type":"integer"},"h":{"type":"integer"}},"required":["kind","w","h"]}]},
           "point":{"type":"array","prefixItems":[{"type":"integer"},{"type":"integer"}],"items":false,"minItems":2}},
           "required":["shape","point"]})",
