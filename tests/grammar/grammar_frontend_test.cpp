@@ -142,6 +142,11 @@ TEST(GrammarSize, LimitsAreClearErrors) {
   auto c = compile(*big, byte_vocab());
   ASSERT_FALSE(c.is_ok());
   EXPECT_NE(c.status().message().find("grammar too large"), std::string::npos) << c.status().message();
+  auto long_string = grammar_from_json_schema(R"({"type":"string","maxLength":1000})");
+  ASSERT_TRUE(long_string.is_ok());
+  auto lc = compile(*long_string, byte_vocab());
+  ASSERT_FALSE(lc.is_ok());
+  EXPECT_NE(lc.status().message().find("token-mask positions"), std::string::npos) << lc.status().message();
   GbnfLimits tight;
   tight.max_nesting = 2;
   auto deep = grammar_from_gbnf("root ::= (((\"a\")))", tight);

@@ -103,7 +103,9 @@ TEST(GrammarJsonSchema, IntegerRangesAgreeWithArithmetic) {
     for (int64_t x = lo - 60; x <= hi + 60; ++x)
       EXPECT_EQ(full_match(g, std::to_string(x)), x >= lo && x <= hi) << s << " on " << x;
     EXPECT_FALSE(full_match(g, "-0")) << s;
-    EXPECT_FALSE(full_match(g, "0" + std::to_string(std::max<int64_t>(lo, 1)))) << s;
+    std::string leading_zero = "0";
+    leading_zero += std::to_string(std::max<int64_t>(lo, 1));
+    EXPECT_FALSE(full_match(g, leading_zero)) << s;
   }
   expect_matches(R"({"type":"integer","exclusiveMinimum":2,"exclusiveMaximum":5.5})", {"3", "4", "5"}, {"2", "6"});
   expect_matches(R"({"type":"integer","minimum":0})", {"0", "999999999999999999"}, {"-1", "1000000000000000000"});
@@ -119,7 +121,9 @@ TEST(GrammarJsonSchema, NumberRangesAgreeWithArithmetic) {
     for (int64_t i = lo - 3; i <= hi + 3; ++i) {
       for (const char* frac : {"", ".0", ".00", ".5", ".25", ".001", ".999"}) {
         for (bool neg : {false, true}) {
-          const std::string text = (neg ? "-" : "") + std::to_string(i < 0 ? -i : i) + frac;
+          std::string text = neg ? "-" : "";
+          text += std::to_string(i < 0 ? -i : i);
+          text += frac;
           if (neg == (i < 0) || i == 0) {
             const double v = std::strtod(text.c_str(), nullptr);
             // Zero is written unsigned when negatives are out of range.
