@@ -120,6 +120,22 @@ void BM_CompileJsonSchema(benchmark::State& state) {
 }
 BENCHMARK(BM_CompileJsonSchema)->Unit(benchmark::kMillisecond)->Iterations(3);
 
+// Bounded repetition is expanded: compile time grows with maxLength (one copy of the string
+// character per allowed length).
+void BM_CompileBoundedString(benchmark::State& state) {
+  if (!vocab()) return state.SkipWithError("Qwen3 tokenizer.json not found (set DENSA_QWEN3_TOKENIZER)");
+  const std::string schema = R"({"type":"string","maxLength":)" + std::to_string(state.range(0)) + "}";
+  const Grammar g = grammar_from_json_schema(schema).value();
+  size_t positions = 0;
+  for (auto _ : state) {
+    auto c = compile(g, vocab());
+    positions = c.value()->positions();
+    benchmark::DoNotOptimize(c);
+  }
+  state.counters["positions"] = static_cast<double>(positions);
+}
+BENCHMARK(BM_CompileBoundedString)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 // One decode step of a batch: a mask per matcher, each matcher in its own document state.
 void BM_MaskPerStep(benchmark::State& state) {
   if (!vocab()) return state.SkipWithError("Qwen3 tokenizer.json not found (set DENSA_QWEN3_TOKENIZER)");

@@ -146,6 +146,11 @@ Result<std::shared_ptr<const CompiledGrammar>> compile(const Grammar& grammar,
   cg->flat_ = std::move(flat);
   cg->vocab_ = vocab;
   const auto& elems = cg->flat_.elems;
+  const size_t terminals = static_cast<size_t>(std::count_if(elems.begin(), elems.end(), is_terminal));
+  if (terminals > limits.max_positions)
+    return out_of_range("grammar too large to precompute: " + std::to_string(terminals) +
+                        " token-mask positions (limit " + std::to_string(limits.max_positions) +
+                        "); bounded repetitions (maxLength, maxItems, {m,n}) make one copy per count");
   cg->mask_index_.assign(elems.size(), -1);
   PositionWalker walker(cg->flat_, *vocab);
   const size_t words = vocab->mask_words();

@@ -52,6 +52,9 @@ class Vocabulary {
 
 struct CompileLimits {
   size_t max_elements = 200000;  // flat grammar size after expanding repetitions
+  // Terminal positions to precompute token masks for; compile time is roughly linear in them
+  // (a bounded repetition such as maxLength: N makes N copies of its element).
+  size_t max_positions = 8000;
 };
 
 class CompiledGrammar {

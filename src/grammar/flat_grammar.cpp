@@ -16,12 +16,17 @@ class Lowerer {
 
   Status run() {
     const auto& rules = g_.rules();
+    inline_.assign(rules.size(), 0);
+    for (size_t r = 0; r < rules.size(); ++r)
+      if (rules[r].body >= 0 && static_cast<int32_t>(r) != g_.root())
+        inline_[r] = leaf_size(rules[r].body) <= kInlineElements;
     for (const auto& r : rules) {
       f_.alts.emplace_back();
       f_.rule_names.push_back(r.name);
     }
     for (size_t r = 0; r < rules.size(); ++r) {
-      if (rules[r].body < 0) continue;  // unreferenced undefined rules are checked below
+      // Undefined rules are unreferenced (checked before); inlined rules live where used.
+      if (rules[r].body < 0 || inline_[r]) continue;
       origin_ = static_cast<int32_t>(r);
       emit(static_cast<int32_t>(r), {}, {rules[r].body}, -1);
       if (!status_.is_ok()) return status_;
@@ -81,6 +86,12 @@ class Lowerer {
           cur.push_back(set_index(n.bytes));
           break;
         case Kind::kRef:
+          if (inline_[n.rule]) {  // a small rule without calls: its body in place
+            std::vector<int32_t> rest = {g_.rules()[n.rule].body};
+            rest.insert(rest.end(), items.begin() + i + 1, items.end());
+            emit(rule, std::move(cur), std::move(rest), tail);
+            return;
+          }
           cur.push_back(ref_element(n.rule));
           break;
         case Kind::kSeq: {
@@ -135,9 +146,38 @@ class Lowerer {
     finish(rule, std::move(cur), tail);
   }
 
+  // Rules of at most this many elements after expansion, calling no rules, are inlined where
+  // referenced: a token then rarely has to leave the rule it started in (see README.md).
+  static constexpr int64_t kInlineElements = 64;
+
+  // Elements `node` expands to, or a number over kInlineElements when it calls a rule.
+  int64_t leaf_size(int32_t node) const {
+    const Grammar::Node& n = g_.nodes()[node];
+    switch (n.kind) {
+      case Kind::kEmpty: return 0;
+      case Kind::kBytes: return 1;
+      case Kind::kRef: return kInlineElements + 1;
+      case Kind::kSeq:
+      case Kind::kAlt: {
+        int64_t total = 0;
+        for (int32_t k : n.kids) {
+          total += leaf_size(k);
+          if (total > kInlineElements) break;
+        }
+        return total;
+      }
+      case Kind::kRepeat: {
+        const int64_t copies = n.max == kUnbounded ? std::max<int64_t>(n.min, 1) + 1 : n.max;
+        return std::min<int64_t>(leaf_size(n.kids[0]), kInlineElements + 1) * std::max<int64_t>(copies, 1) + 1;
+      }
+    }
+    return kInlineElements + 1;
+  }
+
   const Grammar& g_;
   FlatGrammar& f_;
   size_t max_elements_;
+  std::vector<char> inline_;
   int32_t origin_ = 0;
   Status status_;
   std::map<std::array<uint64_t, 4>, int32_t> set_ids_;

@@ -150,13 +150,7 @@ class Converter {
   Result<int32_t> typed(const ojson& s, const std::string& t, const std::string& path, int depth) {
     if (t == "string") return string_node(s, path);
     if (t == "integer") return integer_node(s, path);
-    if (t == "number") {
-      for (const auto& w : kNumberWords)
-        if (s.contains(w))
-          return unimplemented("JSON Schema at " + path + ": '" + w +
-                               "' on type 'number' is unsupported (supported on 'integer')");
-      return g_.ref(rules_.number());
-    }
+    if (t == "number") return number_node(s, path);
     if (t == "boolean") return g_.alt({g_.literal("true"), g_.literal("false")});
     if (t == "null") return g_.literal("null");
     if (t == "object") return object_node(s, path, depth);
@@ -281,6 +275,32 @@ class Converter {
     hi = std::min(hi, kIntegerLimit);
     if (lo > hi) return error(path, "no integer within the schema's bounds (of magnitude under 1e18)");
     return integer_range(g_, lo, hi);
+  }
+
+  // Numbers with inclusive integer bounds become decimals (no exponent) in the range.
+  Result<int32_t> number_node(const ojson& s, const std::string& path) {
+    int64_t lo = -kIntegerLimit, hi = kIntegerLimit;
+    bool bounded = false;
+    for (const auto& w : kNumberWords) {
+      if (!s.contains(w)) continue;
+      if (w == "exclusiveMinimum" || w == "exclusiveMaximum")
+        return unimplemented("JSON Schema at " + path + ": '" + w +
+                             "' on type 'number' is unsupported (use minimum/maximum, or 'integer')");
+      if (!s[w].is_number()) return error(path, "'" + w + "' must be a number");
+      const double d = s[w].get<double>();
+      if (std::floor(d) != d)
+        return unimplemented("JSON Schema at " + path + ": '" + w + "' " + s[w].dump() +
+                             " on type 'number': only integer bounds are supported");
+      const auto v = static_cast<int64_t>(std::max(-1e18, std::min(1e18, d)));
+      if (w == "minimum") lo = std::max(lo, v);
+      else hi = std::min(hi, v);
+      bounded = true;
+    }
+    if (!bounded) return g_.ref(rules_.number());
+    lo = std::max(lo, -kIntegerLimit);
+    hi = std::min(hi, kIntegerLimit);
+    if (lo > hi) return error(path, "no number within the schema's bounds");
+    return decimal_range(g_, lo, hi);
   }
 
   Result<int32_t> object_node(const ojson& s, const std::string& path, int depth);

@@ -62,6 +62,28 @@ int32_t integer_range(Grammar& g, int64_t lo, int64_t hi) {
   return g.alt(std::move(choices));
 }
 
+namespace {
+// y in [a, b], 0 <= a <= b integers, as an integer part and an optional fraction: below b any
+// fraction, at b only zeros.
+int32_t nonnegative_decimal_range(Grammar& g, int64_t a, int64_t b) {
+  std::vector<int32_t> choices;
+  if (a <= b - 1) {
+    const int32_t fraction = g.seq({g.byte('.'), g.repeat(digit_range(g, '0', '9'), 1, 18)});
+    choices.push_back(g.seq({nonnegative_range(g, a, b - 1), g.optional(fraction)}));
+  }
+  const int32_t zeros = g.seq({g.byte('.'), g.repeat(g.byte('0'), 1, 18)});
+  choices.push_back(g.seq({g.literal(std::to_string(b)), g.optional(zeros)}));
+  return g.alt(std::move(choices));
+}
+}  // namespace
+
+int32_t decimal_range(Grammar& g, int64_t lo, int64_t hi) {
+  std::vector<int32_t> choices;
+  if (hi >= 0) choices.push_back(nonnegative_decimal_range(g, std::max<int64_t>(lo, 0), hi));
+  if (lo < 0) choices.push_back(g.seq({g.byte('-'), nonnegative_decimal_range(g, std::max<int64_t>(-hi, 0), -lo)}));
+  return g.alt(std::move(choices));
+}
+
 int32_t JsonValueRules::string_rest() {
   if (rest_ < 0) {
     rest_ = g_.add_rule("json_string_rest");

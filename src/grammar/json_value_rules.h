@@ -17,6 +17,10 @@ constexpr int64_t kIntegerLimit = 999999999999999999LL;
 // Decimal integers in [lo, hi] (|lo|, |hi| <= kIntegerLimit), no leading zeros, no "-0".
 int32_t integer_range(Grammar& g, int64_t lo, int64_t hi);
 
+// Decimal numbers (no exponent) in [lo, hi], integers |lo|, |hi| <= kIntegerLimit; a fraction
+// has at most 18 digits.
+int32_t decimal_range(Grammar& g, int64_t lo, int64_t hi);
+
 class JsonValueRules {
  public:
   explicit JsonValueRules(Grammar& g) : g_(g) {}

@@ -142,6 +142,11 @@ TEST(GrammarSize, LimitsAreClearErrors) {
   auto c = compile(*big, byte_vocab());
   ASSERT_FALSE(c.is_ok());
   EXPECT_NE(c.status().message().find("grammar too large"), std::string::npos) << c.status().message();
+  auto long_string = grammar_from_json_schema(R"({"type":"string","maxLength":1000})");
+  ASSERT_TRUE(long_string.is_ok());
+  auto lc = compile(*long_string, byte_vocab());
+  ASSERT_FALSE(lc.is_ok());
+  EXPECT_NE(lc.status().message().find("token-mask positions"), std::string::npos) << lc.status().message();
   GbnfLimits tight;
   tight.max_nesting = 2;
   auto deep = grammar_from_gbnf("root ::= (((\"a\")))", tight);
@@ -158,6 +163,33 @@ TEST(GrammarSize, LimitsAreClearErrors) {
   auto long_text = grammar_from_json_schema(R"({"type":"string"})", schema_limits);
   ASSERT_FALSE(long_text.is_ok());
   EXPECT_NE(long_text.status().message().find("too large"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace densa::grammar
+
+namespace densa::grammar {
+namespace {
+
+// A long output makes the parser compact its stack arena; the state must survive it.
+TEST(GrammarMatcherArena, LongOutputsKeepWorkingAfterCompaction) {
+  auto g = compile(grammar_from_json_schema(R"({"type":"array","items":{"type":"string"}})").value(),
+                   testing::byte_vocab());
+  ASSERT_TRUE(g.is_ok());
+  Matcher m(*g);
+  ASSERT_TRUE(m.accept_bytes("[\"x\",\""));
+  const std::string chunk(1000, 'a');
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(m.accept_bytes(chunk)) << i;
+  const auto mask = m.mask();
+  auto allowed = [&](char c) { return (mask[static_cast<uint8_t>(c) >> 6] >> (static_cast<uint8_t>(c) & 63)) & 1; };
+  EXPECT_TRUE(allowed('"'));
+  EXPECT_TRUE(allowed('b'));
+  EXPECT_FALSE(allowed('\n'));
+  EXPECT_FALSE(m.can_end());
+  EXPECT_FALSE(m.accept_bytes("\"}"));
+  ASSERT_TRUE(m.accept_bytes("\", \"\"]"));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_TRUE(m.is_terminated());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // JSON Schema front end at the string level (byte vocabulary): accepted and rejected documents
 // per keyword, integer ranges against plain arithmetic, and errors naming what is unsupported.
+#include <cstdlib>
+
 #include "grammar/json_schema.h"
 #include "grammar_test_util.h"
 
@@ -101,10 +103,38 @@ TEST(GrammarJsonSchema, IntegerRangesAgreeWithArithmetic) {
     for (int64_t x = lo - 60; x <= hi + 60; ++x)
       EXPECT_EQ(full_match(g, std::to_string(x)), x >= lo && x <= hi) << s << " on " << x;
     EXPECT_FALSE(full_match(g, "-0")) << s;
-    EXPECT_FALSE(full_match(g, "0" + std::to_string(std::max<int64_t>(lo, 1)))) << s;
+    std::string leading_zero = "0";
+    leading_zero += std::to_string(std::max<int64_t>(lo, 1));
+    EXPECT_FALSE(full_match(g, leading_zero)) << s;
   }
   expect_matches(R"({"type":"integer","exclusiveMinimum":2,"exclusiveMaximum":5.5})", {"3", "4", "5"}, {"2", "6"});
   expect_matches(R"({"type":"integer","minimum":0})", {"0", "999999999999999999"}, {"-1", "1000000000000000000"});
+}
+
+TEST(GrammarJsonSchema, NumberRangesAgreeWithArithmetic) {
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{-2, 3}, {0, 1}, {5, 5}, {-10, -7}, {-1, 0}, {0, 100}};
+  for (auto [lo, hi] : ranges) {
+    const std::string s = R"({"type":"number","minimum":)" + std::to_string(lo) + R"(,"maximum":)" +
+                          std::to_string(hi) + "}";
+    auto g = schema(s);
+    ASSERT_NE(g, nullptr);
+    for (int64_t i = lo - 3; i <= hi + 3; ++i) {
+      for (const char* frac : {"", ".0", ".00", ".5", ".25", ".001", ".999"}) {
+        for (bool neg : {false, true}) {
+          std::string text = neg ? "-" : "";
+          text += std::to_string(i < 0 ? -i : i);
+          text += frac;
+          if (neg == (i < 0) || i == 0) {
+            const double v = std::strtod(text.c_str(), nullptr);
+            // Zero is written unsigned when negatives are out of range.
+            const bool want = v >= lo && v <= hi && !(neg && v == 0 && lo >= 0);
+            EXPECT_EQ(full_match(g, text), want) << s << " on " << text;
+          }
+        }
+      }
+    }
+    EXPECT_FALSE(full_match(g, "1e0")) << s;
+  }
 }
 
 TEST(GrammarJsonSchema, JsonObjectMode) {
@@ -121,7 +151,8 @@ TEST(GrammarJsonSchema, UnsupportedAndMalformedSchemasNameTheProblem) {
       {R"({"type":"object","patternProperties":{}})", "unsupported keyword 'patternProperties'"},
       {R"({"type":"array","uniqueItems":true})", "unsupported keyword 'uniqueItems'"},
       {R"({"not":{}})", "unsupported keyword 'not'"},
-      {R"({"type":"number","minimum":1})", "'minimum' on type 'number'"},
+      {R"({"type":"number","minimum":0.5})", "only integer bounds"},
+      {R"({"type":"number","exclusiveMaximum":1})", "'exclusiveMaximum' on type 'number'"},
       {R"({"type":"strin"})", "unknown type 'strin'"},
       {R"({"type":"object"})" "x", "not valid JSON"},
       {R"({"$ref":"#/$defs/missing"})", "points to nothing"},
