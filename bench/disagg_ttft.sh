@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# TTFT added by disaggregation at low load (docs/benchmarks.md, "KV transfer: densa vs
-# ucx_perftest"): one colocated `densa serve`, and `densa router` in front of a prefill and a
+# TTFT added by disaggregation at low load (docs/performance/disaggregation.md): one colocated `densa serve`, and `densa router` in front of a prefill and a
 # decode worker (KV over UCX), same model and threads; plus the router in front of the
 # colocated server (the router hop alone). `densa bench serve` at concurrency 1 against each
 # path in turn, ROUNDS times, so drift of the shared machine hits every path alike. Prints
@@ -73,8 +72,7 @@ declare -A url=([colocated]=$COLOCATED [router-colocated]=$ROUTER_COLO [disaggre
 paths=(colocated disaggregated router-colocated)
 # Every (round, path) gets prompts of its own: router-colocated fronts the colocated server, and
 # with the same prompts as the colocated path just sent, its radix prefix cache held them and
-# router-colocated measured a decode step instead of a prefill (2.7 ms against 12.5 before this
-# seed change, docs/benchmarks.md).
+# router-colocated measured a decode step instead of a prefill.
 for r in $(seq 1 "$ROUNDS"); do
   for i in "${!paths[@]}"; do
     p=${paths[$i]}
