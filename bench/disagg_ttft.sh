@@ -43,30 +43,36 @@ log() { echo "== disagg_ttft: $*" >&2; }
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
+declare -A pid_of
 serve() {  # PORT LOG ARGS...
   local port=$1 name=$2
   shift 2
   "$DENSA" "$@" --port "$port" > "$OUT/$name.log" 2>&1 &
   pids+=($!)
+  pid_of[$port]=$!
+}
+# ready PORT NAME: waits for GET /health; a server that exits or never answers ends the run.
+ready() {
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$1/health" >/dev/null 2>&1 && return 0
+    kill -0 "${pid_of[$1]}" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "disagg_ttft: $2 (port $1) did not come up:" >&2
+  tail -5 "$OUT/$2.log" >&2
+  exit 1
 }
 common=(-m "$MODEL" --served-model-name tiny-moe --threads "$THREADS")
 serve "$COLOCATED" colocated serve "${common[@]}" --kv-dtype "$KV_DTYPE"
 serve "$PREFILL" prefill serve "${common[@]}" --kv-dtype "$KV_DTYPE" --role prefill
 serve "$DECODE" decode serve "${common[@]}" --kv-dtype "$DECODE_KV_DTYPE" --role decode
-for port in $COLOCATED $PREFILL $DECODE; do
-  for _ in $(seq 1 300); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-done
+ready "$COLOCATED" colocated
+ready "$PREFILL" prefill
+ready "$DECODE" decode
 serve "$ROUTER" router router --prefill "http://127.0.0.1:$PREFILL" --decode "http://127.0.0.1:$DECODE"
 serve "$ROUTER_COLO" router-colocated router --prefill "http://127.0.0.1:$COLOCATED" --decode "http://127.0.0.1:$COLOCATED"
-for port in $ROUTER $ROUTER_COLO; do
-  for _ in $(seq 1 300); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-done
+ready "$ROUTER" router
+ready "$ROUTER_COLO" router-colocated
 
 declare -A url=([colocated]=$COLOCATED [router-colocated]=$ROUTER_COLO [disaggregated]=$ROUTER)
 paths=(colocated disaggregated router-colocated)

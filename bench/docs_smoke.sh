@@ -7,7 +7,7 @@
 # Usage: bench/docs_smoke.sh [--only kernels,llamacpp,decode,batching,kv,disagg,integrity,accuracy,capacity,serving,regenerate]
 #   BUILD_DIR (default build): a build configured with benchmarks on (scripts/test.sh's is);
 #   the script builds the targets it needs there. OUT (default /tmp/densa-docs-smoke).
-#   DENSA_MODELS_DIR / DENSA_DATA_DIR: the fixtures (default ../shared/{models,data}).
+#   DENSA_MODELS_DIR / DENSA_DATA_DIR: the fixtures (default DENSA_SHARED_DIR or ../shared).
 # Steps with a prerequisite that is missing (node-llama-cpp for "llamacpp", ucx_perftest for
 # "disagg") fail and say so; --only leaves steps out explicitly. "regenerate" runs
 # bench/regenerate.sh --quick in its own build tree (BUILD_DIR/../build-smoke-regen), which
@@ -16,8 +16,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(realpath -m "${BUILD_DIR:-$ROOT/build}")
 OUT=${OUT:-/tmp/densa-docs-smoke}
-MODELS=${DENSA_MODELS_DIR:-$ROOT/../shared/models}
-DATA=${DENSA_DATA_DIR:-$ROOT/../shared/data}
+# The fixtures, found as CMakeLists.txt finds them: DENSA_SHARED_DIR, ../shared, /work/shared.
+SHARED=${DENSA_SHARED_DIR:-$ROOT/../shared}
+[ -d "$SHARED/models" ] || [ ! -d /work/shared/models ] || SHARED=/work/shared
+MODELS=${DENSA_MODELS_DIR:-$SHARED/models}
+DATA=${DENSA_DATA_DIR:-$SHARED/data}
 ONLY=kernels,llamacpp,decode,batching,kv,disagg,integrity,accuracy,capacity,serving
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -102,7 +105,8 @@ if want kv; then
     --batch 1 --prompt-len 256 --gen-len 8 --repeats 1 --kv-dtype fp8 --lm-head-dtype int4-g32
 fi
 if want disagg; then
-  run disagg_ttft 'disaggregated' "$ROOT/bench/disagg_ttft.sh" "$DENSA" "$OUT/ttft" --quick
+  run disagg_ttft 'disaggregated' env MODEL="$MOE/gguf/tinystories-mixtral-3.6m-f16.gguf" \
+    "$ROOT/bench/disagg_ttft.sh" "$DENSA" "$OUT/ttft" --quick
   run kv_transfer 'pooled UCX workers' env UCX_TLS=tcp "$BUILD/kv_transfer_bench" --layout fixture --pages 16 --transfers 2
 fi
 if want integrity; then

@@ -26,8 +26,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build-bench}
 JOBS=${JOBS:-2}
-MODELS=${DENSA_MODELS_DIR:-$ROOT/../shared/models}
-DATA=${DENSA_DATA_DIR:-$ROOT/../shared/data}
+# The fixtures, found as CMakeLists.txt finds them: DENSA_SHARED_DIR, ../shared, /work/shared.
+SHARED=${DENSA_SHARED_DIR:-$ROOT/../shared}
+[ -d "$SHARED/models" ] || [ ! -d /work/shared/models ] || SHARED=/work/shared
+MODELS=${DENSA_MODELS_DIR:-$SHARED/models}
+DATA=${DENSA_DATA_DIR:-$SHARED/data}
 IMG=$ROOT/bench/results
 MOE=$MODELS/tinystories-mixtral-3.6m
 QUICK=0
