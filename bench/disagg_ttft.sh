@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# TTFT added by disaggregation at low load (docs/benchmarks.md, "KV transfer: densa vs
-# ucx_perftest"): one colocated `densa serve`, and `densa router` in front of a prefill and a
+# TTFT added by disaggregation at low load (docs/performance/disaggregation.md): one colocated `densa serve`, and `densa router` in front of a prefill and a
 # decode worker (KV over UCX), same model and threads; plus the router in front of the
 # colocated server (the router hop alone). `densa bench serve` at concurrency 1 against each
 # path in turn, ROUNDS times, so drift of the shared machine hits every path alike. Prints
@@ -44,37 +43,42 @@ log() { echo "== disagg_ttft: $*" >&2; }
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
+declare -A pid_of
 serve() {  # PORT LOG ARGS...
   local port=$1 name=$2
   shift 2
   "$DENSA" "$@" --port "$port" > "$OUT/$name.log" 2>&1 &
   pids+=($!)
+  pid_of[$port]=$!
+}
+# ready PORT NAME: waits for GET /health; a server that exits or never answers ends the run.
+ready() {
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$1/health" >/dev/null 2>&1 && return 0
+    kill -0 "${pid_of[$1]}" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "disagg_ttft: $2 (port $1) did not come up:" >&2
+  tail -5 "$OUT/$2.log" >&2
+  exit 1
 }
 common=(-m "$MODEL" --served-model-name tiny-moe --threads "$THREADS")
 serve "$COLOCATED" colocated serve "${common[@]}" --kv-dtype "$KV_DTYPE"
 serve "$PREFILL" prefill serve "${common[@]}" --kv-dtype "$KV_DTYPE" --role prefill
 serve "$DECODE" decode serve "${common[@]}" --kv-dtype "$DECODE_KV_DTYPE" --role decode
-for port in $COLOCATED $PREFILL $DECODE; do
-  for _ in $(seq 1 300); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-done
+ready "$COLOCATED" colocated
+ready "$PREFILL" prefill
+ready "$DECODE" decode
 serve "$ROUTER" router router --prefill "http://127.0.0.1:$PREFILL" --decode "http://127.0.0.1:$DECODE"
 serve "$ROUTER_COLO" router-colocated router --prefill "http://127.0.0.1:$COLOCATED" --decode "http://127.0.0.1:$COLOCATED"
-for port in $ROUTER $ROUTER_COLO; do
-  for _ in $(seq 1 300); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-done
+ready "$ROUTER" router
+ready "$ROUTER_COLO" router-colocated
 
 declare -A url=([colocated]=$COLOCATED [router-colocated]=$ROUTER_COLO [disaggregated]=$ROUTER)
 paths=(colocated disaggregated router-colocated)
 # Every (round, path) gets prompts of its own: router-colocated fronts the colocated server, and
 # with the same prompts as the colocated path just sent, its radix prefix cache held them and
-# router-colocated measured a decode step instead of a prefill (2.7 ms against 12.5 before this
-# seed change, docs/benchmarks.md).
+# router-colocated measured a decode step instead of a prefill.
 for r in $(seq 1 "$ROUNDS"); do
   for i in "${!paths[@]}"; do
     p=${paths[$i]}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# "KV transfer: densa vs ucx_perftest" (docs/benchmarks.md): for each transport and request
+# "KV transfer" (docs/performance/disaggregation.md): for each transport and request
 # size, kv_transfer_bench moves real KV pages through densa's data plane (BF16->BF16,
 # BF16->FP8 static, FP8->FP8, BF16->FP8 dynamic), then ucx_perftest (UCP tag_bw, a server and a
 # client process on loopback) streams messages of the same size over the same UCX_TLS, so the
@@ -16,7 +16,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build-bench}
-OUT=$ROOT/docs/img/kv_transfer
+OUT=$ROOT/bench/results/disaggregation/kv_transfer
 QUICK=0
 for a in "$@"; do
   case "$a" in

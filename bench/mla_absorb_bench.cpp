@@ -1,5 +1,5 @@
 // MLA's absorbed products per layer and step (model/mla_absorb.h) at DeepSeek-V3 and Kimi K2
-// shapes: the path before session 14 (every step dequantized the whole kv_b_proj to fp32 on
+// shapes: the old path (every step dequantized the whole kv_b_proj to fp32 on
 // one thread, then ran the products as plain loops over the pool) against the products on
 // kv_b split once at load (both products: rows_combination per head, heads split over the
 // pool).

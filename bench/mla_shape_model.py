@@ -4,7 +4,7 @@ DeepSeek-V3's attention shape: 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk
 qk_rope 64, v_head_dim 128. A narrow hidden size (2048), few layers (all MoE) and small experts keep it
 under 1 GB. Its MLA attention costs per token are those of the real model's layers, so
 `densa bench offline` on it shows what the absorbed products cost end to end
-(docs/benchmarks.md, session 14).
+(docs/performance/llamacpp.md, "BF16 and F16 weights on AMX tiles").
 
 Standard library only (no numpy or torch): every tensor is a block of 65,536 random normal
 values at the tensor's scale (1/sqrt(cols); norms 1 +- 0.2), repeated to fill it. That is

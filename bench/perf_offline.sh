@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU speed table of docs/benchmarks.md ("CPU speed against llama.cpp"): writes the two
+# The CPU speed rows of docs/performance/llamacpp.md, densa alone: writes the two
 # random-weight shapes of issue #10 with `densa gen-model` and runs `densa bench offline` rows
 # on them, recording `uptime` beside every row and the membw benchmark before and after.
 #

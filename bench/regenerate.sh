@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# Regenerates every figure and table that docs/benchmarks.md shows, on the machine at hand,
-# into docs/img/ (beside the doc):
+# Regenerates the measurements behind docs/performance/ on the machine at hand, into OUT
+# (--out DIR, default bench/results/):
 #   1. kernel microbenchmarks: every bench/*_bench.cpp built with Google Benchmark
-#      (-> docs/img/<name>.json + .txt), and the other bench programs (kv_accuracy_bench, ...)
-#      run on the fixtures (-> docs/img/<name>.txt);
-#   2. capacity: `densa capacity` for the fixture and a Kimi-K2-class config if present;
-#   3. accuracy: `densa eval` weights x KV against the BF16 baseline (-> accuracy.{md,json});
+#      (-> kernels/<name>.json + .txt), and the other bench programs (kv_accuracy_bench, ...)
+#      run on the fixtures (-> kernels/<name>.txt);
+#   2. capacity: `densa capacity` for the fixture, weights x KV (-> capacity/capacity.txt);
+#   3. accuracy: `densa eval` weights x KV against the BF16 baseline (-> accuracy/accuracy.{md,json});
 #   4. serving: `densa serve` on the MoE fixture + `densa bench serve` over concurrency
 #      1,4,16,64 (-> serving/*.svg, result.json, summary.md);
 #   5. perf: `densa gen-model` shapes of issue #10 + `densa bench offline` rows, membw beside
 #      them (bench/perf_offline.sh -> perf/*.json, perf/perf.md, perf/load.txt, perf/membw.txt);
 #   6. kvtransfer: kv_transfer_bench (densa's KV data plane) beside ucx_perftest on tcp and sm
-#      (bench/kv_transfer.sh -> kv_transfer/raw.tsv, kv_transfer.md, load.txt);
+#      (bench/kv_transfer.sh -> disaggregation/kv_transfer/raw.tsv, kv_transfer.md, load.txt);
 #   7. llamacpp: issue #10's rows on llama.cpp and densa in turn, the same files
-#      (bench/llamacpp/compare.sh -> perf/s16/llamacpp/...: round-N/*.json, summary.md, load.txt,
+#      (bench/llamacpp/compare.sh -> llamacpp/all-rows/: round-N/*.json, summary.md, load.txt,
 #      membw.txt). Needs node and `npm install` in bench/llamacpp (node-llama-cpp's prebuilt
 #      llama.cpp from the npm registry); skipped with a note when that is missing.
-# Usage: bench/regenerate.sh [--quick] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer,llamacpp]
+# Usage: bench/regenerate.sh [--quick] [--out DIR] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer,llamacpp]
 #   BUILD_DIR (default build-bench), JOBS (default 2), DENSA_MODELS_DIR, DENSA_DATA_DIR,
 #   MODEL_DIR (generated perf checkpoints, default /tmp/densa-perf-models).
 # --quick: short kernel runs, 3 integrity rounds + 5 interleaved runs, 8 eval windows,
@@ -26,9 +26,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build-bench}
 JOBS=${JOBS:-2}
-MODELS=${DENSA_MODELS_DIR:-$ROOT/../shared/models}
-DATA=${DENSA_DATA_DIR:-$ROOT/../shared/data}
-IMG=$ROOT/docs/img
+# The fixtures, found as CMakeLists.txt finds them: DENSA_SHARED_DIR, ../shared, /work/shared.
+SHARED=${DENSA_SHARED_DIR:-$ROOT/../shared}
+[ -d "$SHARED/models" ] || [ ! -d /work/shared/models ] || SHARED=/work/shared
+MODELS=${DENSA_MODELS_DIR:-$SHARED/models}
+DATA=${DENSA_DATA_DIR:-$SHARED/data}
+IMG=$ROOT/bench/results
 MOE=$MODELS/tinystories-mixtral-3.6m
 QUICK=0
 SKIP=""
@@ -36,7 +39,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --skip) SKIP="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer,llamacpp]" >&2; exit 2 ;;
+    --out) IMG=$(mkdir -p "$2" && cd "$2" && pwd); shift ;;
+    *) echo "usage: $0 [--quick] [--out DIR] [--skip kernels,capacity,accuracy,serving,perf,kvtransfer,llamacpp]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -49,7 +53,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDENSA_BUILD_T
 # shellcheck disable=SC2086
 ninja -C "$BUILD" -j"$JOBS" densa $BENCHES
 DENSA=$BUILD/densa
-mkdir -p "$IMG"
+mkdir -p "$IMG"/{kernels,capacity,accuracy,serving,disaggregation,llamacpp}
 {
   echo "machine: $(uname -srm), $(nproc) cores"
   grep -m1 'model name' /proc/cpuinfo 2>/dev/null || true
@@ -68,17 +72,17 @@ if want kernels; then
       extra=()
       # quick: one shape per family on one thread (setup of the >= 512 MB operands dominates)
       [ "$QUICK" = 1 ] && extra=(--benchmark_min_time=0.05 '--benchmark_filter=(4096x4096|ctx:1024|1GiB).*threads:1/')
-      "$exe" --benchmark_counters_tabular=true --benchmark_out="$IMG/$b.json" --benchmark_out_format=json \
-        "${extra[@]}" | tee "$IMG/$b.txt"
+      "$exe" --benchmark_counters_tabular=true --benchmark_out="$IMG/kernels/$b.json" --benchmark_out_format=json \
+        "${extra[@]}" | tee "$IMG/kernels/$b.txt"
     elif [ "$b" = integrity_overhead_bench ]; then
       log "$b"
       rounds=80 interleave=200
       [ "$QUICK" = 1 ] && rounds=3 interleave=5
       "$exe" --model "$MOE/gguf/tinystories-mixtral-3.6m-f16.gguf" --rounds "$rounds" --interleave-runs "$interleave" \
-        | tee "$IMG/$b.txt"
+        | tee "$IMG/kernels/$b.txt"
     else
       log "$b"
-      "$exe" "$MODELS" "$DATA" | tee "$IMG/$b.txt"
+      "$exe" "$MODELS" "$DATA" | tee "$IMG/kernels/$b.txt"
     fi
   done
 fi
@@ -86,15 +90,15 @@ fi
 # ---- 2. capacity ----
 if want capacity; then
   log "capacity"
-  : > "$IMG/capacity.txt"
+  : > "$IMG/capacity/capacity.txt"
   for w in bf16 fp8 int4; do
     for kv in bf16 fp8; do
-      echo "### weights $w, KV $kv" >> "$IMG/capacity.txt"
-      "$DENSA" capacity -m "$MOE/hf" --memory 1GiB --weight-dtype "$w" --kv-dtype "$kv" >> "$IMG/capacity.txt" 2>&1 ||
-        echo "(failed)" >> "$IMG/capacity.txt"
+      echo "### weights $w, KV $kv" >> "$IMG/capacity/capacity.txt"
+      "$DENSA" capacity -m "$MOE/hf" --memory 1GiB --weight-dtype "$w" --kv-dtype "$kv" >> "$IMG/capacity/capacity.txt" 2>&1 ||
+        echo "(failed)" >> "$IMG/capacity/capacity.txt"
     done
   done
-  cat "$IMG/capacity.txt"
+  cat "$IMG/capacity/capacity.txt"
 fi
 
 # ---- 3. accuracy ----
@@ -104,7 +108,7 @@ if want accuracy; then
   [ "$QUICK" = 1 ] && windows=8
   "$DENSA" eval -m "$MOE/hf" --ids "$MOE/golden/valid.ids.u16.bin" --weights bf16,fp8,int4,int4-g32 \
     --kv bf16,fp8,fp8-dynamic --baseline bf16+x-f32/bf16 --max-windows "$windows" \
-    --json "$IMG/accuracy.json" --markdown "$IMG/accuracy.md"
+    --json "$IMG/accuracy/accuracy.json" --markdown "$IMG/accuracy/accuracy.md"
 fi
 
 # ---- 4. serving ----
@@ -112,12 +116,12 @@ if want serving; then
   log "serving (densa serve + densa bench serve)"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 18080)
   "$DENSA" serve -m "$MOE/gguf/tinystories-mixtral-3.6m-f16.gguf" --port "$port" --served-model-name tiny-moe \
-    > "$IMG/serve.log" 2>&1 &
+    > "$IMG/serving/serve.log" 2>&1 &
   server=$!
   trap 'kill "$server" 2>/dev/null || true' EXIT
   for _ in $(seq 1 300); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    kill -0 "$server" 2>/dev/null || { cat "$IMG/serve.log" >&2; exit 1; }
+    kill -0 "$server" 2>/dev/null || { cat "$IMG/serving/serve.log" >&2; exit 1; }
     sleep 0.2
   done
   prompts=64
@@ -142,7 +146,7 @@ if want kvtransfer; then
   log "kvtransfer (kv_transfer_bench + ucx_perftest)"
   extra=()
   [ "$QUICK" = 1 ] && extra=(--quick)
-  BUILD_DIR=$BUILD "$ROOT/bench/kv_transfer.sh" "$IMG/kv_transfer" "${extra[@]}"
+  BUILD_DIR=$BUILD "$ROOT/bench/kv_transfer.sh" "$IMG/disaggregation/kv_transfer" "${extra[@]}"
 fi
 # ---- 7. llama.cpp on the same machine and files ----
 if want llamacpp; then
@@ -150,7 +154,7 @@ if want llamacpp; then
     log "llamacpp (bench/llamacpp/compare.sh)"
     extra=(3)
     [ "$QUICK" = 1 ] && extra=(1 --quick)
-    MEMBW=$BUILD/membw_bench "$ROOT/bench/llamacpp/compare.sh" "$DENSA" "$IMG/perf/s16/llamacpp" "${extra[@]}"
+    MEMBW=$BUILD/membw_bench "$ROOT/bench/llamacpp/compare.sh" "$DENSA" "$IMG/llamacpp/all-rows" "${extra[@]}"
   else
     log "skip llamacpp: run 'npm install' in bench/llamacpp first (needs the npm registry)"
   fi

@@ -64,10 +64,15 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   auto* rate = cmd->add_option("--request-rate", c.request_rate, "levels: Poisson arrival rates in req/s")
                    ->delimiter(',')->check(CLI::PositiveNumber);
   conc->excludes(rate);
-  cmd->add_option("--max-concurrency", c.max_concurrency, "cap on requests in flight with --request-rate");
-  cmd->add_option("--repeats", c.repeats, "runs of every level (for --compare CIs)")->check(CLI::Range(1, 1000));
-  cmd->add_option("--warmup", c.warmup_requests, "requests sent before measuring")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seed", c.seed, "prompts and arrival times");
+  cmd->add_option("--max-concurrency", c.max_concurrency, "cap on requests in flight with --request-rate (0 = none)")
+      ->capture_default_str();
+  cmd->add_option("--repeats", c.repeats, "runs of every level (for --compare CIs)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", c.warmup_requests, "requests sent before measuring")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", c.seed, "prompts and arrival times")->capture_default_str();
   cmd->add_option("--slo-ttft-ms", args->slo_ttft_ms, "goodput SLO on time to first token");
   cmd->add_option("--slo-tpot-ms", args->slo_tpot_ms, "goodput SLO on time per output token");
   cmd->add_option("--out-dir", c.out_dir, "where result.json, summary.md and the plots go")->capture_default_str();
@@ -75,7 +80,9 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_flag("--tokenizer-free", c.tokenizer_free, "no local tokenizer: prompt tokens from usage only");
   cmd->add_flag("--ignore-eos", c.ignore_eos, "add \"ignore_eos\": true to requests");
   cmd->add_option("--extra-body", c.extra_body_json, "JSON object merged into every request body");
-  cmd->add_option("--timeout", c.timeout_s, "per-request timeout in seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", c.timeout_s, "per-request timeout in seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--no-progress", args->no_progress, "no progress bar");
   cmd->add_option("--compare", args->compare, "compare two result files A.json B.json (ratios B/A)")
       ->expected(2);

@@ -57,7 +57,8 @@ void add_bench_offline_command(CLI::App* bench) {
   auto a = std::make_shared<BenchOfflineArgs>();
   bench::BenchOfflineConfig& c = a->config;
   CLI::App* cmd = bench->add_subcommand("offline", "prefill / decode tokens per second through the engine, in process");
-  cmd->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (no tokenizer needed)");
+  cmd->add_option("-m,--model", a->model,
+                  "GGUF file or Hugging Face directory (no tokenizer needed; default: the MoE fixture in models/)");
   add_weight_options(cmd, a->weights);
   cmd->add_option("--batch", c.batch, "requests submitted together")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--prompt-len", c.prompt_len, "prompt tokens per request")->check(CLI::Range(1, 1 << 20))

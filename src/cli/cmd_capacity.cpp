@@ -75,14 +75,16 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("-m,--model", f->model, "config.json, Hugging Face directory or GGUF file")->required();
   cmd->add_option("--memory", f->memory, "total memory for weights + KV, e.g. 80GiB, 141G, 1128GB");
   cmd->add_option("--kv-memory", f->kv_memory, "KV budget directly (weights not subtracted)");
-  cmd->add_option("--weight-dtype", f->weight_dtype, "bf16 | fp8 (128x128 block scales) | int4 (group 32)");
+  cmd->add_option("--weight-dtype", f->weight_dtype, "bf16 | fp8 (128x128 block scales) | int4 (group 32)")
+      ->capture_default_str();
   cmd->add_option("--lm-head-dtype", f->lm_head_dtype,
                   "bf16 | fp8 | int4 (group 32): the output projection's format, apart from --weight-dtype "
                   "(default: BF16, as checkpoints store it); a tied head is counted as its own copy");
-  cmd->add_option("--kv-dtype", f->kv_dtype, "bf16 | fp8 (e4m3)");
-  cmd->add_option("--kv-scales", f->kv_scales, "fp8 KV scales: static (per layer, head) | dynamic (per token)");
+  cmd->add_option("--kv-dtype", f->kv_dtype, "bf16 | fp8 (e4m3)")->capture_default_str();
+  cmd->add_option("--kv-scales", f->kv_scales, "fp8 KV scales: static (per layer, head) | dynamic (per token)")
+      ->capture_default_str();
   cmd->add_option("--context", f->context, "tokens per request (default: the model's context length)");
-  cmd->add_option("--page-size", f->page_size, "tokens per KV page");
+  cmd->add_option("--page-size", f->page_size, "tokens per KV page")->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f] { run_capacity(*f); });
 });

@@ -72,11 +72,12 @@ const CommandRegistrar kRegister([](CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--ctx", c.ctx, "window length in tokens")->check(CLI::Range(4, 1 << 20))->capture_default_str();
   cmd->add_option("--max-windows", c.max_windows, "evaluate at most this many windows (0 = all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--bootstrap", c.bootstrap_resamples, "resamples for the delta-PPL CI")
       ->check(CLI::Range(0, 1000000))->capture_default_str();
-  cmd->add_option("--seed", c.seed, "bootstrap seed");
-  cmd->add_option("-t,--threads", args->threads, "worker threads (0 = all cores)");
+  cmd->add_option("--seed", c.seed, "bootstrap seed")->capture_default_str();
+  cmd->add_option("-t,--threads", args->threads, "worker threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--json", args->json_out, "write the results as JSON");
   cmd->add_option("--markdown", args->markdown_out, "write the results as Markdown tables");
   cmd->callback([args] {

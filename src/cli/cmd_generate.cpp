@@ -85,14 +85,24 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = app.add_subcommand("generate", "generate text for one prompt");
   cmd->add_option("-m,--model", args->model, "GGUF file or Hugging Face directory (default: the MoE fixture in models/)");
-  cmd->add_option("-p,--prompt", args->prompt, "prompt text");
-  cmd->add_option("-n,--max-tokens", args->max_new_tokens, "tokens to generate")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-t,--threads", args->threads, "worker threads (0 = all cores)");
-  cmd->add_option("--temperature,--temp", args->temperature, "0 = greedy")->check(CLI::Range(0.0f, 100.0f));
-  cmd->add_option("--top-k", args->top_k, "0 = off")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", args->top_p)->check(CLI::Range(0.0f, 1.0f));
-  cmd->add_option("--min-p", args->min_p)->check(CLI::Range(0.0f, 1.0f));
-  cmd->add_option("--seed", args->seed);
+  cmd->add_option("-p,--prompt", args->prompt, "prompt text")->capture_default_str();
+  cmd->add_option("-n,--max-tokens", args->max_new_tokens, "tokens to generate")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", args->threads, "worker threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--temperature,--temp", args->temperature, "0 = greedy")
+      ->check(CLI::Range(0.0f, 100.0f))
+      ->capture_default_str();
+  cmd->add_option("--top-k", args->top_k, "keep the K most likely tokens (0 = off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--top-p", args->top_p, "keep the most likely tokens whose probabilities sum to P (1 = off)")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->capture_default_str();
+  cmd->add_option("--min-p", args->min_p, "drop tokens less likely than P x the most likely one (0 = off)")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past </s>");
   cmd->add_option("--tokenizer", args->tokenizer,
                   "tokenizer (tokenizer.json, tiktoken.model, tokenizer.model, GGUF or model dir) to use instead of the model's own");

@@ -87,7 +87,7 @@ int run_info(const std::string& model) {
 const CommandRegistrar kRegister([](CLI::App& app) {
   auto model = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "print what a model file holds");
-  cmd->add_option("-m,--model", *model, "GGUF file or Hugging Face directory");
+  cmd->add_option("-m,--model", *model, "GGUF file or Hugging Face directory (default: the MoE fixture in models/)");
   cmd->callback([model] {
     if (int rc = run_info(*model); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -86,22 +86,29 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("router", "front door for disaggregated serving: pairs prefill and decode workers");
   cmd->add_option("--prefill", a->prefill, "prefill workers: http://host:port[,http://host:port...]")->required();
   cmd->add_option("--decode", a->decode, "decode workers: http://host:port[,http://host:port...]")->required();
-  cmd->add_option("--host", a->host, "address to listen on");
+  cmd->add_option("--host", a->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", a->port, "port to listen on (0: any free port, named on the \"listening on\" line)")
-      ->check(CLI::Range(0, 65535));
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   cmd->add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/* (forwarded to the workers)");
   cmd->add_option("--timeout-ms", a->timeout_ms, "longest silence from a worker before the attempt fails")
-      ->check(CLI::Range(1, 24 * 3600 * 1000));
+      ->check(CLI::Range(1, 24 * 3600 * 1000))
+      ->capture_default_str();
   cmd->add_option("--connect-timeout-ms", a->connect_timeout_ms, "TCP connect timeout to a worker")
-      ->check(CLI::Range(1, 600000));
+      ->check(CLI::Range(1, 600000))
+      ->capture_default_str();
   cmd->add_option("--max-retries", a->max_retries, "extra attempts on other worker pairs before the first byte")
-      ->check(CLI::Range(0, 16));
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
   cmd->add_option("--health-interval-ms", a->health_interval_ms, "GET /health on every worker this often")
-      ->check(CLI::Range(10, 600000));
+      ->check(CLI::Range(10, 600000))
+      ->capture_default_str();
   cmd->add_option("--failure-hold-ms", a->failure_hold_ms, "a worker a request failed on stays out at least this long")
-      ->check(CLI::Range(0, 3600000));
+      ->check(CLI::Range(0, 3600000))
+      ->capture_default_str();
   cmd->add_option("--max-connections", a->max_connections, "client connections served at once")
-      ->check(CLI::Range(8, 4096));
+      ->check(CLI::Range(8, 4096))
+      ->capture_default_str();
   cmd->callback([a] {
     if (int rc = run_router(*a); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -259,22 +259,38 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   cmd->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: the MoE fixture in models/)");
-  cmd->add_option("--host", a->host, "address to listen on");
+  cmd->add_option("--host", a->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", a->port, "port to listen on (0: any free port, named on the \"listening on\" line)")
-      ->check(CLI::Range(0, 65535));
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   cmd->add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
-  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV pool size, e.g. 64MiB, 2GiB");
-  cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: bf16 | f32 | fp8");
+  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV pool size, e.g. 64MiB, 2GiB")->capture_default_str();
+  cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: bf16 | f32 | fp8 (see --kv-scales)")->capture_default_str();
   add_weight_options(cmd, a->weights);
-  cmd->add_option("--page-size", a->page_size, "tokens per KV page")->check(CLI::Range(1, 4096));
-  cmd->add_option("--max-running-requests", a->max_running_requests)->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--max-queue", a->max_queue, "waiting requests beyond which requests get 429")->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--chunked-prefill-size", a->chunked_prefill_size)->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-step-tokens", a->max_step_tokens, "token budget of one batch")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-t,--threads", a->threads, "kernel threads (0 = all cores)");
+  cmd->add_option("--page-size", a->page_size,
+                  "tokens per KV page (prefix sharing is by whole pages; larger pages decode long contexts "
+                  "faster; a prefill and a decode worker must agree)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--max-running-requests", a->max_running_requests, "requests in the running batch at once; the rest wait")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  cmd->add_option("--max-queue", a->max_queue, "waiting requests beyond which requests get 429")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--chunked-prefill-size", a->chunked_prefill_size,
+                  "most prompt tokens of one request per step (longer prompts prefill in chunks)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--max-step-tokens", a->max_step_tokens, "token budget of one batch")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "kernel threads (0 = all cores)")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "disable the radix prefix cache");
   cmd->add_option("--kv-integrity", a->kv_integrity,
-                  "KV integrity check before batches read cached KV: off | on | sample=N | digest[=N]");
+                  "KV integrity check before batches read cached KV: off | on (page tags, every batch) | "
+                  "sample=N (1 batch in N) | digest[=N] (tags plus a page re-hash, on 1 checked batch in N)")
+      ->capture_default_str();
   cmd->add_option("--served-model-name", a->served_model_name, "model id clients use (default: the file name)");
   cmd->add_option("--chat-template", a->chat_template,
                   "Jinja chat template file to use instead of the model's own (the plain fallback serves models "
@@ -289,24 +305,33 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--request-log", a->request_log, "one JSON line per finished request to FILE ('-' = stderr)");
   cmd->add_option("--canary", a->canary, "quality canary: probe text FILE scored at serving precision vs a BF16 copy");
   cmd->add_option("--canary-every", a->canary_every_s, "seconds between canary scorings (the first runs at start)")
-      ->check(CLI::Range(0.01, 86400.0));
-  cmd->add_option("--canary-max-kl", a->canary_max_kl, "mean KL (nats) above which densa_quality_degraded is 1");
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--canary-max-kl", a->canary_max_kl, "mean KL (nats) above which densa_quality_degraded is 1")
+      ->capture_default_str();
   cmd->add_option("--canary-max-ppl-delta", a->canary_max_ppl_delta,
-                  "relative perplexity increase above which densa_quality_degraded is 1");
+                  "relative perplexity increase above which densa_quality_degraded is 1")
+      ->capture_default_str();
   cmd->add_option("--test-degrade-weights-bits", a->test_degrade_weights_bits,
                   "TESTS ONLY: round every matrix to this many bits (2 = visibly broken)")
       ->check(CLI::Range(2, 8))
       ->group("");
   cmd->add_option("--role", a->role,
                   "both (colocated) | prefill (computes prompts, pushes KV over UCX) | decode (needs the "
-                  "X-Densa-Prefill-Url header)");
+                  "X-Densa-Prefill-Url header, which densa router sets)")
+      ->capture_default_str();
   cmd->add_option("--disagg-timeout-ms", a->disagg_timeout_ms, "limit of every wait of a KV transfer")
-      ->check(CLI::Range(1, 3600000));
+      ->check(CLI::Range(1, 3600000))
+      ->capture_default_str();
   cmd->add_option("--disagg-ucx-workers", a->disagg_ucx_workers,
-                  "idle UCX workers kept between KV transfers (a prefill worker's stay connected to their "
-                  "receiver); 0: a fresh worker per transfer")
-      ->check(CLI::Range(0, 4096));
-  cmd->add_option("--kv-scales", a->kv_scales, "fp8 KV scales: dynamic | calibrate[=FILE] | checkpoint");
+                  "idle UCX workers kept between KV transfers (a prefill worker's stay connected to the "
+                  "receiver they last served); 0: a fresh worker per transfer")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  cmd->add_option("--kv-scales", a->kv_scales,
+                  "fp8 KV scales: dynamic (per token) | calibrate[=FILE] (static, from a calibration pass over "
+                  "FILE's text or a built-in passage) | checkpoint (static: the k_scale / v_scale tensors)")
+      ->capture_default_str();
   cmd->callback([a] {
     if (int rc = run_serve(*a); rc != 0) throw CLI::RuntimeError(rc);
   });

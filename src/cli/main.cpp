@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/version.h"
 
 namespace densa::cli {
 
@@ -17,6 +18,8 @@ CommandRegistrar::CommandRegistrar(CommandSetup setup) { command_setups().push_b
 
 int main(int argc, char** argv) {
   CLI::App app{"densa: a dense-memory inference server for Mixture-of-Experts models"};
+  app.set_version_flag("--version", [] { return densa::cli::version_text(); },
+                       "print the version, the commit and the kernels this machine will run, and exit");
   app.require_subcommand(1);
   for (auto& setup : densa::cli::command_setups()) setup(app);
   try {

@@ -10,7 +10,8 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
                   "quantize attention / FFN / expert matrices on load: bf16 | fp8 | int4 | int4-g32 | int4-g128 | "
                   "q8_0 | q4_0 (default: as stored)");
   cmd->add_option("--weight-group-size", args.weight_group_size, "INT4 group size of plain \"int4\"")
-      ->check(CLI::IsMember({32, 128}));
+      ->check(CLI::IsMember({32, 128}))
+      ->capture_default_str();
   cmd->add_option("--lm-head-dtype", args.lm_head_dtype,
                   "precision of the output projection (lm_head), apart from --weight-dtype: same names "
                   "(default: as stored; checkpoints usually keep it BF16). A tied lm_head gets its own "

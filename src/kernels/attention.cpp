@@ -158,9 +158,9 @@ void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, in
   // Each tile's K and V rows are a short stream in a page far from the previous tile's, which
   // the hardware prefetcher does not see coming. Ask for tile `start` while the one before it
   // is computed, into L2 (prefetcht2: measured faster than into L1 with BM_PathsInterleaved in
-  // attention_bench, docs/benchmarks.md "Session 12"). always_inline: GCC takes a function whose
-  // only effects are prefetches for one without side effects and deletes the calls to it (this
-  // lambda compiled to nothing until session 12; tests/kernels/prefetch_codegen_test.cpp).
+  // attention_bench). always_inline: GCC takes a function whose only effects are prefetches for
+  // one without side effects and deletes the calls to it (tests/kernels/prefetch_codegen_test.cpp
+  // checks the binary keeps them).
   auto prefetch_tile = [&](int32_t start) __attribute__((always_inline)) {
     if (start > last) return;
     const int32_t end = std::min<int32_t>(start + kAttnTile, last + 1);

@@ -70,7 +70,7 @@ using kernels_internal::kAmxTileBytes;
 constexpr int kMaxCols = 8;  // (query, head) pairs per pass: hi and lo parts make 16 score columns / value rows
 constexpr int kStep = 32;    // positions per value step (a B tile holds 16 position pairs)
 // K / V prefetch distance, in 16-position tiles (2 passes of the score loop; 2, 8 and 16 were
-// no faster for BF16 pages at 4K context in BM_PathsInterleaved, docs/benchmarks.md "Session 12").
+// no faster for BF16 pages at 4K context in attention_bench's BM_PathsInterleaved).
 constexpr int kAheadTiles = 4;
 // An item of several passes (a prefill run: more (query, head) pairs than kMaxCols) decodes its K
 // and V rows once for all passes when they take at most this many bytes as bf16 (per thread).
@@ -230,7 +230,7 @@ DENSA_AMX_ATTN_INLINE void value_b_rows(const uint8_t* a, const uint8_t* b, int 
 
 // Where one work item's K and V rows are. Its members that decode rows are inlined into
 // attend_run_amx (as is the lambda that calls k_tile): out of line, the decoder's table vectors
-// were reloaded from this object for every row decoded (docs/benchmarks.md "Session 13").
+// were reloaded from this object for every row decoded.
 struct RunRows {
   const KvView& kv;
   const int32_t* pages;
@@ -280,9 +280,8 @@ struct RunRows {
   }
 
   // Rows [p0, p0 + n) and their dynamic scales into L2 (prefetcht2: measured faster than into
-  // L1, docs/benchmarks.md "Session 12"). Inlined: GCC deletes calls to a function whose only
-  // effects are prefetches (this one compiled to nothing until session 12;
-  // tests/kernels/prefetch_codegen_test.cpp).
+  // L1 in attention_bench). Inlined: GCC deletes calls to a function whose only effects are
+  // prefetches (tests/kernels/prefetch_codegen_test.cpp checks the binary keeps them).
   DENSA_AMX_ATTN_INLINE void prefetch_rows(int which, int32_t p0, int n) const {
     if (p0 >= len) return;
     n = std::min<int32_t>(n, len - p0);
@@ -567,8 +566,8 @@ DENSA_AMX_ATTN void attend_run_amx(const KvView& kv, int layer, int seq, int32_t
     for (int64_t i = 0; i < steps; ++i) {
       const int32_t u0 = static_cast<int32_t>(i * kStep);
       // K too when it is read in place (BF16 pages of whole tiles): this loop does not read it,
-      // but the first score pass then finds it in cache (skipping it took 1.08x the time for a
-      // 16-token BF16 run at 4,096 positions, docs/benchmarks.md "Session 13").
+      // but the first score pass then finds it in cache (skipping it made a 16-token BF16 run
+      // at 4,096 positions slower in an interleaved kernel A/B).
       rr.prefetch_rows(0, u0 + 16 * kAheadTiles, kStep);
       rr.prefetch_rows(1, u0 + 16 * kAheadTiles, kStep);
       if (keep_k) {

@@ -143,9 +143,9 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   // interrupt, a slower share of bandwidth) takes fewer parts instead of holding up the step.
   // Parts come in whole multiples of the thread count: 3 parts on 2 threads would leave one
   // thread alone for the last third (a batch-1 QKV projection of the preset shapes did).
-  // Decode GEMVs (every job n = 1) take one part per thread: interleaved A/Bs on the preset
-  // shapes (docs/benchmarks.md, session 8) ran batch-1 decode 3-10% faster than with four,
-  // each thread streaming one run of rows per product with one claim. Prefill keeps four.
+  // Decode GEMVs (every job n = 1) take one part per thread, so each thread streams one run of
+  // rows per product with one claim (interleaved A/Bs on the preset shapes ran batch-1 decode
+  // faster than with four parts). Prefill keeps four.
   bool gemv = true;
   for (const RowsJob& j : jobs) gemv = gemv && j.job->n == 1;
   const int64_t max_parts = threads == 1 ? 1 : threads * (gemv ? 1 : kPartsPerThread);

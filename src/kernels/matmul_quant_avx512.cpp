@@ -4,7 +4,7 @@
 //
 // Both paths keep the weights exact and round the activations once per call, so the inner
 // loop is a hardware dot-product instruction instead of a decode to fp32 (the exact fp32 path
-// this replaced decoded at 25-40% of memory bandwidth; docs/benchmarks.md):
+// this replaced was bound by its decoding, well below memory bandwidth):
 //  - FP8 (W8A16): x is rounded to bf16 (round to nearest even). A 128-entry table turns each
 //    e4m3 code into its exact bf16 value (high and low byte by one vpermi2b each, sign bit
 //    or-ed in; every e4m3 value, subnormals and NaN included, is a bf16), and vdpbf16ps
@@ -555,8 +555,9 @@ DENSA_AVX512_GFNI_INLINE __m512 widen_scales(__m256i h) {
 }
 
 // Software prefetch distances of the tiled decode kernel, in bytes of its stream: 4 chunks
-// (2,304 B) into L1 and 8 KiB into L2 (`densa bench offline` on a 2-core Emerald Rapids VM,
-// docs/benchmarks.md "Session 9": no prefetch and near only were slower, 12-16 KiB far no better).
+// (2,304 B) into L1 and 8 KiB into L2. Without them one stream per core was held to what the
+// hardware prefetchers keep in flight; chosen by a sweep with `densa bench offline` on an
+// Emerald Rapids VM (no prefetch and near only were slower, 12-16 KiB far no better).
 constexpr int64_t kTilesPrefetchNear = 4 * kInt4TileChunkBytes;
 constexpr int64_t kTilesPrefetchFar = 8192;
 
@@ -904,7 +905,8 @@ alignas(64) constexpr int16_t kStepOrder[2][32] = {
 
 // The two lines of a 16-bit row's 64-column step at src: kPrefetchBytes ahead into L1 and `far`
 // ahead into L2, as amx_decode_row does for an FP8 step's one line. Inlined, so the compiler
-// keeps the prefetches (docs/benchmarks.md, session 12).
+// keeps the prefetches (GCC deletes calls to a function whose only effects are prefetches;
+// tests/kernels/prefetch_codegen_test.cpp).
 DENSA_AVX512_INLINE void prefetch_step16(const uint8_t* src, int64_t far) {
   _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
   _mm_prefetch(reinterpret_cast<const char*>(src + 64 + kPrefetchBytes), _MM_HINT_T0);

@@ -15,8 +15,9 @@ struct RunResult {
   std::string output;  // stdout + stderr
 };
 
-inline RunResult run(const std::string& args) {
-  const std::string cmd = std::string(DENSA_BINARY) + " " + args + " 2>&1";
+// env: assignments the binary runs with, e.g. "DENSA_ISA=scalar".
+inline RunResult run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(DENSA_BINARY) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   EXPECT_NE(p, nullptr);
   std::string out;

@@ -1,8 +1,8 @@
 // The decode attention kernels' software prefetches survive compilation. GCC's pure-const pass
 // takes a function whose only effects are __builtin_prefetch / _mm_prefetch for one with no side
 // effects and deletes the calls to it, so a prefetch helper that is not inlined compiles to
-// nothing. The attention kernels' helpers were such functions until session 12 (every prefetch
-// distance and hint measured before then was the same binary). This test reads the disassembly
+// nothing. The attention kernels' helpers once were such functions, and every prefetch distance
+// and hint measured then ran the same binary. This test reads the disassembly
 // of the densa binary (objdump, from binutils, which the compiler needs anyway) and checks that
 // each kernel body holds prefetch instructions.
 #include <gtest/gtest.h>

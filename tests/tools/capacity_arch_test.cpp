@@ -1,7 +1,7 @@
 // `densa capacity`'s parameter counting for the qwen3_moe / qwen2_moe / glm4_moe layouts
 // (q/k norm, qkv bias, shared experts with and without a gate, routers with correction bias,
 // leading dense layers, mlp_only_layers) equals what densa actually loads from the reference
-// checkpoints, and the GLM-4.5 8K-context table of docs/benchmarks.md holds its invariants.
+// checkpoints, and the GLM-4.5 8K-context table of docs/performance/capacity.md holds its invariants.
 #include <gtest/gtest.h>
 
 #include "model/model_loader.h"

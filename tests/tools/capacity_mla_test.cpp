@@ -1,6 +1,6 @@
 // densa capacity on MLA models (DeepSeek-V3, Kimi K2): its KV arithmetic is the runtime's
 // page layout (kv_layout_for of the parsed config, what the engine's PagePool allocates), and
-// the Kimi K2 numbers on one 8 x H200 node (docs/benchmarks.md, "MLA KV capacity").
+// the Kimi K2 numbers on one 8 x H200 node (docs/performance/capacity.md, "Kimi K2 (MLA)").
 #include <gtest/gtest.h>
 
 #include "exec/runner.h"

@@ -117,7 +117,7 @@ TEST(Eval, Bf16BaselineReproducesReferenceAndSelfKlIsZero) {
 
 // BF16 and F16 matrices on AMX tiles (x rounded to bf16, the default where AMX-BF16 is granted)
 // against the same checkpoint with fp32 activations ("+x-f32"): a real, small cost, an order of
-// magnitude under FP8 weights' (docs/benchmarks.md). Without AMX both names run the same
+// magnitude under FP8 weights' (docs/performance/accuracy.md). Without AMX both names run the same
 // kernels, and the candidate equals the baseline exactly. The MoE's BF16 checkpoint and the
 // dense model's F16 GGUF.
 class EvalHalfOnAmx : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
