@@ -18,6 +18,7 @@
 #include "quant/ggml_blocks.h"
 #include "test_util.h"
 #include "tools/gen_model.h"
+#include "tools/gguf_model_writer.h"
 #include "tools/generator.h"
 
 namespace densa {
@@ -182,6 +183,39 @@ TEST(GgufBlockTypes, Q4KBodyQ6KOutputServesItsDequantizedWeights) {
   EXPECT_LT(c.rms_rel, 0.2);
   EXPECT_GT(c.top1_agree, 0.65);
 }
+
+// The other GGUF MoE families (qwen3moe, qwen2moe, glm4moe, deepseek2 with its MLA tensors):
+// the tiny reference checkpoints written as F32 GGUF by densa's writer, then every matrix whose
+// ne0 allows it (hidden 64, expert width 32) in a 32-element block type, *_exps and *_shexp
+// included. The reference weights are random, so only the twin equality is asserted.
+class GgufBlockTypesArch : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufBlockTypesArch, MoeFamilyServesItsDequantizedWeights) {
+  const std::string arch = GetParam();
+  const auto dir = fresh_temp_dir("gguf_block_arch_" + arch);
+  auto hf = load_model(std::filesystem::path(DENSA_SOURCE_DIR) / "tests" / "data" / "reference" / arch,
+                       LoadOptions{.prepare_for_kernels = false});
+  ASSERT_TRUE(hf.is_ok()) << hf.status().to_string();
+  auto wr = write_model_gguf(*hf, dir / "f32.gguf", DType::kF32);
+  ASSERT_TRUE(wr.is_ok()) << wr.status().to_string();
+  const std::vector<uint32_t> types = {ggml_type::kQ4_1, ggml_type::kQ5_0, ggml_type::kQ5_1, ggml_type::kIQ4_NL,
+                                       ggml_type::kMXFP4};
+  int k = 0, exps = 0;
+  const QuantPair p = write_pair(dir / "f32.gguf", dir, [&](const std::string& name, const std::vector<int64_t>& ne) {
+    if (ne[0] % 32 != 0 || contains(name, "ffn_gate_inp")) return uint32_t{0};
+    exps += contains(name, "_exps");
+    return types[static_cast<size_t>(k++) % types.size()];
+  });
+  EXPECT_GT(exps, 0) << "expert stacks converted";
+  EXPECT_EQ(p.tensors_per_type.size(), types.size());
+  std::vector<TokenId> tokens;
+  for (int i = 0; i < 24; ++i) tokens.push_back(static_cast<TokenId>((i * 53 + 7) % hf->config.vocab_size));
+  const Closeness c = check_pair(p, dir / "f32.gguf", tokens);
+  std::printf("%s: rms rel logit diff %.4f, top-1 agreement %.3f\n", arch.c_str(), c.rms_rel, c.top1_agree);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reference, GgufBlockTypesArch,
+                         ::testing::Values("qwen3_moe", "qwen2_moe", "glm4_moe", "deepseek_v3"));
 
 // Types densa does not dequantize are refused by name: the tensor and the type, for types
 // whose layout densa knows nothing of (no block size) and for those it knows but does not read.
