@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/model_path.h"
+#include "io/gguf_file.h"
 #include "model/model_loader.h"
 
 namespace densa::cli {
@@ -15,6 +16,55 @@ void count(std::map<std::string, int64_t>& by_dtype, int64_t& scale_bytes, const
   if (w.empty()) return;
   by_dtype[std::string(dtype_name(w.dtype))] += w.rows * w.cols;
   scale_bytes += w.scale_bytes();
+}
+
+// "attn_q" for "blk.3.attn_q.weight", "token_embd" for "token_embd.weight".
+std::string tensor_group(std::string name) {
+  if (name.size() > 7 && name.ends_with(".weight")) name.resize(name.size() - 7);
+  if (name.rfind("blk.", 0) == 0) {
+    const size_t dot = name.find('.', 4);
+    if (dot != std::string::npos) return name.substr(dot + 1);
+  }
+  return name;
+}
+
+// Per tensor group of a GGUF (as stored, before any conversion at load): how many tensors,
+// in which ggml types, and the group's bits per weight.
+void print_gguf_formats(const std::string& path) {
+  auto f = GgufFile::open(path);
+  if (!f.is_ok()) return;
+  struct Group {
+    int tensors = 0;
+    std::map<std::string, int> types;
+    int64_t elems = 0, bytes = 0;
+    bool unknown = false;
+  };
+  std::map<std::string, Group> groups;
+  for (const GgufTensorInfo& t : f->tensor_infos()) {
+    Group& g = groups[tensor_group(t.name)];
+    ++g.tensors;
+    ++g.types[ggml_type_name(t.ggml_type)];
+    int64_t n = 1;
+    for (int64_t d : t.ne) n *= d;
+    const auto block = ggml_type_block(t.ggml_type);
+    if (!block) {
+      g.unknown = true;
+      continue;
+    }
+    g.elems += n;
+    g.bytes += n / block->first * block->second;
+  }
+  std::printf("tensor formats (as stored; group: tensors, types, bits per weight):\n");
+  for (const auto& [name, g] : groups) {
+    std::string types;
+    for (const auto& [t, n] : g.types) types += (types.empty() ? "" : ", ") + t + (g.types.size() > 1 ? " x" + std::to_string(n) : "");
+    if (g.unknown) {
+      std::printf("  %-22s %4d  %-28s (a type of unknown layout)\n", name.c_str(), g.tensors, types.c_str());
+    } else {
+      std::printf("  %-22s %4d  %-28s %6.3f bpw\n", name.c_str(), g.tensors, types.c_str(),
+                  8.0 * static_cast<double>(g.bytes) / static_cast<double>(g.elems));
+    }
+  }
 }
 
 int run_info(const std::string& model) {
@@ -81,6 +131,7 @@ int run_info(const std::string& model) {
   std::printf("matrix dtypes: ");
   for (const auto& [name, n] : by_dtype) std::printf(" %s=%lld", name.c_str(), static_cast<long long>(n));
   std::printf("\ntokenizer:      %s\n", w.tokenizer ? "yes" : "none");
+  if (w.format == "gguf") print_gguf_formats(path);
   return 0;
 }
 

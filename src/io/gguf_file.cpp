@@ -27,13 +27,15 @@ constexpr GgmlTypeInfo kGgmlTypes[] = {
     {14, "q6_K", 256, 210, std::nullopt}, {15, "q8_K", 256, 292, std::nullopt},
     {16, "iq2_xxs", 0, 0, std::nullopt}, {17, "iq2_xs", 0, 0, std::nullopt},
     {18, "iq3_xxs", 0, 0, std::nullopt}, {19, "iq1_s", 0, 0, std::nullopt},
-    {20, "iq4_nl", 0, 0, std::nullopt},  {21, "iq3_s", 0, 0, std::nullopt},
-    {22, "iq2_s", 0, 0, std::nullopt},   {23, "iq4_xs", 0, 0, std::nullopt},
+    {20, "iq4_nl", 32, 18, std::nullopt}, {21, "iq3_s", 0, 0, std::nullopt},
+    {22, "iq2_s", 0, 0, std::nullopt},   {23, "iq4_xs", 256, 136, std::nullopt},
     {24, "i8", 1, 1, std::nullopt},      {25, "i16", 1, 2, std::nullopt},
     {26, "i32", 1, 4, std::nullopt},     {27, "i64", 1, 8, std::nullopt},
     {28, "f64", 1, 8, std::nullopt},     {29, "iq1_m", 0, 0, std::nullopt},
     {30, "bf16", 1, 2, DType::kBF16},    {34, "tq1_0", 0, 0, std::nullopt},
-    {35, "tq2_0", 0, 0, std::nullopt},
+    {35, "tq2_0", 0, 0, std::nullopt},   {39, "mxfp4", 32, 17, std::nullopt},
+    {40, "nvfp4", 0, 0, std::nullopt},   {41, "q1_0", 0, 0, std::nullopt},
+    {42, "q2_0", 0, 0, std::nullopt},
 };
 
 const GgmlTypeInfo* find_ggml_type(uint32_t id) {
@@ -352,22 +354,52 @@ std::optional<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key
 
 bool GgufFile::has_tensor(std::string_view name) const { return tensor_index_.find(name) != tensor_index_.end(); }
 
-Result<GgufTensor> GgufFile::tensor(std::string_view name) const {
+const GgufTensorInfo* GgufFile::tensor_info(std::string_view name) const {
+  const auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &infos_[it->second];
+}
+
+Result<GgufTensorBytes> GgufFile::tensor_bytes(std::string_view name) const {
   const auto it = tensor_index_.find(name);
   if (it == tensor_index_.end()) return not_found(path_.string() + ": missing tensor '" + std::string(name) + "'");
   const GgufTensorInfo& info = infos_[it->second];
   const GgmlTypeInfo* t = find_ggml_type(info.ggml_type);
-  if (t == nullptr || !t->dtype.has_value()) {
-    return unimplemented(path_.string() + ": tensor '" + info.name + "' has unsupported type " +
-                         ggml_type_name(info.ggml_type) + " (supported: f32, f16, bf16, q8_0, q4_0)");
+  if (t == nullptr || t->block_elems == 0) {
+    return unimplemented(path_.string() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.ggml_type) +
+                         ", which densa cannot read (its block layout is unknown to densa)");
   }
-  GgufTensor out;
+  GgufTensorBytes out;
   out.name = info.name;
-  out.dtype = *t->dtype;
+  out.ggml_type = info.ggml_type;
+  out.dtype = t->dtype;
   out.ne = info.ne;
   out.data = base_ + data_offset_ + info.offset;
-  out.nbytes = static_cast<uint64_t>(out.numel() / t->block_elems * t->block_bytes);
+  int64_t numel = 1;
+  for (int64_t d : info.ne) numel *= d;
+  out.nbytes = static_cast<uint64_t>(numel / t->block_elems * t->block_bytes);
   return out;
+}
+
+Result<GgufTensor> GgufFile::tensor(std::string_view name) const {
+  DENSA_ASSIGN_OR_RETURN(GgufTensorBytes b, tensor_bytes(name));
+  if (!b.dtype.has_value()) {
+    return unimplemented(path_.string() + ": tensor '" + b.name + "' has type " + ggml_type_name(b.ggml_type) +
+                         ", not a densa dtype (f32, f16, bf16, q8_0, q4_0); the model loader converts the other "
+                         "GGUF block types (quant/ggml_blocks.h)");
+  }
+  GgufTensor out;
+  out.name = b.name;
+  out.dtype = *b.dtype;
+  out.ne = b.ne;
+  out.data = b.data;
+  out.nbytes = b.nbytes;
+  return out;
+}
+
+std::optional<std::pair<int64_t, int64_t>> ggml_type_block(uint32_t ggml_type) {
+  const GgmlTypeInfo* t = find_ggml_type(ggml_type);
+  if (t == nullptr || t->block_elems == 0) return std::nullopt;
+  return std::make_pair(t->block_elems, t->block_bytes);
 }
 
 }  // namespace densa

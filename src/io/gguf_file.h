@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -52,6 +53,18 @@ struct GgufTensor {
   }
 };
 
+// Any tensor whose block layout densa knows, as raw bytes: `dtype` is set when densa holds the
+// type as a DType (f32, f16, bf16, q8_0, q4_0); the other block types (q4_K, ...) are converted
+// by the model loader (quant/ggml_blocks.h).
+struct GgufTensorBytes {
+  std::string name;
+  uint32_t ggml_type = 0;
+  std::optional<DType> dtype;
+  std::vector<int64_t> ne;        // [n_dims], ne0 first
+  const uint8_t* data = nullptr;  // nbytes bytes inside the mapping
+  uint64_t nbytes = 0;
+};
+
 // Directory entry, kept for every tensor including those with dtypes densa does not read.
 struct GgufTensorInfo {
   std::string name;
@@ -65,6 +78,9 @@ std::string ggml_type_name(uint32_t ggml_type);
 // The ggml tensor type id densa reads as `dtype` (the inverse of the reader's table); nullopt
 // for dtypes GGUF has no type for (FP8, INT4, ...).
 std::optional<uint32_t> ggml_type_of(DType dtype);
+// {elements, bytes} per block of a ggml type; nullopt when densa does not know its layout
+// (the i-quants below 4 bits, the ternary types, ...).
+std::optional<std::pair<int64_t, int64_t>> ggml_type_block(uint32_t ggml_type);
 
 class GgufFile {
  public:
@@ -88,10 +104,14 @@ class GgufFile {
   std::optional<std::vector<float>> get_float_array(std::string_view key) const;
   std::optional<std::vector<int64_t>> get_int_array(std::string_view key) const;
 
-  // Tensors. tensor(): not_found if absent, unimplemented if its ggml type is unsupported.
+  // Tensors. tensor(): not_found if absent, unimplemented if its ggml type is not a DType.
+  // tensor_bytes(): any type of known block layout; unimplemented (naming the tensor and the
+  // type) for the others.
   const std::vector<GgufTensorInfo>& tensor_infos() const { return infos_; }
   bool has_tensor(std::string_view name) const;
+  const GgufTensorInfo* tensor_info(std::string_view name) const;  // nullptr if absent
   Result<GgufTensor> tensor(std::string_view name) const;
+  Result<GgufTensorBytes> tensor_bytes(std::string_view name) const;
 
   // Hands over the mapping (tensor data pointers stay valid while it lives).
   std::unique_ptr<MappedFile> release_file() { return std::move(file_); }

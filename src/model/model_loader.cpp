@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "model/hf_quantized.h"
 #include "model/quantize_weights.h"
 #include "quant/dequantize.h"
+#include "quant/ggml_blocks.h"
 #include "text/gguf_bpe.h"
 #include "text/tokenizer_loader.h"
 
@@ -341,6 +343,42 @@ Status load_tensors(const TensorSource& src, ModelWeights& w) {
 
 // ---- GGUF ----
 
+// Whether densa reads ggml type `id` as one of its DTypes.
+bool ggml_type_of_dtype_known(uint32_t id) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    if (ggml_type_of(d) == id) return true;
+  }
+  return false;
+}
+
+// A GGUF tensor as a RawTensor: the mapped bytes for the DType formats (f32, f16, bf16, q8_0,
+// q4_0); the other block formats (quant/ggml_blocks.h: q4_1 ... q6_K, iq4_nl, iq4_xs, mxfp4)
+// dequantized once into an F32 buffer owned by w, the exact values ggml's dequantizer gives,
+// so the F32 kernels compute with exactly the file's weights (4 bytes per weight in memory).
+Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, ModelWeights& w,
+                                  std::map<std::string, RawTensor, std::less<>>& converted) {
+  if (const auto it = converted.find(name); it != converted.end()) return it->second;
+  const GgufTensorInfo* info = f.tensor_info(name);
+  if (info == nullptr) return not_found(f.path().string() + ": missing tensor '" + name + "'");
+  const GgmlBlockFormat* fmt = ggml_block_format(info->ggml_type);
+  if (fmt == nullptr && !ggml_type_of_dtype_known(info->ggml_type)) {
+    std::string known;
+    for (const GgmlBlockFormat& b : ggml_block_formats()) known += std::string(", ") + b.name;
+    return unimplemented(f.path().string() + ": tensor '" + name + "' has type " + ggml_type_name(info->ggml_type) +
+                         ", which densa does not support (supported: f32, f16, bf16, q8_0, q4_0" + known + ")");
+  }
+  DENSA_ASSIGN_OR_RETURN(GgufTensorBytes t, f.tensor_bytes(name));
+  std::vector<int64_t> shape(t.ne.rbegin(), t.ne.rend());
+  if (t.dtype.has_value()) return RawTensor{t.name, *t.dtype, std::move(shape), t.data};
+  int64_t numel = 1;
+  for (int64_t d : t.ne) numel *= d;
+  auto* out = reinterpret_cast<float*>(w.alloc_owned(static_cast<size_t>(numel) * sizeof(float)));
+  fmt->dequantize(t.data, numel, out);  // rows are whole blocks, so the tensor is one run of blocks
+  RawTensor r{t.name, DType::kF32, std::move(shape), reinterpret_cast<const uint8_t*>(out)};
+  converted.emplace(name, r);
+  return r;
+}
+
 Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
   DENSA_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path));
   ModelWeights w;
@@ -350,10 +388,8 @@ Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
   TensorSource src;
   src.origin = path.string();
   src.gguf = true;
-  src.get = [&f](const std::string& name) -> Result<RawTensor> {
-    DENSA_ASSIGN_OR_RETURN(GgufTensor t, f.tensor(name));
-    return RawTensor{t.name, t.dtype, {t.ne.rbegin(), t.ne.rend()}, t.data};
-  };
+  std::map<std::string, RawTensor, std::less<>> converted;  // each tensor converted once
+  src.get = [&f, &w, &converted](const std::string& name) { return gguf_raw_tensor(f, name, w, converted); };
   src.has = [&f](const std::string& name) { return f.has_tensor(name); };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
   DENSA_ASSIGN_OR_RETURN(std::optional<Tokenizer> tok, gguf_tokenizer(f));

@@ -108,7 +108,14 @@ bool exact_x(const std::string& name) { return name.ends_with(kExactX); }
 
 // "BODY" or "BODY+head-HEAD", either optionally + "+x-f32" (eval.h); plain int4 means group 128
 // in both places.
+// "file:PATH" names another checkpoint of the same model, loaded as stored (eval.h).
+constexpr std::string_view kFilePrefix = "file:";
+
 Result<LoadOptions> weight_option(const std::string& full) {
+  if (full.starts_with(kFilePrefix)) {
+    if (full.size() == kFilePrefix.size()) return invalid_argument("weights 'file:': no path after 'file:'");
+    return LoadOptions{};
+  }
   const std::string name = exact_x(full) ? full.substr(0, full.size() - kExactX.size()) : full;
   constexpr std::string_view kHead = "+head-";
   const size_t at = name.find(kHead);
@@ -328,8 +335,9 @@ Result<EvalReport> run_eval(const EvalConfig& cfg, std::span<const TokenId> ids,
   for (const std::string& wn : weight_order) {
     const bool has_baseline = wn == cfg.baseline.weights;
     const bool listed = std::find(cfg.weights.begin(), cfg.weights.end(), wn) != cfg.weights.end();
-    log("loading " + cfg.model_path + " with weights " + wn);
-    Result<ModelWeights> loaded = load_model(cfg.model_path, weight_option(wn).value());
+    const std::string path = wn.starts_with(kFilePrefix) ? wn.substr(kFilePrefix.size()) : cfg.model_path;
+    log("loading " + path + " with weights " + wn);
+    Result<ModelWeights> loaded = load_model(path, weight_option(wn).value());
     if (!loaded.is_ok()) {
       if (has_baseline) return Status(loaded.status().code(), "baseline weights " + wn + ": " + loaded.status().message());
       for (const std::string& kn : cfg.kv) {

@@ -30,7 +30,8 @@ namespace densa {
 // activations on the exact kernels for that run (matmul_set_bf16_exact; without it they take
 // AMX tiles with x rounded to bf16 where the CPU grants AMX); KV "f32", "bf16", "fp8" (static per-(layer, k|v, head)
 // scales from the checkpoint or a calibration pass on the built-in passage), "fp8-dynamic"
-// (per token).
+// (per token). Weights "file:PATH" load another checkpoint of the same model as stored (a GGUF
+// quantized by llama-quantize against its F16 source, say): same vocabulary, other file.
 struct EvalCombo {
   std::string weights;
   std::string kv;

@@ -330,13 +330,13 @@ TEST(ModelLoaderTest, GgufShapeDisagreeingWithMetadataNamesTensorAndShapes) {
 TEST(ModelLoaderTest, UnsupportedGgufTensorTypeIsUnimplemented) {
   auto w = load_edited_gguf("dtype_gguf", kDense, [](GgufWriter& g) {
     GgufWriterTensor* t = g.tensor("blk.0.attn_q.weight");
-    t->ggml_type = 3;                                 // q4_1: 32 elements in 20 bytes
-    t->bytes = std::string(128 * 128 / 32 * 20, '\0');
+    t->ggml_type = 35;                                // tq2_0 (ternary): not supported
+    t->bytes = std::string(128 * 128 / 256 * 66, '\0');
   });
   ASSERT_FALSE(w.is_ok());
   EXPECT_EQ(w.status().code(), StatusCode::kUnimplemented);
   EXPECT_TRUE(contains(w.status().message(), "blk.0.attn_q.weight")) << w.status().message();
-  EXPECT_TRUE(contains(w.status().message(), "q4_1")) << w.status().message();
+  EXPECT_TRUE(contains(w.status().message(), "tq2_0")) << w.status().message();
 }
 
 TEST(ModelLoaderTest, UnsupportedHfMatrixDtypeIsUnimplemented) {

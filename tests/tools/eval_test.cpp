@@ -223,3 +223,43 @@ TEST(Eval, CliWritesJsonAndMarkdown) {
 
 }  // namespace
 }  // namespace densa
+
+namespace densa {
+namespace {
+
+// Weights "file:PATH" score another checkpoint of the same model against the baseline: the
+// baseline's own file again gives KL 0 and its perplexity; the F32 file of the F16 fixture a
+// small, non-zero KL; a missing file fails that candidate alone; "file:" with no path is refused.
+TEST(Eval, FileWeightsScoreAnotherCheckpoint) {
+  const auto ids = testing::validation_ids(kDense);
+  const auto gguf = testing::model_dir(kDense) / "gguf";
+  const std::string f16 = (gguf / "tinystories-llama-1m-f16.gguf").string();
+  EvalConfig cfg;
+  cfg.model_path = f16;
+  cfg.weights = {"file:" + f16, "file:" + (gguf / "tinystories-llama-1m-f32.gguf").string(), "file:/nonexistent.gguf"};
+  cfg.kv = {"f32"};
+  cfg.baseline = {"native", "f32"};
+  cfg.max_windows = 2;
+  cfg.bootstrap_resamples = 20;
+  ThreadPool pool(2);
+  auto report = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  const EvalReport& r = report.value();
+  ASSERT_EQ(r.results.size(), 4u);
+  const EvalComboResult &self = r.results[1], &f32 = r.results[2], &missing = r.results[3];
+  ASSERT_TRUE(self.error.empty()) << self.error;
+  EXPECT_EQ(self.kl.mean, 0.0);
+  EXPECT_EQ(self.ppl, r.results[0].ppl);
+  ASSERT_TRUE(f32.error.empty()) << f32.error;
+  EXPECT_GT(f32.kl.mean, 0.0);
+  EXPECT_LT(f32.kl.mean, 1e-3);
+  EXPECT_NE(missing.error.find("/nonexistent.gguf"), std::string::npos) << missing.error;
+
+  cfg.weights = {"file:"};
+  auto bad = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("no path after 'file:'"), std::string::npos) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace densa
