@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/model_path.h"
+#include "model/hf_tensor_inventory.h"
 #include "model/model_loader.h"
 
 namespace densa::cli {
@@ -39,8 +40,9 @@ int run_info(const std::string& model) {
       for (const WeightView& m : *v) count(by_dtype, scale_bytes, m);
   }
   std::printf("model:          %s (%s)\n", w.source.c_str(), w.format.c_str());
-  std::printf("architecture:   %s\n", c.architecture.c_str());
+  std::printf("architecture:   %s (attention %s)\n", c.architecture.c_str(), c.attention_kind());
   std::printf("layers:         %d\n", c.num_layers);
+  std::printf("nextn layers:   %d%s\n", c.num_nextn_layers, c.num_nextn_layers > 0 ? " (MTP, not loaded)" : "");
   std::printf("hidden:         %d\n", c.hidden_size);
   std::printf("heads:          %d (kv heads %d, head_dim %d)\n", c.num_heads, c.num_kv_heads, c.head_dim);
   std::printf("ffn:            %d%s\n", c.intermediate_size, c.is_moe() ? " per expert" : "");
@@ -69,6 +71,11 @@ int run_info(const std::string& model) {
                 m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim,
                 m.kv_lora_rank + m.qk_rope_head_dim);
   }
+  if (c.is_dsa()) {
+    std::printf("sparse attn:    DSA, lightning indexer %d heads x %d, each query attends to the top %d "
+                "cached tokens\n",
+                c.dsa.index_n_heads, c.dsa.index_head_dim, c.dsa.index_topk);
+  }
   if (c.yarn.factor > 0.0f) {
     std::printf("rope scaling:   yarn, factor %g over %d positions, beta_fast %g, beta_slow %g, mscale %g, "
                 "mscale_all_dim %g\n",
@@ -81,6 +88,9 @@ int run_info(const std::string& model) {
   std::printf("matrix dtypes: ");
   for (const auto& [name, n] : by_dtype) std::printf(" %s=%lld", name.c_str(), static_cast<long long>(n));
   std::printf("\ntokenizer:      %s\n", w.tokenizer ? "yes" : "none");
+  const std::vector<std::string> skipped = describe_skipped(w.skipped, c);
+  if (skipped.empty()) std::printf("skipped:        nothing\n");
+  for (const std::string& line : skipped) std::printf("skipped:        %s\n", line.substr(8).c_str());
   return 0;
 }
 

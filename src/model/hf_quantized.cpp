@@ -113,7 +113,15 @@ Result<HfQuantConfig> parse_hf_quant_config(const std::filesystem::path& config_
   ss << in.rdbuf();
   const Json j = Json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return data_loss(origin + ": not a JSON object");
-  const auto qit = j.find("quantization_config");
+  // A multimodal wrapper (Kimi-K2.5) may keep it in its text_config instead.
+  auto qit = j.find("quantization_config");
+  const auto text = j.find("text_config");
+  if (text != j.end() && text->is_object() && text->contains("quantization_config")) {
+    if (qit != j.end() && !qit->is_null() && *qit != (*text)["quantization_config"]) {
+      return invalid_argument(origin + ": quantization_config and text_config.quantization_config differ");
+    }
+    qit = text->find("quantization_config");
+  }
   if (qit == j.end() || qit->is_null()) return HfQuantConfig{};
   const Json& q = *qit;
   if (!q.is_object()) return invalid_argument(origin + ": quantization_config is not an object");

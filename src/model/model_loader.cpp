@@ -1,9 +1,11 @@
 #include "model/model_loader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 #include "model/gguf_config.h"
 #include "model/hf_moe_names.h"
 #include "model/hf_quantized.h"
+#include "model/hf_tensor_inventory.h"
 #include "model/quantize_weights.h"
 #include "quant/dequantize.h"
 
@@ -401,18 +404,37 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
   w.source = dir.string();
   w.format = "hf";
   DENSA_ASSIGN_OR_RETURN(w.config, parse_hf_config(dir / "config.json"));
+  if (w.config.is_dsa()) {
+    return unimplemented(dir.string() + ": " + w.config.architecture +
+                         ": DeepSeek Sparse Attention (lightning indexer + top-" +
+                         std::to_string(w.config.dsa.index_topk) +
+                         " sparse MLA) does not run yet; `densa capacity` reads its config");
+  }
   DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(dir));
   TensorSource src;
   src.origin = dir.string();
-  src.get = [&st](const std::string& name) -> Result<RawTensor> {
-    DENSA_ASSIGN_OR_RETURN(SafetensorsTensor t, st.tensor(name));
+  // Names are the text model's; a multimodal wrapper keeps them under a prefix. Every name
+  // read is recorded, so what is left over can be accounted for (hf_tensor_inventory.h).
+  const std::string prefix = w.config.hf_tensor_prefix;
+  std::set<std::string> read;
+  src.get = [&st, &read, prefix](const std::string& name) -> Result<RawTensor> {
+    read.insert(prefix + name);
+    DENSA_ASSIGN_OR_RETURN(SafetensorsTensor t, st.tensor(prefix + name));
     return RawTensor{t.name, *t.dtype, t.shape, t.data};
   };
+  src.has = [&st, prefix](const std::string& name) { return st.has_tensor(prefix + name); };
   DENSA_ASSIGN_OR_RETURN(HfQuantConfig qc, parse_hf_quant_config(dir / "config.json"));
-  src.get_quantized = [&st, &w, qc](const std::string& name, int64_t rows, int64_t cols) {
-    return load_hf_quantized_matrix(st, qc, name, rows, cols, w);
+  src.get_quantized = [&st, &w, &read, qc, prefix](const std::string& name, int64_t rows, int64_t cols) {
+    read.insert(prefix + name);
+    return load_hf_quantized_matrix(st, qc, prefix + name, rows, cols, w);
   };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
+  std::vector<CheckpointTensor> all;
+  for (const SafetensorsTensor* t : st.all_tensors()) all.push_back({t->name, static_cast<int64_t>(t->nbytes)});
+  DENSA_ASSIGN_OR_RETURN(w.skipped, classify_unread_hf_tensors(all, read, w.config, dir.string()));
+  for (const std::string& line : describe_skipped(w.skipped, w.config)) {
+    std::fprintf(stderr, "densa: %s: %s\n", dir.string().c_str(), line.c_str());
+  }
   std::error_code ec;
   if (std::filesystem::exists(dir / "tokenizer.model", ec)) {
     DENSA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_sentencepiece_file(dir / "tokenizer.model"));

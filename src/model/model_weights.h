@@ -56,6 +56,14 @@ struct LayerWeights {
   std::vector<float> shared_expert_gate;  // [hidden]; empty = ungated (GLM)
 };
 
+// Checkpoint tensors recognised and deliberately not loaded (model/hf_tensor_inventory.h).
+struct SkippedTensors {
+  int64_t vision_tensors = 0;  // vision tower + multimodal projector (text-only serving)
+  int64_t vision_bytes = 0;
+  int64_t nextn_tensors = 0;   // multi-token-prediction layers (num_nextn_predict_layers)
+  int64_t nextn_bytes = 0;
+};
+
 struct ModelWeights {
   ModelConfig config;
   std::string source;            // path it was loaded from
@@ -66,6 +74,7 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;  // [num_layers]
   std::unique_ptr<Tokenizer> tokenizer;  // null if the model ships none
   std::string chat_template;     // Jinja text from GGUF / tokenizer_config.json; empty if none
+  SkippedTensors skipped;        // what the checkpoint holds that the loader left unread
 
   // Storage behind the views above.
   std::vector<std::unique_ptr<MappedFile>> files;
