@@ -33,7 +33,8 @@ int run_info(const std::string& model) {
   count(by_dtype, scale_bytes, w.lm_head);
   for (const LayerWeights& l : w.layers) {
     for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_gate,
-                                &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b}) {
+                                &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b, &l.idx_wq_b, &l.idx_wk,
+                                &l.idx_weights_proj}) {
       count(by_dtype, scale_bytes, *m);
     }
     for (const auto* v : {&l.expert_gate, &l.expert_up, &l.expert_down})

@@ -218,6 +218,7 @@ Status parse_dsa(const Json& j, const std::string& origin, ModelConfig& c) {
   DENSA_RETURN_IF_ERROR(read_key(j, "index_topk", true, origin, d.index_topk));
   DENSA_RETURN_IF_ERROR(read_key(j, "index_n_heads", true, origin, d.index_n_heads));
   DENSA_RETURN_IF_ERROR(read_key(j, "index_head_dim", true, origin, d.index_head_dim));
+  if (c.mla.q_lora_rank <= 0) return invalid_argument(origin + ": DSA's indexer reads q_lora_rank's latent; need q_lora_rank");
   if (d.index_topk <= 0 || d.index_n_heads <= 0 || d.index_head_dim <= c.mla.qk_rope_head_dim) {
     return invalid_argument(origin + ": DSA needs positive index_topk and index_n_heads, and index_head_dim above "
                             "qk_rope_head_dim");

@@ -255,6 +255,22 @@ Result<WeightView> gguf_kv_b_from_split(const TensorSource& src, int i, ModelWei
   return WeightView{.dtype = DType::kF32, .rows = heads * (nope + v), .cols = C, .data = out};
 }
 
+// The DSA lightning indexer of an HF layer (GLM-5): self_attn.indexer.{wq_b, wk, k_norm
+// (weight and bias), weights_proj}.
+Status load_dsa_indexer(const TensorSource& src, int i, ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  if (src.gguf) return unimplemented(src.origin + ": DSA indexer tensors in GGUF");
+  LayerWeights& l = w.layers[static_cast<size_t>(i)];
+  const int64_t heads = c.dsa.index_n_heads, dim = c.dsa.index_head_dim;
+  const std::string p = layer_tensor(i, "self_attn.indexer.");
+  DENSA_ASSIGN_OR_RETURN(l.idx_wq_b, load_matrix(src, p + "wq_b.weight", heads * dim, c.mla.q_lora_rank));
+  DENSA_ASSIGN_OR_RETURN(l.idx_wk, load_matrix(src, p + "wk.weight", dim, c.hidden_size));
+  DENSA_ASSIGN_OR_RETURN(l.idx_k_norm_w, load_vector(src, p + "k_norm.weight", dim));
+  DENSA_ASSIGN_OR_RETURN(l.idx_k_norm_b, load_vector(src, p + "k_norm.bias", dim));
+  DENSA_ASSIGN_OR_RETURN(l.idx_weights_proj, load_matrix(src, p + "weights_proj.weight", heads, c.hidden_size));
+  return Status::ok();
+}
+
 // Multi-head latent attention (DeepSeek-V3 / Kimi K2): HF names, or GGUF deepseek2 names
 // (attn_q_a / attn_q_a_norm / attn_q_b or attn_q, attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b
 // or its split attn_k_b + attn_v_b, attn_output).
@@ -286,6 +302,7 @@ Status load_mla_attention(const TensorSource& src, int i, ModelWeights& w) {
                            load_matrix(src, name("self_attn.kv_b_proj", "attn_kv_b"), kv_b_rows, m.kv_lora_rank));
   }
   DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, name("self_attn.o_proj", "attn_output"), hidden, heads * m.v_head_dim));
+  if (c.is_dsa()) DENSA_RETURN_IF_ERROR(load_dsa_indexer(src, i, w));
   return Status::ok();
 }
 
@@ -404,12 +421,6 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
   w.source = dir.string();
   w.format = "hf";
   DENSA_ASSIGN_OR_RETURN(w.config, parse_hf_config(dir / "config.json"));
-  if (w.config.is_dsa()) {
-    return unimplemented(dir.string() + ": " + w.config.architecture +
-                         ": DeepSeek Sparse Attention (lightning indexer + top-" +
-                         std::to_string(w.config.dsa.index_topk) +
-                         " sparse MLA) does not run yet; `densa capacity` reads its config");
-  }
   DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(dir));
   TensorSource src;
   src.origin = dir.string();

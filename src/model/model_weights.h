@@ -38,6 +38,12 @@ struct LayerWeights {
   // head h, mla_uv_t [num_heads*kv_lora_rank, v_head_dim] holds W_UV_h^T.
   WeightView mla_uk;
   WeightView mla_uv_t;
+  // DSA lightning indexer (config.is_dsa()): index_n_heads heads of index_head_dim.
+  WeightView idx_wq_b;               // [index_n_heads*index_head_dim, q_lora_rank], on q_a's normed output
+  WeightView idx_wk;                 // [index_head_dim, hidden]
+  std::vector<float> idx_k_norm_w;   // LayerNorm (eps 1e-6) of the key: weight, bias [index_head_dim]
+  std::vector<float> idx_k_norm_b;
+  WeightView idx_weights_proj;       // [index_n_heads, hidden]: per-head weight of each query
   std::vector<float> ffn_norm;   // [hidden]
   // Dense FFN (layers where !config.is_moe_layer(i)).
   WeightView w_gate;             // [intermediate, hidden]

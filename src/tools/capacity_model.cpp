@@ -227,6 +227,19 @@ Result<CapacityModel> capacity_model_from_hf_config(const std::string& json_text
 
 namespace {
 
+bool has(const std::string& name, const char* part) { return name.find(part) != std::string::npos; }
+
+// How llama.cpp's tensors split under TP / EP (the split an HF config gets, by name; heads are
+// not known here, so head-split dims split evenly).
+WeightShard gguf_shard(const std::string& name, size_t dims) {
+  if (dims < 2 || has(name, "ffn_gate_inp") || has(name, "attn_q_a.") || has(name, "attn_kv_a_mqa")) {
+    return WeightShard::kReplicated;
+  }
+  if (has(name, "_exps")) return has(name, "ffn_down") ? WeightShard::kExpertCols : WeightShard::kExpertRows;
+  if (has(name, "attn_output") || has(name, "ffn_down")) return WeightShard::kTpCols;
+  return WeightShard::kTpRows;  // embeddings, output, q / k / v, q_b, kv_b, gate / up (shared too)
+}
+
 Result<CapacityModel> capacity_model_from_gguf(const std::filesystem::path& path) {
   DENSA_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path));
   CapacityModel m;
@@ -261,7 +274,10 @@ Result<CapacityModel> capacity_model_from_gguf(const std::filesystem::path& path
     for (size_t d = 2; d < t.ne.size(); ++d) count *= t.ne[d];
     const bool keep_bf16 = t.ne.size() == 1 || t.name == "token_embd.weight" ||
                            t.name == "output.weight" || t.name.find("ffn_gate_inp") != std::string::npos;
-    m.weights.push_back({t.name, rows, cols, count, !keep_bf16});
+    WeightGroup g{t.name, rows, cols, count, !keep_bf16};
+    g.shard = gguf_shard(t.name, t.ne.size());
+    if (g.shard == WeightShard::kExpertRows || g.shard == WeightShard::kExpertCols) g.experts = count;
+    m.weights.push_back(g);
   }
   return m;
 }
