@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "kernels/mla_attention.h"
 #include "quant/fp8.h"
 
 namespace densa {
@@ -18,33 +19,6 @@ inline float load_f32(const uint8_t* p) {
   float x;
   std::memcpy(&x, p, 4);
   return x;
-}
-
-// Decodes latent row (layer, slot) of `page` into out [latent_dim].
-void load_latent_row(const KvView& kv, int layer, const uint8_t* page, int slot, int value_dim, float* out) {
-  const KvLayout& L = kv.layout;
-  const int D = L.latent_dim;
-  const uint8_t* row = page + L.row_offset(layer, 0, slot);
-  switch (L.dtype) {
-    case DType::kF32: std::memcpy(out, row, static_cast<size_t>(D) * 4); return;
-    case DType::kBF16:
-      for (int d = 0; d < D; ++d) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * d, 2);
-        out[d] = bf16_to_f32(h);
-      }
-      return;
-    default: {
-      const float* table = fp8_e4m3_decode_table();
-      if (L.scale_mode == KvScaleMode::kStatic) {
-        const float cs = kv.static_scales[layer * 2 + 0], rs = kv.static_scales[layer * 2 + 1];
-        for (int d = 0; d < D; ++d) out[d] = table[row[d]] * (d < value_dim ? cs : rs);
-      } else {
-        const float s = load_f32(page + L.row_scale_offset(layer, 0, slot));
-        for (int d = 0; d < D; ++d) out[d] = table[row[d]] * s;
-      }
-    }
-  }
 }
 
 // Sums in 16 independent lanes, so the compiler vectorizes them without reassociating: the
@@ -62,11 +36,6 @@ float dot_lanes(const float* a, const float* b, int n) {
   float total = 0.0f;
   for (float v : acc) total += v;
   return total;
-}
-
-// y += w * x over n values.
-void axpy(float w, const float* x, float* y, int n) {
-  for (int d = 0; d < n; ++d) y[d] += w * x[d];
 }
 
 void check_index_view(const KvView& kv) {
@@ -160,37 +129,40 @@ void paged_mla_attention_sparse(const KvView& kv, int layer, const float* q, int
                                 const int32_t* counts, int topk, float* out, ThreadPool* pool) {
   const KvLayout& L = kv.layout;
   CHECK(L.is_latent()) << "sparse MLA attention needs a latent KV layout";
-  const int D = L.latent_dim, C = value_dim, H = num_heads;
-  auto one = [&](int64_t i) {
+  // The selected rows are gathered, as stored (codes and dynamic scales), into a one-layer
+  // scratch cache at positions 0 .. m - 1, and the dense kernel attends over all of them.
+  KvLayout g;
+  g.num_layers = 1;
+  g.page_size = L.page_size;
+  g.dtype = L.dtype;
+  g.scale_mode = L.scale_mode;
+  g.latent_dim = L.latent_dim;
+  const bool dynamic = L.scale_mode == KvScaleMode::kDynamic;
+  const float static_scales[2] = {L.scale_mode == KvScaleMode::kStatic ? kv.static_scales[layer * 2 + 0] : 0.0f,
+                                  L.scale_mode == KvScaleMode::kStatic ? kv.static_scales[layer * 2 + 1] : 0.0f};
+  std::vector<uint8_t> buf;
+  std::vector<int32_t> table;
+  for (size_t i = 0; i < seq_idx.size(); ++i) {
     const int32_t m = counts[i];
-    const int32_t* sel = selected + i * topk;
-    std::vector<float> rows(static_cast<size_t>(m) * D), p(static_cast<size_t>(m));
+    const int32_t* sel = selected + static_cast<int64_t>(i) * topk;
+    const int pages = (m + g.page_size - 1) / g.page_size;
+    buf.assign(static_cast<size_t>(pages) * g.page_bytes(), 0);
+    table.resize(static_cast<size_t>(pages));
+    std::iota(table.begin(), table.end(), 0);
     for (int32_t j = 0; j < m; ++j) {
-      const int32_t pos = sel[j];
-      load_latent_row(kv, layer, kv.page_ptr(kv.page_of(seq_idx[i], pos)), pos % L.page_size, C,
-                      rows.data() + static_cast<int64_t>(j) * D);
+      const uint8_t* src = kv.page_ptr(kv.page_of(seq_idx[i], sel[j]));
+      const int slot = sel[j] % L.page_size;
+      uint8_t* dst = buf.data() + static_cast<int64_t>(j / g.page_size) * g.page_bytes();
+      std::memcpy(dst + g.row_offset(0, 0, j % g.page_size), src + L.row_offset(layer, 0, slot),
+                  static_cast<size_t>(L.row_bytes()));
+      if (dynamic) std::memcpy(dst + g.row_scale_offset(0, 0, j % g.page_size), src + L.row_scale_offset(layer, 0, slot), 4);
     }
-    for (int h = 0; h < H; ++h) {
-      const float* qh = q + (i * H + h) * D;
-      float mx = -INFINITY;
-      for (int32_t j = 0; j < m; ++j) {
-        p[j] = dot_lanes(qh, rows.data() + static_cast<int64_t>(j) * D, D) * scale;
-        mx = std::max(mx, p[j]);
-      }
-      float sum = 0.0f;
-      for (int32_t j = 0; j < m; ++j) sum += (p[j] = std::exp(p[j] - mx));
-      float* o = out + (i * H + h) * C;
-      std::fill(o, o + C, 0.0f);
-      for (int32_t j = 0; j < m; ++j) axpy(p[j] / sum, rows.data() + static_cast<int64_t>(j) * D, o, C);
-    }
-  };
-  const int64_t n = static_cast<int64_t>(seq_idx.size());
-  if (pool == nullptr) {
-    for (int64_t i = 0; i < n; ++i) one(i);
-  } else {
-    pool->parallel_for(n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) one(i);
-    });
+    const int32_t offsets[2] = {0, pages};
+    KvView gv{g, buf.data(), table, offsets, L.scale_mode == KvScaleMode::kStatic ? static_scales : nullptr};
+    const int32_t zero = 0, last = m - 1;
+    paged_mla_attention(gv, 0, q + static_cast<int64_t>(i) * num_heads * L.latent_dim, num_heads, value_dim, scale,
+                        std::span<const int32_t>(&zero, 1), std::span<const int32_t>(&last, 1),
+                        out + static_cast<int64_t>(i) * num_heads * value_dim, pool);
   }
 }
 

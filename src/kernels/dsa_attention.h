@@ -28,7 +28,8 @@ void dsa_select_topk(const KvView& kv, int layer, const float* q, const float* w
 
 // paged_mla_attention (kernels/mla_attention.h) over the listed positions only: for token i,
 // out[i, h] = sum over p in selected[i * topk .. + counts[i]) of softmax(q[i, h] . row_p *
-// scale) * row_p[0 .. value_dim). Plain two-pass softmax in fp32.
+// scale) * row_p[0 .. value_dim). The rows are gathered as stored into a scratch cache and the
+// dense kernel runs over it (heads split over the pool), so it is that kernel's arithmetic.
 void paged_mla_attention_sparse(const KvView& kv, int layer, const float* q, int num_heads, int value_dim,
                                 float scale, std::span<const int32_t> seq_idx, const int32_t* selected,
                                 const int32_t* counts, int topk, float* out, ThreadPool* pool);

@@ -56,7 +56,7 @@ struct WeightList {
 
 int64_t CapacityModel::num_params() const {
   int64_t n = 0;
-  for (const WeightGroup& g : weights) n += g.num_params();
+  for (const WeightGroup& g : weights) n += g.nextn ? 0 : g.num_params();
   return n;
 }
 

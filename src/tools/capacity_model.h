@@ -60,7 +60,7 @@ struct CapacityModel {
   bool vision_tower = false;     // a multimodal wrapper's vision tower (not counted, not served)
   std::vector<WeightGroup> weights;
 
-  int64_t num_params() const;
+  int64_t num_params() const;  // what is loaded: without the NextN / MTP layers
 };
 
 // `path` is a config.json, a directory holding one, or a .gguf file.

@@ -264,7 +264,9 @@ void engine_greedy(const ModelWeights& w, DType kv, const std::vector<Golden>& g
   ec.audit_every_step = true;
   ec.num_threads = 1;
   ec.kv_integrity = KvIntegrityPolicy{KvIntegrityMode::kDigest, 1, 1};
-  ec.enable_prefix_cache = std::getenv("DSA_PREFIX") != nullptr;  // temporary probe
+  // With the prefix cache on, the radix-cache audit fails after the first step for MLA
+  // models (deepseek_v3 as well as this one, a pre-existing engine issue), so it is off here.
+  ec.enable_prefix_cache = false;
   auto engine = Engine::create(w, ec);
   CHECK(engine.is_ok()) << engine.status().to_string();
   std::vector<std::shared_ptr<RequestStream>> streams;
@@ -295,20 +297,13 @@ void engine_greedy(const ModelWeights& w, DType kv, const std::vector<Golden>& g
 }
 
 // All prompts at once through the Engine (paged pool of 4-token pages, chunked prefill mixed
-// with decodes, KV digests checked every batch, audit every step). F32 KV gives the golden
+// with decodes, KV digests checked every batch, audit every step; no prefix cache). F32 KV gives the golden
 // continuations; BF16 and FP8 latent KV may part from them only at a step whose golden
 // top-1/top-2 margin is small (0.3 and 1.0 logits), as rounding the cache moves logits.
 TEST(GlmMoeDsa, EngineGreedyMatchesReference) {
   testing::ExactBf16Matmul exact;
   const std::vector<Golden> gs = golden();
-  if (std::getenv("DSA_ENGINE_CONTROL") != nullptr) {  // temporary: the same run on deepseek_v3
-    Result<ModelWeights> d = load_model(fs::path(DENSA_SOURCE_DIR) / "tests/data/reference/deepseek_v3");
-    std::vector<std::vector<TokenId>> got;
-    engine_greedy(*d, DType::kBF16, gs, got);
-    std::printf("control ok\n");
-  }
   for (auto [kv, margin] : {std::pair{DType::kBF16, 0.3}, std::pair{DType::kFP8E4M3, 1.0}, std::pair{DType::kF32, 0.0}}) {
-    std::printf("engine %s\n", dtype_name(kv).data());
     std::vector<std::vector<TokenId>> got;
     engine_greedy(model(), kv, gs, got);
     for (size_t i = 0; i < gs.size(); ++i) {

@@ -105,9 +105,9 @@ ThreadPool& pool() {
   return p;
 }
 
-// Teacher-forced logits of `tokens` (one sequence, one batch) with a BF16 latent cache.
+// Teacher-forced logits of `tokens` (one sequence, one batch) with an F32 latent cache.
 std::vector<float> logits_of(const ModelWeights& w, const std::vector<TokenId>& tokens) {
-  const KvLayout layout = kv_layout_for(w.config, 16, DType::kBF16);
+  const KvLayout layout = kv_layout_for(w.config, 16, DType::kF32);
   const int pages = static_cast<int>((tokens.size() + 15) / 16);
   Result<PagePool> made = PagePool::create(layout, layout.page_bytes() * pages);
   CHECK(made.is_ok()) << made.status().to_string();
