@@ -29,6 +29,15 @@ int layer_index(std::string_view name, const std::string& prefix) {
   return i > 0 && i < rest.size() && rest[i] == '.' ? n : -1;
 }
 
+// A decoder layer's FP8 KV-cache scales ("self_attn.k_scale" / "v_scale"), which
+// tools/kv_calibration.h reads for `--kv-scales checkpoint`, not the weight loader.
+bool is_kv_cache_scale(std::string_view name) {
+  for (std::string_view suffix : {".self_attn.k_scale", ".self_attn.v_scale"}) {
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) return true;
+  }
+  return false;
+}
+
 bool is_vision(std::string_view name) {
   return starts_with(name, "vision_tower.") || starts_with(name, "multi_modal_projector.") ||
          starts_with(name, "mm_projector.");
@@ -57,6 +66,7 @@ Result<SkippedTensors> classify_unread_hf_tensors(const std::vector<CheckpointTe
       continue;
     }
     const int layer = layer_index(t.name, c.hf_tensor_prefix);
+    if (layer >= 0 && layer < c.num_layers && is_kv_cache_scale(t.name)) continue;  // read by --kv-scales
     if (layer >= c.num_layers && layer < c.num_layers + c.num_nextn_layers) {
       ++s.nextn_tensors;
       s.nextn_bytes += t.bytes;
