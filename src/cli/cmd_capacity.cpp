@@ -20,6 +20,8 @@ struct CapacityFlags {
   std::string kv_scales = "dynamic";
   int64_t context = 0;
   int32_t page_size = 16;
+  int tp = 1;
+  int ep = 1;
   bool json = false;
 };
 
@@ -60,6 +62,8 @@ void run_capacity(const CapacityFlags& f) {
   if (f.context < 0) fail("--context must be positive", 2);
   req.kv.page_size = f.page_size;
   req.context_tokens = f.context;
+  req.parallel = Parallelism{f.tp, f.ep};
+  if (Status s = check_parallelism(req.parallel); !s.is_ok()) fail(s.message(), 2);
 
   Result<CapacityModel> model = load_capacity_model(f.model);
   if (!model.is_ok()) fail(model.status().message(), 1);
@@ -85,6 +89,10 @@ const CommandRegistrar kRegister([](CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--context", f->context, "tokens per request (default: the model's context length)");
   cmd->add_option("--page-size", f->page_size, "tokens per KV page")->capture_default_str();
+  cmd->add_option("--tp", f->tp,
+                  "tensor-parallel ranks: weights and KV are given per rank, --memory is one rank's "
+                  "(attention heads, dense / shared FFN and the vocab split; MLA latent KV replicated)");
+  cmd->add_option("--ep", f->ep, "expert-parallel ranks (divides --tp): routed experts split over them");
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f] { run_capacity(*f); });
 });

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/model_path.h"
 #include "io/gguf_file.h"
+#include "model/hf_tensor_inventory.h"
 #include "model/model_loader.h"
 
 namespace densa::cli {
@@ -82,15 +83,17 @@ int run_info(const std::string& model) {
   count(by_dtype, scale_bytes, w.lm_head);
   for (const LayerWeights& l : w.layers) {
     for (const WeightView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_gate,
-                                &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b}) {
+                                &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b, &l.idx_wq_b, &l.idx_wk,
+                                &l.idx_weights_proj}) {
       count(by_dtype, scale_bytes, *m);
     }
     for (const auto* v : {&l.expert_gate, &l.expert_up, &l.expert_down})
       for (const WeightView& m : *v) count(by_dtype, scale_bytes, m);
   }
   std::printf("model:          %s (%s)\n", w.source.c_str(), w.format.c_str());
-  std::printf("architecture:   %s\n", c.architecture.c_str());
+  std::printf("architecture:   %s (attention %s)\n", c.architecture.c_str(), c.attention_kind());
   std::printf("layers:         %d\n", c.num_layers);
+  std::printf("nextn layers:   %d%s\n", c.num_nextn_layers, c.num_nextn_layers > 0 ? " (MTP, not loaded)" : "");
   std::printf("hidden:         %d\n", c.hidden_size);
   std::printf("heads:          %d (kv heads %d, head_dim %d)\n", c.num_heads, c.num_kv_heads, c.head_dim);
   std::printf("ffn:            %d%s\n", c.intermediate_size, c.is_moe() ? " per expert" : "");
@@ -119,6 +122,11 @@ int run_info(const std::string& model) {
                 m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim,
                 m.kv_lora_rank + m.qk_rope_head_dim);
   }
+  if (c.is_dsa()) {
+    std::printf("sparse attn:    DSA, lightning indexer %d heads x %d, each query attends to the top %d "
+                "cached tokens\n",
+                c.dsa.index_n_heads, c.dsa.index_head_dim, c.dsa.index_topk);
+  }
   if (c.yarn.factor > 0.0f) {
     std::printf("rope scaling:   yarn, factor %g over %d positions, beta_fast %g, beta_slow %g, mscale %g, "
                 "mscale_all_dim %g\n",
@@ -132,6 +140,9 @@ int run_info(const std::string& model) {
   for (const auto& [name, n] : by_dtype) std::printf(" %s=%lld", name.c_str(), static_cast<long long>(n));
   std::printf("\ntokenizer:      %s\n", w.tokenizer ? "yes" : "none");
   if (w.format == "gguf") print_gguf_formats(path);
+  const std::vector<std::string> skipped = describe_skipped(w.skipped, c);
+  if (skipped.empty()) std::printf("skipped:        nothing\n");
+  for (const std::string& line : skipped) std::printf("skipped:        %s\n", line.substr(8).c_str());
   return 0;
 }
 

@@ -19,6 +19,7 @@ KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dt
     l.head_dim = 0;
     l.latent_dim = config.mla.kv_lora_rank + config.mla.qk_rope_head_dim;
   }
+  if (config.is_dsa()) l.index_dim = config.dsa.index_head_dim;  // the indexer's FP8 keys
   return l;
 }
 

@@ -1,5 +1,6 @@
 #include "io/model_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -136,20 +137,17 @@ Status parse_glm4_moe(const Json& j, const std::string& origin, ModelConfig& c) 
   return Status::ok();
 }
 
-// rope_scaling of type "yarn" (DeepSeek-V3 / Kimi K2); absent or null = none.
-Status parse_yarn(const Json& j, const std::string& origin, ModelConfig& c) {
-  const auto it = j.find("rope_scaling");
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_object()) return invalid_argument(origin + ": key 'rope_scaling' must be an object");
-  const Json& r = *it;
+// A RoPE scaling object (rope_scaling, or transformers' rope_parameters): "default" / absent
+// type = none, "yarn" = YaRN; anything else is refused by name.
+Status parse_rope_scaling(const Json& r, const std::string& o, ModelConfig& c) {
   std::string type;
   for (const char* key : {"type", "rope_type"}) {
     if (r.contains(key) && r[key].is_string()) type = r[key].get<std::string>();
   }
+  if (type == "default" || type.empty()) return Status::ok();
   if (type != "yarn") {
-    return unimplemented(origin + ": rope_scaling type '" + type + "' is not supported (supported: yarn)");
+    return unimplemented(o + ": rope type '" + type + "' is not supported (supported: default, yarn)");
   }
-  const std::string o = origin + " rope_scaling";
   double factor = 0, beta_fast = c.yarn.beta_fast, beta_slow = c.yarn.beta_slow, mscale = c.yarn.mscale,
          mscale_all_dim = c.yarn.mscale_all_dim;
   DENSA_RETURN_IF_ERROR(read_key(r, "factor", true, o, factor));
@@ -164,6 +162,84 @@ Status parse_yarn(const Json& j, const std::string& origin, ModelConfig& c) {
   }
   c.yarn = {static_cast<float>(factor), c.yarn.original_max_position_embeddings, static_cast<float>(beta_fast),
             static_cast<float>(beta_slow), static_cast<float>(mscale), static_cast<float>(mscale_all_dim)};
+  return Status::ok();
+}
+
+// rope_scaling of type "yarn" (DeepSeek-V3 / Kimi K2); absent or null = none.
+Status parse_yarn(const Json& j, const std::string& origin, ModelConfig& c) {
+  const auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_object()) return invalid_argument(origin + ": key 'rope_scaling' must be an object");
+  const std::string type = it->value("type", it->value("rope_type", std::string()));
+  if (type != "yarn") {
+    return unimplemented(origin + ": rope_scaling type '" + type + "' is not supported (supported: yarn)");
+  }
+  return parse_rope_scaling(*it, origin + " rope_scaling", c);
+}
+
+// transformers v5 rope_parameters {"rope_type", "rope_theta", yarn keys} (GLM-4.7-Flash,
+// GLM-5): rope_theta and the scaling from there. Absent = rope_theta / rope_scaling keys.
+Status parse_rope_parameters(const Json& j, const std::string& origin, ModelConfig& c) {
+  const auto it = j.find("rope_parameters");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_object()) return invalid_argument(origin + ": key 'rope_parameters' must be an object");
+  const std::string o = origin + " rope_parameters";
+  double theta = c.rope_theta;
+  DENSA_RETURN_IF_ERROR(read_key(*it, "rope_theta", false, o, theta));
+  c.rope_theta = static_cast<float>(theta);
+  return parse_rope_scaling(*it, o, c);
+}
+
+// mlp_layer_types ["dense" | "sparse", one per layer] (GLM-4.7-Flash, GLM-5): dense layers
+// go to mlp_only_layers; absent = first_k_dense_replace alone decides.
+Status parse_mlp_layer_types(const Json& j, const std::string& origin, ModelConfig& c) {
+  const auto it = j.find("mlp_layer_types");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_array() || it->size() != static_cast<size_t>(c.num_layers)) {
+    return invalid_argument(origin + ": key 'mlp_layer_types' must list one of \"dense\" / \"sparse\" per layer (" +
+                            std::to_string(c.num_layers) + ")");
+  }
+  c.first_k_dense_replace = 0;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& v = (*it)[i];
+    if (!v.is_string() || (v.get<std::string>() != "dense" && v.get<std::string>() != "sparse")) {
+      return invalid_argument(origin + ": mlp_layer_types[" + std::to_string(i) + "] is " + v.dump() +
+                              " (expected \"dense\" or \"sparse\")");
+    }
+    if (v.get<std::string>() == "dense") c.mlp_only_layers.push_back(static_cast<int>(i));
+  }
+  return Status::ok();
+}
+
+// GLM-5 (glm_moe_dsa): the lightning indexer's shape and top-k. Every layer must run its own
+// indexer ("full"); a layer that reuses another's selection ("shared") is refused by name.
+Status parse_dsa(const Json& j, const std::string& origin, ModelConfig& c) {
+  DsaConfig& d = c.dsa;
+  DENSA_RETURN_IF_ERROR(read_key(j, "index_topk", true, origin, d.index_topk));
+  DENSA_RETURN_IF_ERROR(read_key(j, "index_n_heads", true, origin, d.index_n_heads));
+  DENSA_RETURN_IF_ERROR(read_key(j, "index_head_dim", true, origin, d.index_head_dim));
+  if (c.mla.q_lora_rank <= 0) return invalid_argument(origin + ": DSA's indexer reads q_lora_rank's latent; need q_lora_rank");
+  if (d.index_topk <= 0 || d.index_n_heads <= 0 || d.index_head_dim <= c.mla.qk_rope_head_dim) {
+    return invalid_argument(origin + ": DSA needs positive index_topk and index_n_heads, and index_head_dim above "
+                            "qk_rope_head_dim");
+  }
+  bool interleave = true;
+  DENSA_RETURN_IF_ERROR(read_key(j, "indexer_rope_interleave", false, origin, interleave));
+  if (interleave != c.mla.rope_interleave) {
+    return unimplemented(origin + ": indexer_rope_interleave differs from rope_interleave (supported: equal)");
+  }
+  for (const char* key : {"index_topk_pattern", "index_topk_freq", "indexer_types"}) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    const bool all_full = (it->is_number_integer() && it->get<int64_t>() == 1) ||
+                          (it->is_array() && std::all_of(it->begin(), it->end(), [](const Json& v) {
+                             return v.is_string() && v.get<std::string>() == "full";
+                           }));
+    if (!all_full) {
+      return unimplemented(origin + ": " + key + " " + it->dump() +
+                           " (layers sharing another layer's top-k selection are not supported)");
+    }
+  }
   return Status::ok();
 }
 
@@ -220,21 +296,13 @@ Status parse_deepseek_v3(const Json& j, const std::string& origin, ModelConfig& 
   return parse_yarn(j, origin, c);
 }
 
-Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
-  if (!j.is_object()) return invalid_argument(origin + ": config is not a JSON object");
-  ModelConfig c;
-  const auto arch_it = j.find("architectures");
-  if (arch_it == j.end() || !arch_it->is_array() || arch_it->empty() || !(*arch_it)[0].is_string()) {
-    return invalid_argument(origin + ": missing key 'architectures' (a list of strings)");
-  }
-  c.architecture = (*arch_it)[0].get<std::string>();
-  const std::string& a = c.architecture;
-  if (a != "LlamaForCausalLM" && a != "MixtralForCausalLM" && a != "Qwen3MoeForCausalLM" &&
-      a != "Qwen2MoeForCausalLM" && a != "Glm4MoeForCausalLM" && a != "DeepseekV3ForCausalLM") {
-    return unimplemented(origin + ": unsupported architecture '" + c.architecture +
-                         "' (supported: LlamaForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
-                         "Qwen2MoeForCausalLM, Glm4MoeForCausalLM, DeepseekV3ForCausalLM)");
-  }
+bool is_mla_family(const std::string& a) {
+  return a == "DeepseekV3ForCausalLM" || a == "Glm4MoeLiteForCausalLM" || a == "GlmMoeDsaForCausalLM";
+}
+
+// The decoder itself, from `j` (the whole config, or a wrapper's text_config), computed as the
+// family of `a`.
+Status parse_text_model(const Json& j, const std::string& origin, const std::string& a, ModelConfig& c) {
   DENSA_RETURN_IF_ERROR(read_key(j, "vocab_size", true, origin, c.vocab_size));
   DENSA_RETURN_IF_ERROR(read_key(j, "hidden_size", true, origin, c.hidden_size));
   DENSA_RETURN_IF_ERROR(read_key(j, "num_hidden_layers", true, origin, c.num_layers));
@@ -242,6 +310,7 @@ Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
   c.num_kv_heads = c.num_heads;
   DENSA_RETURN_IF_ERROR(read_key(j, "num_key_value_heads", false, origin, c.num_kv_heads));
   DENSA_RETURN_IF_ERROR(read_key(j, "intermediate_size", true, origin, c.intermediate_size));
+  DENSA_RETURN_IF_ERROR(read_key(j, "num_nextn_predict_layers", false, origin, c.num_nextn_layers));
   if (c.num_heads <= 0 || c.num_kv_heads <= 0 || c.hidden_size <= 0 || c.num_layers <= 0 ||
       c.vocab_size <= 0 || c.intermediate_size <= 0) {
     return invalid_argument(origin + ": dimensions must be positive");
@@ -260,16 +329,63 @@ Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
     DENSA_RETURN_IF_ERROR(parse_qwen_moe(j, origin, a == "Qwen3MoeForCausalLM", c));
   }
   if (a == "Glm4MoeForCausalLM") DENSA_RETURN_IF_ERROR(parse_glm4_moe(j, origin, c));
-  if (a == "DeepseekV3ForCausalLM") DENSA_RETURN_IF_ERROR(parse_deepseek_v3(j, origin, c));
+  if (is_mla_family(a)) {
+    DENSA_RETURN_IF_ERROR(parse_deepseek_v3(j, origin, c));
+    if (a != "DeepseekV3ForCausalLM") {
+      // GLM's MLA models: the DeepSeek-V3 computation with GLM's config conventions.
+      double partial = 1.0;
+      DENSA_RETURN_IF_ERROR(read_key(j, "partial_rotary_factor", false, origin, partial));
+      if (partial != 1.0) return unimplemented(origin + ": partial_rotary_factor with MLA (supported: 1.0)");
+      // transformers' defaults when neither key is given: GLM-4.7-Flash 1 dense layer, GLM-5 3.
+      if (!j.contains("first_k_dense_replace")) c.first_k_dense_replace = a == "GlmMoeDsaForCausalLM" ? 3 : 1;
+      DENSA_RETURN_IF_ERROR(parse_mlp_layer_types(j, origin, c));
+    }
+    if (a == "GlmMoeDsaForCausalLM") DENSA_RETURN_IF_ERROR(parse_dsa(j, origin, c));
+  }
   double eps = c.rms_norm_eps, theta = c.rope_theta;
   DENSA_RETURN_IF_ERROR(read_key(j, "rms_norm_eps", false, origin, eps));
   DENSA_RETURN_IF_ERROR(read_key(j, "rope_theta", false, origin, theta));
   c.rms_norm_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
+  DENSA_RETURN_IF_ERROR(parse_rope_parameters(j, origin, c));
   DENSA_RETURN_IF_ERROR(read_key(j, "max_position_embeddings", false, origin, c.max_position_embeddings));
   DENSA_RETURN_IF_ERROR(read_key(j, "tie_word_embeddings", false, origin, c.tie_word_embeddings));
   DENSA_RETURN_IF_ERROR(read_token_id(j, "bos_token_id", origin, c.bos_token_id));
   DENSA_RETURN_IF_ERROR(read_token_id(j, "eos_token_id", origin, c.eos_token_id));
+  return Status::ok();
+}
+
+constexpr const char* kSupported =
+    "LlamaForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, Glm4MoeForCausalLM, "
+    "DeepseekV3ForCausalLM, KimiK25ForConditionalGeneration, Glm4MoeLiteForCausalLM, GlmMoeDsaForCausalLM";
+
+Result<ModelConfig> parse_json(const Json& j, const std::string& origin) {
+  if (!j.is_object()) return invalid_argument(origin + ": config is not a JSON object");
+  ModelConfig c;
+  const auto arch_it = j.find("architectures");
+  if (arch_it == j.end() || !arch_it->is_array() || arch_it->empty() || !(*arch_it)[0].is_string()) {
+    return invalid_argument(origin + ": missing key 'architectures' (a list of strings)");
+  }
+  c.architecture = (*arch_it)[0].get<std::string>();
+  const std::string& a = c.architecture;
+  if (a == "KimiK25ForConditionalGeneration") {
+    // Kimi-K2.5: the DeepSeek-V3 text model under text_config, its tensors under
+    // "language_model.", beside a vision tower and projector (not served: text only).
+    const auto t = j.find("text_config");
+    if (t == j.end() || !t->is_object()) return invalid_argument(origin + ": missing object 'text_config'");
+    DENSA_RETURN_IF_ERROR(parse_text_model(*t, origin + " text_config", "DeepseekV3ForCausalLM", c));
+    DENSA_RETURN_IF_ERROR(read_key(j, "tie_word_embeddings", false, origin, c.tie_word_embeddings));
+    DENSA_RETURN_IF_ERROR(read_token_id(j, "bos_token_id", origin, c.bos_token_id));
+    DENSA_RETURN_IF_ERROR(read_token_id(j, "eos_token_id", origin, c.eos_token_id));
+    c.hf_tensor_prefix = "language_model.";
+    c.has_vision_tower = j.contains("vision_config");
+    return c;
+  }
+  if (a != "LlamaForCausalLM" && a != "MixtralForCausalLM" && a != "Qwen3MoeForCausalLM" &&
+      a != "Qwen2MoeForCausalLM" && a != "Glm4MoeForCausalLM" && !is_mla_family(a)) {
+    return unimplemented(origin + ": unsupported architecture '" + c.architecture + "' (supported: " + kSupported + ")");
+  }
+  DENSA_RETURN_IF_ERROR(parse_text_model(j, origin, a, c));
   return c;
 }
 

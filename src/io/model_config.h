@@ -39,9 +39,20 @@ struct MlaConfig {
   bool rope_interleave = true;  // the checkpoint's q_pe / k_pe dims are interleaved pairs
 };
 
+// DeepSeek Sparse Attention (GLM-5 glm_moe_dsa, DeepSeek-V3.2) on top of MLA: a lightning
+// indexer scores every cached token per query and the query attends only to the top
+// index_topk of them. index_topk 0 = dense MLA.
+struct DsaConfig {
+  int index_topk = 0;
+  int index_n_heads = 0;
+  int index_head_dim = 0;  // its first qk_rope_head_dim dims carry RoPE
+};
+
 struct ModelConfig {
-  std::string architecture;   // HF names: "LlamaForCausalLM", "MixtralForCausalLM",
-                              // "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "Glm4MoeForCausalLM"
+  std::string architecture;   // HF architectures[0]: "LlamaForCausalLM", "MixtralForCausalLM",
+                              // "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "Glm4MoeForCausalLM",
+                              // "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration",
+                              // "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM"
   int vocab_size = 0;
   int hidden_size = 0;
   int num_layers = 0;
@@ -82,9 +93,23 @@ struct ModelConfig {
   // ---- deepseek_v3 (DeepseekV3ForCausalLM) ----
   MlaConfig mla;
   YarnScaling yarn;
+  DsaConfig dsa;
+
+  // ---- checkpoint layout ----
+  // Prepended to every HF tensor name: "language_model." when the text model sits inside a
+  // multimodal wrapper (Kimi-K2.5), whose vision tensors are then recognised and skipped.
+  std::string hf_tensor_prefix;
+  bool has_vision_tower = false;
+  // num_nextn_predict_layers: multi-token-prediction blocks stored at layer indices
+  // num_layers .. num_layers + num_nextn_layers - 1. Recognised and not loaded (no speculative
+  // decoding); num_layers counts only the decoder layers that run.
+  int num_nextn_layers = 0;
 
   bool is_moe() const { return num_experts > 0; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
+  bool is_dsa() const { return dsa.index_topk > 0; }
+  // "GQA", "MLA" or "MLA+DSA", for `densa info` and messages.
+  const char* attention_kind() const { return is_dsa() ? "MLA+DSA" : is_mla() ? "MLA" : "GQA"; }
   bool is_moe_layer(int layer) const;
   int rope_dim() const { return rotary_dim == 0 ? head_dim : rotary_dim; }
 };

@@ -190,6 +190,14 @@ Result<SafetensorsTensor> SafetensorsDir::tensor(std::string_view name) const {
   return shards_[it->second].tensor(name);
 }
 
+std::vector<const SafetensorsTensor*> SafetensorsDir::all_tensors() const {
+  std::vector<const SafetensorsTensor*> out;
+  for (const SafetensorsFile& f : shards_) {
+    for (const SafetensorsTensor& t : f.tensors()) out.push_back(&t);
+  }
+  return out;
+}
+
 std::vector<std::unique_ptr<MappedFile>> SafetensorsDir::release_files() {
   std::vector<std::unique_ptr<MappedFile>> out;
   for (auto& s : shards_) out.push_back(s.release_file());

@@ -64,6 +64,9 @@ class SafetensorsDir {
   // not_found (naming the directory) if no shard holds it.
   Result<SafetensorsTensor> tensor(std::string_view name) const;
 
+  // Every tensor of every shard (any dtype), for checking what a loader did not read.
+  std::vector<const SafetensorsTensor*> all_tensors() const;
+
   // Hands over every shard's mapping.
   std::vector<std::unique_ptr<MappedFile>> release_files();
 

@@ -31,6 +31,10 @@ struct KvLayout {
   DType dtype = DType::kBF16;  // kF32, kBF16 or kFP8E4M3
   KvScaleMode scale_mode = KvScaleMode::kNone;  // MLA kDynamic: one scale per latent row
   int latent_dim = 0;    // MLA: kv_lora_rank + qk_rope_head_dim; 0 for GQA
+  // DSA (MLA+DSA, GLM-5): a second row type, the lightning indexer's key per token per layer,
+  // always FP8 e4m3 with one f32 scale, after the data and dynamic scales of the page (so page
+  // bytes, digests, transfers and capacity cover it). 0 = none.
+  int index_dim = 0;
 
   bool is_latent() const { return latent_dim > 0; }
   int rows_per_layer() const { return is_latent() ? 1 : 2 * num_kv_heads; }
@@ -47,7 +51,19 @@ struct KvLayout {
                ? static_cast<int64_t>(num_layers) * rows_per_layer() * page_size * 4
                : 0;
   }
-  int64_t page_bytes() const { return data_bytes_per_page() + scale_bytes_per_page(); }
+  int64_t index_bytes_per_page() const {
+    return static_cast<int64_t>(num_layers) * page_size * (index_dim > 0 ? index_dim + 4 : 0);
+  }
+  int64_t page_bytes() const { return data_bytes_per_page() + scale_bytes_per_page() + index_bytes_per_page(); }
+  // DSA: offset of (layer, slot)'s FP8 index key and of its f32 scale inside a page.
+  int64_t index_key_offset(int layer, int slot) const {
+    return data_bytes_per_page() + scale_bytes_per_page() +
+           (static_cast<int64_t>(layer) * page_size + slot) * index_dim;
+  }
+  int64_t index_scale_offset(int layer, int slot) const {
+    return data_bytes_per_page() + scale_bytes_per_page() + static_cast<int64_t>(num_layers) * page_size * index_dim +
+           (static_cast<int64_t>(layer) * page_size + slot) * 4;
+  }
   // Offset in bytes of (layer, row, slot) inside a page's data region / its dynamic scale.
   int64_t row_offset(int layer, int row, int slot) const {
     return ((static_cast<int64_t>(layer) * rows_per_layer() + row) * page_size + slot) * row_bytes();

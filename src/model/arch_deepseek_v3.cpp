@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "core/check.h"
+#include "kernels/dsa_attention.h"
 #include "kernels/matmul.h"
 #include "kernels/mla_attention.h"
 #include "kernels/norm.h"
@@ -28,6 +29,59 @@ double yarn_mscale(double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m
 // The rotary dim whose wavelength makes `num_rotations` turns over `max_pos` positions.
 double yarn_correction_dim(double num_rotations, int dim, double base, int max_pos) {
   return dim * std::log(max_pos / (num_rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
+}
+
+// LayerNorm of each of n rows of d values (eps 1e-6, weight and bias), in place.
+void layernorm_rows(float* x, int64_t n, int d, const float* w, const float* b) {
+  for (int64_t t = 0; t < n; ++t) {
+    float* r = x + t * d;
+    double mean = 0, var = 0;
+    for (int i = 0; i < d; ++i) mean += r[i];
+    mean /= d;
+    for (int i = 0; i < d; ++i) var += (r[i] - mean) * (r[i] - mean);
+    const double inv = 1.0 / std::sqrt(var / d + 1e-6);
+    for (int i = 0; i < d; ++i) r[i] = static_cast<float>((r[i] - mean) * inv) * w[i] + b[i];
+  }
+}
+
+// DSA: the lightning indexer picks each token's top index_topk positions, then MLA attends
+// over those. qa: the normed q_a output [n, q_lora_rank]. Tokens whose context fits in
+// index_topk take the dense kernel, one token at a time (it is batch invariant), so they equal
+// dense MLA exactly.
+void dsa_attention(const ModelConfig& cfg, const LayerWeights& lw, int layer, const float* xn, const float* qa,
+                   int64_t n, const ForwardBatch& batch, const KvView& kv, std::span<const double> inv_freq,
+                   float attn_factor, const float* q_abs, float scale, ForwardScratch& s, ThreadPool* pool,
+                   float* o_lat) {
+  const int Hi = cfg.dsa.index_n_heads, Di = cfg.dsa.index_head_dim, topk = cfg.dsa.index_topk;
+  const int dr = cfg.mla.qk_rope_head_dim, H = cfg.num_heads, C = cfg.mla.kv_lora_rank, D = C + dr;
+  float* iq = grow(s.dsa_q, n * Hi * Di);
+  float* ik = grow(s.dsa_k, n * Di);
+  float* iw = grow(s.dsa_w, n * Hi);
+  matmul(lw.idx_wq_b, qa, n, iq, pool);
+  matmul(lw.idx_wk, xn, n, ik, pool);
+  layernorm_rows(ik, n, Di, lw.idx_k_norm_w.data(), lw.idx_k_norm_b.data());
+  matmul(lw.idx_weights_proj, xn, n, iw, pool);
+  const float head_scale = 1.0f / std::sqrt(static_cast<float>(Hi));
+  for (int64_t i = 0; i < n * Hi; ++i) iw[i] *= head_scale;
+  // RoPE on the leading qk_rope_head_dim dims of every indexer head and of the key.
+  rope_with_freqs(iq, batch.positions.data(), n, Hi, int64_t{Hi} * Di, Di, dr, inv_freq, attn_factor,
+                  cfg.mla.rope_interleave);
+  rope_with_freqs(ik, batch.positions.data(), n, 1, Di, Di, dr, inv_freq, attn_factor, cfg.mla.rope_interleave);
+  dsa_index_store(kv, layer, ik, batch.seq_idx, batch.positions);
+  int32_t* selected = grow(s.dsa_selected, n * topk);
+  int32_t* counts = grow(s.dsa_counts, n);
+  dsa_select_topk(kv, layer, iq, iw, Hi, 1.0f / std::sqrt(static_cast<float>(Di)), topk, batch.seq_idx,
+                  batch.positions, selected, counts, pool);
+  for (int64_t t = 0; t < n; ++t) {
+    const auto one = [&](std::span<const int32_t> v) { return v.subspan(static_cast<size_t>(t), 1); };
+    if (counts[t] == batch.positions[t] + 1) {
+      paged_mla_attention(kv, layer, q_abs + t * H * D, H, C, scale, one(batch.seq_idx), one(batch.positions),
+                          o_lat + t * H * C, pool);
+    } else {
+      paged_mla_attention_sparse(kv, layer, q_abs + t * H * D, H, C, scale, one(batch.seq_idx), selected + t * topk,
+                                 counts + t, topk, o_lat + t * H * C, pool);
+    }
+  }
 }
 
 // One MLA attention block: xn [n, hidden] -> proj [n, hidden]; stores the batch's latents.
@@ -59,7 +113,11 @@ void mla_attention(const ModelConfig& cfg, const LayerWeights& lw, int layer, co
   float* q_abs = grow(s.v, n * H * D);
   mla_absorb_queries(m, lw.mla_uk, H, q, n, q_abs, pool);
   float* o_lat = grow(s.attn, n * H * C);
-  paged_mla_attention(kv, layer, q_abs, H, C, scale, batch.seq_idx, batch.positions, o_lat, pool);
+  if (cfg.is_dsa()) {
+    dsa_attention(cfg, lw, layer, xn, s.up.data(), n, batch, kv, inv_freq, attn_factor, q_abs, scale, s, pool, o_lat);
+  } else {
+    paged_mla_attention(kv, layer, q_abs, H, C, scale, batch.seq_idx, batch.positions, o_lat, pool);
+  }
   float* attn_out = grow(s.gate, n * H * dv);
   mla_expand_values(m, lw.mla_uv_t, H, o_lat, n, attn_out, pool);
   matmul(lw.wo, attn_out, n, proj, pool);
@@ -122,6 +180,7 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
                          ForwardScratch& s, ThreadPool* pool, float* logits) {
   const ModelConfig& cfg = w.config;
   CHECK(cfg.is_mla()) << "forward_deepseek_v3 on a non-MLA config";
+  CHECK(!cfg.is_dsa() || kv.layout.index_dim == cfg.dsa.index_head_dim) << "DSA forward needs index keys in the KV layout";
   CHECK(kv.layout.is_latent() && kv.layout.latent_dim == cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim)
       << "MLA forward needs a latent KV layout of kv_lora_rank + qk_rope_head_dim";
   CHECK(w.layers.empty() || !w.layers[0].mla_uv_t.empty()) << "MLA forward before prepare_mla_weights";

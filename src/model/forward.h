@@ -38,6 +38,10 @@ struct ForwardScratch {
   std::vector<float> topk_weights;                // [num_tokens, top_k]
   std::vector<float> final_rows;                  // [num_logits, hidden]
   RopeTable rope;                                 // this batch's cos / sin, shared by all layers
+  // DSA (model/arch_deepseek_v3): indexer queries, keys, head weights; the positions each
+  // token attends to [num_tokens, index_topk] and how many.
+  std::vector<float> dsa_q, dsa_k, dsa_w;
+  std::vector<int32_t> dsa_selected, dsa_counts;
   // Experts chosen per layer (the MoE routing record): [num_layers][num_tokens][top_k];
   // -1 for the tokens of dense layers.
   std::vector<int32_t> selected_experts;

@@ -140,6 +140,7 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
   DENSA_ASSIGN_OR_RETURN(const int block_count, m.required("block_count"));
   DENSA_ASSIGN_OR_RETURN(const int nextn, m.optional("nextn_predict_layers", 0));  // MTP layers: not run
   c.num_layers = block_count - nextn;
+  c.num_nextn_layers = nextn;
   DENSA_ASSIGN_OR_RETURN(c.hidden_size, m.required("embedding_length"));
   DENSA_ASSIGN_OR_RETURN(c.num_heads, m.required("attention.head_count"));
   if (a == "llama") {

@@ -11,7 +11,7 @@ HfMoeNames hf_moe_names(const ModelConfig& c) {
     n.shared_prefix = "mlp.shared_expert.";
     n.shared_gate = "mlp.shared_expert_gate";
   }
-  if (c.architecture == "Glm4MoeForCausalLM" || c.architecture == "DeepseekV3ForCausalLM") {
+  if (c.moe_routing == MoeRouting::kSigmoidGrouped) {  // GLM-4.5, DeepSeek-V3 and their MLA / DSA kin
     n.shared_prefix = "mlp.shared_experts.";
     n.router_bias = "mlp.gate.e_score_correction_bias";
   }

@@ -113,9 +113,18 @@ Result<HfQuantConfig> parse_hf_quant_config(const std::filesystem::path& config_
   ss << in.rdbuf();
   const Json j = Json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return data_loss(origin + ": not a JSON object");
-  const auto qit = j.find("quantization_config");
-  if (qit == j.end() || qit->is_null()) return HfQuantConfig{};
-  const Json& q = *qit;
+  // A multimodal wrapper (Kimi-K2.5) may keep it in its text_config instead.
+  const Json* qp = j.contains("quantization_config") ? &j["quantization_config"] : nullptr;
+  const auto text = j.find("text_config");
+  if (text != j.end() && text->is_object() && text->contains("quantization_config")) {
+    const Json& inner = (*text)["quantization_config"];
+    if (qp != nullptr && !qp->is_null() && *qp != inner) {
+      return invalid_argument(origin + ": quantization_config and text_config.quantization_config differ");
+    }
+    qp = &inner;
+  }
+  if (qp == nullptr || qp->is_null()) return HfQuantConfig{};
+  const Json& q = *qp;
   if (!q.is_object()) return invalid_argument(origin + ": quantization_config is not an object");
   const std::string method = q.value("quant_method", "");
   if (method == "compressed-tensors") return parse_compressed_tensors(q, origin);

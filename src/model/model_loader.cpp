@@ -1,10 +1,12 @@
 #include "model/model_loader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "model/gguf_config.h"
 #include "model/hf_moe_names.h"
 #include "model/hf_quantized.h"
+#include "model/hf_tensor_inventory.h"
 #include "model/quantize_weights.h"
 #include "quant/dequantize.h"
 #include "quant/ggml_blocks.h"
@@ -256,6 +259,22 @@ Result<WeightView> gguf_kv_b_from_split(const TensorSource& src, int i, ModelWei
   return WeightView{.dtype = DType::kF32, .rows = heads * (nope + v), .cols = C, .data = out};
 }
 
+// The DSA lightning indexer of an HF layer (GLM-5): self_attn.indexer.{wq_b, wk, k_norm
+// (weight and bias), weights_proj}.
+Status load_dsa_indexer(const TensorSource& src, int i, ModelWeights& w) {
+  const ModelConfig& c = w.config;
+  if (src.gguf) return unimplemented(src.origin + ": DSA indexer tensors in GGUF");
+  LayerWeights& l = w.layers[static_cast<size_t>(i)];
+  const int64_t heads = c.dsa.index_n_heads, dim = c.dsa.index_head_dim;
+  const std::string p = layer_tensor(i, "self_attn.indexer.");
+  DENSA_ASSIGN_OR_RETURN(l.idx_wq_b, load_matrix(src, p + "wq_b.weight", heads * dim, c.mla.q_lora_rank));
+  DENSA_ASSIGN_OR_RETURN(l.idx_wk, load_matrix(src, p + "wk.weight", dim, c.hidden_size));
+  DENSA_ASSIGN_OR_RETURN(l.idx_k_norm_w, load_vector(src, p + "k_norm.weight", dim));
+  DENSA_ASSIGN_OR_RETURN(l.idx_k_norm_b, load_vector(src, p + "k_norm.bias", dim));
+  DENSA_ASSIGN_OR_RETURN(l.idx_weights_proj, load_matrix(src, p + "weights_proj.weight", heads, c.hidden_size));
+  return Status::ok();
+}
+
 // Multi-head latent attention (DeepSeek-V3 / Kimi K2): HF names, or GGUF deepseek2 names
 // (attn_q_a / attn_q_a_norm / attn_q_b or attn_q, attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b
 // or its split attn_k_b + attn_v_b, attn_output).
@@ -287,6 +306,7 @@ Status load_mla_attention(const TensorSource& src, int i, ModelWeights& w) {
                            load_matrix(src, name("self_attn.kv_b_proj", "attn_kv_b"), kv_b_rows, m.kv_lora_rank));
   }
   DENSA_ASSIGN_OR_RETURN(l.wo, load_matrix(src, name("self_attn.o_proj", "attn_output"), hidden, heads * m.v_head_dim));
+  if (c.is_dsa()) DENSA_RETURN_IF_ERROR(load_dsa_indexer(src, i, w));
   return Status::ok();
 }
 
@@ -416,15 +436,28 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
   DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(dir));
   TensorSource src;
   src.origin = dir.string();
-  src.get = [&st](const std::string& name) -> Result<RawTensor> {
-    DENSA_ASSIGN_OR_RETURN(SafetensorsTensor t, st.tensor(name));
+  // Names are the text model's; a multimodal wrapper keeps them under a prefix. Every name
+  // read is recorded, so what is left over can be accounted for (hf_tensor_inventory.h).
+  const std::string prefix = w.config.hf_tensor_prefix;
+  std::set<std::string> read;
+  src.get = [&st, &read, prefix](const std::string& name) -> Result<RawTensor> {
+    read.insert(prefix + name);
+    DENSA_ASSIGN_OR_RETURN(SafetensorsTensor t, st.tensor(prefix + name));
     return RawTensor{t.name, *t.dtype, t.shape, t.data};
   };
+  src.has = [&st, prefix](const std::string& name) { return st.has_tensor(prefix + name); };
   DENSA_ASSIGN_OR_RETURN(HfQuantConfig qc, parse_hf_quant_config(dir / "config.json"));
-  src.get_quantized = [&st, &w, qc](const std::string& name, int64_t rows, int64_t cols) {
-    return load_hf_quantized_matrix(st, qc, name, rows, cols, w);
+  src.get_quantized = [&st, &w, &read, qc, prefix](const std::string& name, int64_t rows, int64_t cols) {
+    read.insert(prefix + name);
+    return load_hf_quantized_matrix(st, qc, prefix + name, rows, cols, w);
   };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
+  std::vector<CheckpointTensor> all;
+  for (const SafetensorsTensor* t : st.all_tensors()) all.push_back({t->name, static_cast<int64_t>(t->nbytes)});
+  DENSA_ASSIGN_OR_RETURN(w.skipped, classify_unread_hf_tensors(all, read, w.config, dir.string()));
+  for (const std::string& line : describe_skipped(w.skipped, w.config)) {
+    std::fprintf(stderr, "densa: %s: %s\n", dir.string().c_str(), line.c_str());
+  }
   // tokenizer.json, else tiktoken.model, else tokenizer.model (text/tokenizer_loader.h).
   if (has_tokenizer_files(dir)) {
     DENSA_ASSIGN_OR_RETURN(LoadedTokenizer lt, load_tokenizer(dir));

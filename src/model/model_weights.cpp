@@ -20,7 +20,8 @@ void for_each_matrix(const ModelWeights& w, Fn fn) {
   if (w.lm_head.data != w.tok_embeddings.data) fn(w.lm_head);
   for (const LayerWeights& l : w.layers) {
     for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router,
-                                &l.shared_gate, &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b}) {
+                                &l.shared_gate, &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b,
+                                &l.idx_wq_b, &l.idx_wk, &l.idx_weights_proj}) {
       fn(*v);
     }
     for (const auto* experts : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
@@ -33,7 +34,7 @@ int64_t vector_params(const ModelWeights& w) {
   int64_t n = static_cast<int64_t>(w.final_norm.size());
   for (const LayerWeights& l : w.layers) {
     for (const auto* v : {&l.attn_norm, &l.ffn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.router_bias,
-                          &l.shared_expert_gate, &l.q_a_norm, &l.kv_a_norm}) {
+                          &l.shared_expert_gate, &l.q_a_norm, &l.kv_a_norm, &l.idx_k_norm_w, &l.idx_k_norm_b}) {
       n += static_cast<int64_t>(v->size());
     }
   }

@@ -39,6 +39,12 @@ struct LayerWeights {
   // head h, mla_uv_t [num_heads*kv_lora_rank, v_head_dim] holds W_UV_h^T.
   WeightView mla_uk;
   WeightView mla_uv_t;
+  // DSA lightning indexer (config.is_dsa()): index_n_heads heads of index_head_dim.
+  WeightView idx_wq_b;               // [index_n_heads*index_head_dim, q_lora_rank], on q_a's normed output
+  WeightView idx_wk;                 // [index_head_dim, hidden]
+  std::vector<float> idx_k_norm_w;   // LayerNorm (eps 1e-6) of the key: weight, bias [index_head_dim]
+  std::vector<float> idx_k_norm_b;
+  WeightView idx_weights_proj;       // [index_n_heads, hidden]: per-head weight of each query
   std::vector<float> ffn_norm;   // [hidden]
   // Dense FFN (layers where !config.is_moe_layer(i)).
   WeightView w_gate;             // [intermediate, hidden]
@@ -57,6 +63,14 @@ struct LayerWeights {
   std::vector<float> shared_expert_gate;  // [hidden]; empty = ungated (GLM)
 };
 
+// Checkpoint tensors recognised and deliberately not loaded (model/hf_tensor_inventory.h).
+struct SkippedTensors {
+  int64_t vision_tensors = 0;  // vision tower + multimodal projector (text-only serving)
+  int64_t vision_bytes = 0;
+  int64_t nextn_tensors = 0;   // multi-token-prediction layers (num_nextn_predict_layers)
+  int64_t nextn_bytes = 0;
+};
+
 struct ModelWeights {
   ModelConfig config;
   std::string source;            // path it was loaded from
@@ -69,6 +83,7 @@ struct ModelWeights {
   std::string chat_template;     // the default Jinja template (GGUF / chat_template.jinja /
                                  // tokenizer_config.json); empty if none
   TextAssets text_assets;        // every template, bos / eos token text, all eos ids
+  SkippedTensors skipped;        // what the checkpoint holds that the loader left unread
 
   // Storage behind the views above.
   std::vector<std::unique_ptr<MappedFile>> files;

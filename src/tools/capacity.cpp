@@ -42,10 +42,10 @@ const char* scale_mode_name(KvScaleMode mode) {
   return "?";
 }
 
-const char* attention_name(KvAttention a) {
-  switch (a) {
+const char* attention_name(const CapacityReport& r) {
+  switch (r.attention) {
     case KvAttention::kGqa: return "gqa";
-    case KvAttention::kMla: return "mla";
+    case KvAttention::kMla: return r.dsa ? "mla+dsa" : "mla";
   }
   return "?";
 }
@@ -85,16 +85,53 @@ bool is_embedding(const WeightGroup& g) { return g.name == "embed_tokens" || g.n
 
 }  // namespace
 
-WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format,
-                                     std::optional<WeightFormat> lm_head) {
+Status check_parallelism(const Parallelism& p) {
+  if (p.tp < 1 || p.ep < 1) return invalid_argument("--tp and --ep must be at least 1");
+  if (p.tp % p.ep != 0) {
+    return invalid_argument("--ep " + std::to_string(p.ep) + " must divide --tp " + std::to_string(p.tp) +
+                            " (experts are split over ep ranks, each expert over tp / ep)");
+  }
+  return Status::ok();
+}
+
+WeightGroup weight_group_per_rank(const WeightGroup& g, const Parallelism& p) {
+  WeightGroup r = g;
+  // A dim of `size` holding `heads` heads (0: no head structure) split `ways` ways.
+  auto split = [](int64_t size, int64_t heads, int64_t ways) {
+    if (heads > 0) return ceil_div(heads, ways) * (size / heads);
+    return ceil_div(size, ways);
+  };
+  const int64_t inner = p.tp / p.ep;  // ranks sharing one expert
+  switch (g.shard) {
+    case WeightShard::kReplicated: break;
+    case WeightShard::kTpRows: r.rows = split(g.rows, g.heads, p.tp); break;
+    case WeightShard::kTpCols: r.cols = split(g.cols, g.heads, p.tp); break;
+    case WeightShard::kExpertRows:
+    case WeightShard::kExpertCols: {
+      const int64_t per_layer = g.experts > 0 ? g.experts : 1;
+      r.count = g.count / per_layer * ceil_div(per_layer, p.ep);
+      if (g.shard == WeightShard::kExpertRows) r.rows = ceil_div(g.rows, inner);
+      else r.cols = ceil_div(g.cols, inner);
+      break;
+    }
+  }
+  return r;
+}
+
+namespace {
+
+WeightEstimate estimate_groups(const CapacityModel& model, WeightFormat format, std::optional<WeightFormat> lm_head,
+                               const Parallelism& p, bool with_nextn) {
   WeightEstimate e;
   bool has_head = false;
-  const WeightGroup* embedding = nullptr;
-  for (const WeightGroup& g : model.weights) {
+  std::optional<WeightGroup> embedding;
+  for (const WeightGroup& whole : model.weights) {
+    if (whole.nextn && !with_nextn) continue;
+    const WeightGroup g = weight_group_per_rank(whole, p);
     const int64_t n = g.num_params();
     e.num_params += n;
     if (g.quantizable) e.num_linear_params += n;
-    if (is_embedding(g)) embedding = &g;
+    if (is_embedding(g)) embedding = g;
     if (is_lm_head(g)) {
       has_head = true;
       add_matrix_bytes(e, g.rows, g.cols, g.count, lm_head.value_or(WeightFormat::kBF16));
@@ -102,13 +139,29 @@ WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat fo
     }
     add_matrix_bytes(e, g.rows, g.cols, g.count, g.quantizable ? format : WeightFormat::kBF16);
   }
-  if (!has_head && embedding != nullptr && lm_head.has_value() && *lm_head != WeightFormat::kBF16) {
+  if (!has_head && embedding && lm_head.has_value() && *lm_head != WeightFormat::kBF16) {
     add_matrix_bytes(e, embedding->rows, embedding->cols, embedding->count, *lm_head);  // the tied head's copy
   }
   return e;
 }
 
+}  // namespace
+
+WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format,
+                                     std::optional<WeightFormat> lm_head, const Parallelism& p) {
+  return estimate_groups(model, format, lm_head, p, /*with_nextn=*/false);
+}
+
+WeightEstimate checkpoint_weight_bytes(const CapacityModel& model, WeightFormat format,
+                                       std::optional<WeightFormat> lm_head) {
+  return estimate_groups(model, format, lm_head, Parallelism{}, /*with_nextn=*/true);
+}
+
 KvLayout capacity_kv_layout(const CapacityModel& model, const KvFormat& kv) {
+  return capacity_kv_layout(model, kv, Parallelism{});
+}
+
+KvLayout capacity_kv_layout(const CapacityModel& model, const KvFormat& kv, const Parallelism& p) {
   KvLayout l;
   l.num_layers = static_cast<int>(model.num_layers);
   l.page_size = kv.page_size;
@@ -116,23 +169,24 @@ KvLayout capacity_kv_layout(const CapacityModel& model, const KvFormat& kv) {
   l.scale_mode = kv.dtype == DType::kFP8E4M3 ? kv.scale_mode : KvScaleMode::kNone;
   switch (model.attention) {
     case KvAttention::kGqa:
-      l.num_kv_heads = static_cast<int>(model.num_kv_heads);
+      l.num_kv_heads = static_cast<int>(ceil_div(model.num_kv_heads, p.tp));
       l.head_dim = static_cast<int>(model.head_dim);
       break;
     case KvAttention::kMla:
       l.latent_dim = static_cast<int>(model.kv_lora_rank + model.qk_rope_head_dim);
+      l.index_dim = static_cast<int>(model.index_head_dim);
       break;
   }
   return l;
 }
 
-KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv) {
+KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv, const Parallelism& p) {
   // The page layout the runtime's PagePool uses, one token per page.
   KvFormat one = kv;
   one.page_size = 1;
-  const KvLayout l = capacity_kv_layout(model, one);
+  const KvLayout l = capacity_kv_layout(model, one, p);
   KvTokenBytes b;
-  b.data = l.data_bytes_per_page();
+  b.data = l.data_bytes_per_page() + l.index_bytes_per_page();
   b.scales = l.scale_bytes_per_page();
   if (l.dtype == DType::kFP8E4M3 && l.scale_mode == KvScaleMode::kStatic) {
     // Per (layer, k|v, kv head); a latent cache has two per layer (c_kv, k_pe).
@@ -146,9 +200,14 @@ Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityR
   r.source = model.source;
   r.architecture = model.architecture;
   r.attention = model.attention;
+  r.dsa = model.index_head_dim > 0;
   r.weight_format = request.weight_format;
   r.lm_head_format = request.lm_head_format;
-  r.weights = estimate_weight_bytes(model, request.weight_format, request.lm_head_format);
+  DENSA_RETURN_IF_ERROR(check_parallelism(request.parallel));
+  r.parallel = request.parallel;
+  r.num_nextn_layers = model.num_nextn_layers;
+  r.weights = estimate_weight_bytes(model, request.weight_format, request.lm_head_format, request.parallel);
+  r.checkpoint = checkpoint_weight_bytes(model, request.weight_format, request.lm_head_format);
   r.memory_bytes = request.memory_bytes;
   r.kv = request.kv;
   if (r.kv.dtype != DType::kFP8E4M3) r.kv.scale_mode = KvScaleMode::kNone;
@@ -169,9 +228,9 @@ Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityR
                                 bytes_str(request.memory_bytes));
     }
   }
-  r.kv_token_bytes = kv_bytes_per_token(model, r.kv);
+  r.kv_token_bytes = kv_bytes_per_token(model, r.kv, r.parallel);
   if (r.kv_token_bytes.data <= 0) return invalid_argument(model.source + ": model has no KV shape");
-  r.page_bytes = capacity_kv_layout(model, r.kv).page_bytes();  // = page_size * (data + scales)
+  r.page_bytes = capacity_kv_layout(model, r.kv, r.parallel).page_bytes();  // = page_size * (data + scales)
   const int64_t page_budget = r.kv_budget_bytes - r.kv_token_bytes.static_scales;
   r.num_pages = page_budget > 0 ? page_budget / r.page_bytes : 0;
   r.num_tokens = r.num_pages * page_size;
@@ -215,13 +274,21 @@ std::string format_capacity_text(const CapacityReport& r) {
     out += buf + value + "\n";
   };
   const KvTokenBytes& t = r.kv_token_bytes;
-  line("model", r.source + " (" + r.architecture + ", " + attention_name(r.attention) + ")");
+  line("model", r.source + " (" + r.architecture + ", " + attention_name(r) + ")");
   line("parameters", group_digits(r.weights.num_params) + " (" +
                          group_digits(r.weights.num_linear_params) + " in linear layers)");
   line("weights", std::string(weight_format_name(r.weight_format)) +
                       (r.lm_head_format ? ", lm_head " + std::string(weight_format_name(*r.lm_head_format)) : "") +
                       ": " + bytes_str(r.weights.bytes()) + ", of which scales " +
                       group_digits(r.weights.scale_bytes) + " B");
+  if (r.parallel.tp > 1 || r.parallel.ep > 1) {
+    line("parallel", "tp " + std::to_string(r.parallel.tp) + ", ep " + std::to_string(r.parallel.ep) +
+                         ": weights, memory and KV below are per rank");
+  }
+  line("checkpoint", std::string(weight_format_name(r.weight_format)) + ": " + bytes_str(r.checkpoint.bytes()) +
+                         (r.num_nextn_layers > 0 ? ", with " + std::to_string(r.num_nextn_layers) +
+                                                       " NextN/MTP layer(s) not loaded"
+                                                 : ""));
   if (r.memory_bytes > 0) line("memory", bytes_str(r.memory_bytes));
   line("kv budget", bytes_str(r.kv_budget_bytes));
   line("kv cache", std::string(dtype_name(r.kv.dtype)) + ", scales " + scale_mode_name(r.kv.scale_mode) +
@@ -242,10 +309,14 @@ std::string format_capacity_json(const CapacityReport& r) {
   nlohmann::ordered_json j;
   j["model"] = r.source;
   j["architecture"] = r.architecture;
-  j["attention"] = attention_name(r.attention);
+  j["attention"] = attention_name(r);
   j["num_params"] = r.weights.num_params;
   j["weight_dtype"] = weight_format_name(r.weight_format);
   j["lm_head_dtype"] = r.lm_head_format ? weight_format_name(*r.lm_head_format) : "bf16";
+  j["tp"] = r.parallel.tp;
+  j["ep"] = r.parallel.ep;
+  j["num_nextn_layers"] = r.num_nextn_layers;
+  j["checkpoint_bytes"] = r.checkpoint.bytes();
   j["weight_bytes"] = r.weights.bytes();
   j["weight_scale_bytes"] = r.weights.scale_bytes;
   j["memory_bytes"] = r.memory_bytes;

@@ -31,8 +31,27 @@ struct WeightEstimate {
 // projection stays BF16 unless `lm_head` names its format, as `serve --lm-head-dtype` does.
 // A tied head (no lm_head / output.weight tensor) then gets its own copy in that format, next
 // to the BF16 embeddings; a tied head kept BF16 costs nothing extra.
+// Tensor / expert parallelism: `tp` ranks share every layer (attention heads, dense and shared
+// FFN widths, the vocab of embeddings and lm_head split by TP; norms, routers and MLA's
+// latent projections q_a / kv_a replicated); routed experts are split over `ep` ranks
+// (ceil(experts / ep) each) and each expert's width over tp / ep. ep divides tp.
+struct Parallelism {
+  int tp = 1;
+  int ep = 1;
+};
+Status check_parallelism(const Parallelism& p);
+
+// The part of `g` one rank holds under `p` (NextN groups included as they come).
+WeightGroup weight_group_per_rank(const WeightGroup& g, const Parallelism& p);
+
+// Bytes of the loaded weights on one rank (all of them when p is {1, 1}); NextN / MTP groups
+// are not loaded and not counted (see checkpoint_weight_bytes).
 WeightEstimate estimate_weight_bytes(const CapacityModel& model, WeightFormat format,
-                                     std::optional<WeightFormat> lm_head = std::nullopt);
+                                     std::optional<WeightFormat> lm_head = std::nullopt,
+                                     const Parallelism& p = {});
+// The whole checkpoint in `format`: loaded weights plus the NextN / MTP layers.
+WeightEstimate checkpoint_weight_bytes(const CapacityModel& model, WeightFormat format,
+                                       std::optional<WeightFormat> lm_head = std::nullopt);
 
 struct KvFormat {
   DType dtype = DType::kBF16;                   // kBF16 or kFP8E4M3
@@ -50,9 +69,14 @@ struct KvTokenBytes {
 // kv_lora_rank + qk_rope_head_dim per token per layer). Capacity is computed from it, so the
 // numbers are the runtime's page bytes.
 KvLayout capacity_kv_layout(const CapacityModel& model, const KvFormat& kv);
+// Under TP a rank holds ceil(kv_heads / tp) GQA heads; MLA's latent row (and DSA's index key)
+// is replicated on every attention-TP rank.
+KvLayout capacity_kv_layout(const CapacityModel& model, const KvFormat& kv, const Parallelism& p);
 // GQA: layers * 2 * kv_heads * head_dim elements; dynamic scales one f32 per (layer, k|v,
 // kv_head). MLA: layers * (kv_lora_rank + qk_rope_head_dim); dynamic: one f32 per layer.
-KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv);
+// MLA+DSA adds the indexer key: layers * (index_head_dim FP8 + one f32 scale), in `data`.
+// Per rank under `p`.
+KvTokenBytes kv_bytes_per_token(const CapacityModel& model, const KvFormat& kv, const Parallelism& p = {});
 
 struct CapacityRequest {
   int64_t memory_bytes = 0;     // whole budget; weights are taken out of it
@@ -61,15 +85,20 @@ struct CapacityRequest {
   std::optional<WeightFormat> lm_head_format;  // nullopt: as stored (BF16)
   KvFormat kv;
   int64_t context_tokens = 0;   // tokens per request; 0 = the model's max_position_embeddings
+  Parallelism parallel;         // memory_bytes / kv_memory_bytes are then per rank
 };
 
 struct CapacityReport {
   std::string source;
   std::string architecture;
   KvAttention attention = KvAttention::kGqa;
+  bool dsa = false;             // MLA+DSA: the KV rows carry the indexer keys too
   WeightFormat weight_format = WeightFormat::kBF16;
   std::optional<WeightFormat> lm_head_format;
-  WeightEstimate weights;
+  WeightEstimate weights;       // per rank
+  WeightEstimate checkpoint;    // the whole checkpoint in weight_format, NextN layers included
+  Parallelism parallel;
+  int64_t num_nextn_layers = 0;
   int64_t memory_bytes = 0;
   int64_t kv_budget_bytes = 0;  // memory - weights (or --kv-memory)
   KvFormat kv;

@@ -118,6 +118,15 @@ Result<QuantizeReport> quantize_hf(const QuantizeOptions& opts, const WeightQuan
       kept.push_back(p + "self_attn.q_norm.weight");
       kept.push_back(p + "self_attn.k_norm.weight");
     }
+    if (c.is_mla()) {  // MLA's latent norms; DSA's indexer stays as stored
+      if (c.mla.q_lora_rank > 0) kept.push_back(p + "self_attn.q_a_layernorm.weight");
+      kept.push_back(p + "self_attn.kv_a_layernorm.weight");
+    }
+    if (c.is_dsa()) {
+      for (const char* t : {"wq_b.weight", "wk.weight", "k_norm.weight", "k_norm.bias", "weights_proj.weight"}) {
+        kept.push_back(p + "self_attn.indexer." + t);
+      }
+    }
     if (!c.is_moe_layer(i)) continue;
     const HfMoeNames moe = hf_moe_names(c);
     kept.push_back(p + moe.router + ".weight");

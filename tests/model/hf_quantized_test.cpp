@@ -64,6 +64,7 @@ fs::path write_checkpoint(const std::string& tag,
        {{"group_0",
          {{"targets", {"Linear"}},
           {"weights", {{"num_bits", 4}, {"type", "int"}, {"symmetric", true}, {"strategy", "group"}, {"group_size", kGroup}}}}}}}};
+  if (pad_bytes > 0) config["num_nextn_predict_layers"] = 1;
   write_file(dir / "config.json", config.dump());
   auto f = SafetensorsFile::open(model_dir(kDense) / "hf" / "model.safetensors");
   EXPECT_TRUE(f.is_ok());
@@ -81,7 +82,13 @@ fs::path write_checkpoint(const std::string& tag,
     const Int4Tensors q = quantize_fixture_matrix(*f, base, rows, cols);
     const int32_t dims[2] = {static_cast<int32_t>(rows), static_cast<int32_t>(cols)};
     out.push_back({base + ".weight_packed", "I32", {rows, cols / 8}, bytes_of(q.packed.data(), q.packed.size())});
-    if (pad_bytes > 0) out.push_back({base + ".pad", "U8", {static_cast<int64_t>(pad_bytes)}, std::string(pad_bytes, '\0')});
+    // Named as a part of the (declared, skipped) NextN layer after the last decoder layer, so
+    // the loader's tensor inventory accounts for it.
+    if (pad_bytes > 0) {
+      const std::string pad = "model.layers." + std::to_string(config["num_hidden_layers"].get<int>()) + ".pad" +
+                              std::to_string(out.size());
+      out.push_back({pad, "U8", {static_cast<int64_t>(pad_bytes)}, std::string(pad_bytes, '\0')});
+    }
     StWriterTensor s = scale_tensor(q.scales);
     s.name = base + ".weight_scale";
     s.shape = {rows, cols / kGroup};

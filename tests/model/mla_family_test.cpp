@@ -1,0 +1,343 @@
+// The DeepSeek-V3 (MLA) computation under other architectures' layouts.
+// Kimi-K2.5 (KimiK25ForConditionalGeneration): the DeepSeek-V3 text model nested under
+// text_config, its tensors under "language_model.", beside a vision tower and projector and a
+// NextN (MTP) layer. The checkpoints here are the deepseek_v3 PyTorch-reference checkpoint
+// (tests/reference/deepseek_v3_ref.py) re-wrapped in Kimi-K2.5's layout, so the wrapped load
+// must compute exactly what the plain one does, and match the reference's golden logits; the
+// routed experts also as Kimi ships them (compressed-tensors INT4, group 32).
+// GLM-4.7-Flash (Glm4MoeLiteForCausalLM): HF's Glm4MoeLite is DeepseekV3Attention with GLM-4.5's
+// sigmoid-routed MoE, configured with transformers v5 keys (rope_parameters, mlp_layer_types);
+// the same checkpoint under that config must compute the same logits.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+
+#include "io/safetensors.h"
+#include "kv/page_pool.h"
+#include "model/arch_deepseek_v3.h"
+#include "exec/runner.h"
+#include "model/forward.h"
+#include "model/hf_tensor_inventory.h"
+#include "model/model_loader.h"
+#include "test_util.h"
+#include "tools/quantize.h"
+#include "tools/safetensors_writer.h"
+
+namespace densa {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path ref_dir() { return fs::path(DENSA_SOURCE_DIR) / "tests/data/reference/deepseek_v3"; }
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("densa_kimi_k25_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// The extra tensors a Kimi-K2.5 checkpoint holds: a few vision-tower / projector tensors and a
+// NextN layer at index num_layers (eh_proj, enorm, hnorm, shared_head, a decoder-layer part).
+std::vector<SafetensorsOut> extra_tensors(int num_layers, int hidden) {
+  auto bf16 = [](std::string name, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return SafetensorsOut{std::move(name), "BF16", shape, std::vector<uint8_t>(static_cast<size_t>(2 * n), 0x3f)};
+  };
+  const std::string mtp = "language_model.model.layers." + std::to_string(num_layers) + ".";
+  return {bf16("vision_tower.patch_embed.proj.weight", {32, 3, 2, 2}),
+          bf16("vision_tower.encoder.blocks.0.wqkv.weight", {96, 32}),
+          bf16("mm_projector.proj.0.weight", {hidden, 128}),
+          bf16("mm_projector.pre_norm.weight", {128}),
+          bf16(mtp + "eh_proj.weight", {hidden, 2 * hidden}),
+          bf16(mtp + "enorm.weight", {hidden}),
+          bf16(mtp + "hnorm.weight", {hidden}),
+          bf16(mtp + "shared_head.norm.weight", {hidden}),
+          bf16(mtp + "input_layernorm.weight", {hidden}),
+          bf16(mtp + "self_attn.kv_a_layernorm.weight", {32})};
+}
+
+// Writes `src` (a DeepSeek-V3 HF dir) as a Kimi-K2.5 dir: config under text_config (plus one
+// NextN layer), tensors renamed, extra vision / MTP tensors added (unless `extras` is false), and
+// `extra_name` added as one more tensor when given.
+fs::path wrap_as_kimi_k25(const fs::path& src, const std::string& name, bool extras = true,
+                          const std::string& extra_name = "") {
+  const fs::path out = temp_dir(name);
+  nlohmann::json text = testing::read_json(src / "config.json");
+  nlohmann::json quant;
+  if (text.contains("quantization_config")) {
+    quant = text["quantization_config"];
+    text.erase("quantization_config");
+  }
+  text["model_type"] = "kimi_k2";
+  text["num_nextn_predict_layers"] = 1;
+  nlohmann::json cfg = {{"architectures", {"KimiK25ForConditionalGeneration"}},
+                        {"model_type", "kimi_k25"},
+                        {"bos_token_id", text["bos_token_id"]},
+                        {"eos_token_id", text["eos_token_id"]},
+                        {"text_config", text},
+                        {"vision_config", {{"model_type", "kimi_k25_vision"}, {"patch_size", 14}}}};
+  if (!quant.is_null()) cfg["text_config"]["quantization_config"] = quant;  // where Kimi keeps it
+  std::ofstream(out / "config.json") << cfg.dump(2);
+  Result<SafetensorsDir> st = SafetensorsDir::open(src);
+  CHECK(st.is_ok()) << st.status().to_string();
+  std::vector<SafetensorsOut> tensors;
+  for (const SafetensorsTensor* t : st->all_tensors()) {
+    tensors.push_back({"language_model." + t->name, t->dtype_name, t->shape,
+                       std::vector<uint8_t>(t->data, t->data + t->nbytes)});
+  }
+  if (extras) {
+    for (auto& t : extra_tensors(text["num_hidden_layers"].get<int>(), text["hidden_size"].get<int>())) {
+      tensors.push_back(std::move(t));
+    }
+  }
+  if (!extra_name.empty()) tensors.push_back({extra_name, "BF16", {4}, std::vector<uint8_t>(8, 0)});
+  const Status s = write_safetensors(out / "model.safetensors", tensors);
+  CHECK(s.is_ok()) << s.to_string();
+  return out;
+}
+
+ThreadPool& pool() {
+  static ThreadPool p(2);
+  return p;
+}
+
+// Teacher-forced logits of `tokens` (one sequence, one batch) with an F32 latent cache.
+std::vector<float> logits_of(const ModelWeights& w, const std::vector<TokenId>& tokens) {
+  const KvLayout layout = kv_layout_for(w.config, 16, DType::kF32);
+  const int pages = static_cast<int>((tokens.size() + 15) / 16);
+  Result<PagePool> made = PagePool::create(layout, layout.page_bytes() * pages);
+  CHECK(made.is_ok()) << made.status().to_string();
+  PagePool kv_pool = std::move(made).value();
+  std::vector<int32_t> table;
+  for (int p = 0; p < pages; ++p) table.push_back(kv_pool.allocate()->value);
+  const std::vector<int32_t> offsets = {0, pages};
+  KvView kv;
+  kv.layout = layout;
+  kv.pool = kv_pool.base();
+  kv.block_table = table;
+  kv.block_offsets = offsets;
+  std::vector<int32_t> positions, seq, rows;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    positions.push_back(static_cast<int32_t>(i));
+    seq.push_back(0);
+    rows.push_back(static_cast<int32_t>(i));
+  }
+  ForwardScratch scratch;
+  std::vector<float> logits(tokens.size() * static_cast<size_t>(w.config.vocab_size));
+  forward(w, ForwardBatch{tokens, positions, seq, rows}, kv, scratch, &pool(), logits.data());
+  return logits;
+}
+
+struct GoldenPrompt {
+  std::vector<TokenId> tokens;  // prompt + greedy ids
+  std::vector<float> logits;
+};
+
+GoldenPrompt golden_prompt0() {
+  const nlohmann::json g = testing::read_json(ref_dir() / "golden.json");
+  GoldenPrompt p;
+  p.tokens = g["prompts"][0]["prompt_ids"].get<std::vector<TokenId>>();
+  for (TokenId t : g["prompts"][0]["greedy_ids"].get<std::vector<TokenId>>()) p.tokens.push_back(t);
+  p.logits = testing::read_binary<float>(ref_dir() / "prompt0.logits.f32.bin");
+  return p;
+}
+
+ModelWeights load_ok(const fs::path& dir) {
+  Result<ModelWeights> r = load_model(dir);
+  CHECK(r.is_ok()) << r.status().to_string();
+  return std::move(r).value();
+}
+
+TEST(KimiK25, ConfigNestsTheDeepseekV3TextModel) {
+  const fs::path dir = wrap_as_kimi_k25(ref_dir(), "config");
+  Result<ModelConfig> c = parse_hf_config(dir / "config.json");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture, "KimiK25ForConditionalGeneration");
+  EXPECT_STREQ(c->attention_kind(), "MLA");
+  EXPECT_EQ(c->hf_tensor_prefix, "language_model.");
+  EXPECT_TRUE(c->has_vision_tower);
+  EXPECT_EQ(c->num_layers, 3);
+  EXPECT_EQ(c->num_nextn_layers, 1);
+  EXPECT_EQ(c->mla.kv_lora_rank, 32);
+  EXPECT_EQ(c->num_experts, 8);
+  EXPECT_FLOAT_EQ(c->yarn.factor, 4.0f);
+  // No text_config: a clear error naming it.
+  Result<ModelConfig> bad = parse_hf_config_text(R"({"architectures":["KimiK25ForConditionalGeneration"]})", "k25");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("text_config"), std::string::npos) << bad.status().message();
+  fs::remove_all(dir);
+}
+
+TEST(KimiK25, LoadsTheTextModelSkipsVisionAndNextn) {
+  const fs::path dir = wrap_as_kimi_k25(ref_dir(), "bf16");
+  const ModelWeights plain = load_ok(ref_dir());
+  const ModelWeights k25 = load_ok(dir);
+  EXPECT_EQ(k25.skipped.vision_tensors, 4);
+  EXPECT_EQ(k25.skipped.nextn_tensors, 6);
+  EXPECT_EQ(plain.skipped.vision_tensors + plain.skipped.nextn_tensors, 0);
+  EXPECT_EQ(k25.layers.size(), 3u);  // the NextN layer is not loaded
+  EXPECT_EQ(k25.num_params(), plain.num_params());
+  const std::vector<std::string> lines = describe_skipped(k25.skipped, k25.config);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("4 vision tensors"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("NextN/MTP layer (layer 3)"), std::string::npos) << lines[1];
+
+  const GoldenPrompt g = golden_prompt0();
+  testing::ExactBf16Matmul exact;
+  const std::vector<float> a = logits_of(plain, g.tokens), b = logits_of(k25, g.tokens);
+  ASSERT_EQ(a, b);  // the same weights, the same computation
+  ASSERT_EQ(b.size(), g.logits.size());
+  double diff = 0;
+  for (size_t i = 0; i < b.size(); ++i) diff = std::max(diff, std::fabs(double(b[i]) - g.logits[i]));
+  EXPECT_LT(diff, 1e-3);  // the PyTorch reference
+  fs::remove_all(dir);
+}
+
+TEST(KimiK25, Int4ExpertsAsShipped) {
+  // Routed experts (and the other linear layers) in compressed-tensors INT4 group 32, the
+  // quantization_config inside text_config.
+  const fs::path int4 = temp_dir("int4_plain");
+  QuantizeOptions q;
+  q.input = ref_dir();
+  q.output = int4;
+  q.to = "int4";
+  q.group_size = 32;
+  Result<QuantizeReport> rep = quantize_checkpoint(q);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  const fs::path dir = wrap_as_kimi_k25(int4, "int4");
+  const ModelWeights plain = load_ok(int4);
+  const ModelWeights k25 = load_ok(dir);
+  ASSERT_EQ(k25.layers[1].expert_gate.size(), 8u);
+  EXPECT_EQ(k25.layers[1].expert_gate[0].dtype, DType::kI4);
+  EXPECT_EQ(k25.layers[1].expert_gate[0].scale_cols, 32);
+  const GoldenPrompt g = golden_prompt0();
+  EXPECT_EQ(logits_of(plain, g.tokens), logits_of(k25, g.tokens));
+  fs::remove_all(dir);
+  fs::remove_all(int4);
+}
+
+TEST(KimiK25, UnknownTensorIsAnErrorNamingIt) {
+  const fs::path dir = wrap_as_kimi_k25(ref_dir(), "unknown", true, "language_model.model.extra_thing.weight");
+  Result<ModelWeights> r = load_model(dir);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("unknown tensor 'language_model.model.extra_thing.weight'"), std::string::npos)
+      << r.status().message();
+  fs::remove_all(dir);
+  // A layer beyond the NextN range is not NextN.
+  const fs::path dir2 = wrap_as_kimi_k25(ref_dir(), "unknown2", false, "language_model.model.layers.4.enorm.weight");
+  Result<ModelWeights> r2 = load_model(dir2);
+  ASSERT_FALSE(r2.is_ok());
+  EXPECT_NE(r2.status().message().find("layers.4.enorm"), std::string::npos) << r2.status().message();
+  fs::remove_all(dir2);
+}
+
+// The deepseek_v3 reference checkpoint under a Glm4MoeLite config: architecture renamed,
+// rope_scaling moved into rope_parameters (with rope_theta), first_k_dense_replace given as
+// mlp_layer_types; tensors unchanged plus a NextN layer.
+fs::path wrap_as_glm4_moe_lite(const std::string& name) {
+  const fs::path out = temp_dir(name);
+  nlohmann::json cfg = testing::read_json(ref_dir() / "config.json");
+  cfg["architectures"] = {"Glm4MoeLiteForCausalLM"};
+  cfg["model_type"] = "glm4_moe_lite";
+  nlohmann::json rope = cfg["rope_scaling"];
+  rope["rope_type"] = rope["type"];
+  rope.erase("type");
+  rope["rope_theta"] = cfg["rope_theta"];
+  cfg["rope_parameters"] = rope;
+  cfg.erase("rope_scaling");
+  cfg.erase("rope_theta");
+  cfg.erase("first_k_dense_replace");
+  cfg["mlp_layer_types"] = {"dense", "sparse", "sparse"};
+  cfg["num_nextn_predict_layers"] = 1;
+  std::ofstream(out / "config.json") << cfg.dump(2);
+  Result<SafetensorsDir> st = SafetensorsDir::open(ref_dir());
+  CHECK(st.is_ok()) << st.status().to_string();
+  std::vector<SafetensorsOut> tensors;
+  for (const SafetensorsTensor* t : st->all_tensors()) {
+    tensors.push_back({t->name, t->dtype_name, t->shape, std::vector<uint8_t>(t->data, t->data + t->nbytes)});
+  }
+  tensors.push_back({"model.layers.3.eh_proj.weight", "BF16", {64, 128}, std::vector<uint8_t>(64 * 128 * 2, 0)});
+  tensors.push_back({"model.layers.3.shared_head.norm.weight", "BF16", {64}, std::vector<uint8_t>(128, 0)});
+  const Status s = write_safetensors(out / "model.safetensors", tensors);
+  CHECK(s.is_ok()) << s.to_string();
+  return out;
+}
+
+TEST(Glm4MoeLite, PublishedConfig) {
+  Result<ModelConfig> c = parse_hf_config(fs::path(DENSA_SOURCE_DIR) / "tests/data/configs/glm-4.7-flash.json");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_STREQ(c->attention_kind(), "MLA");
+  EXPECT_EQ(c->num_layers, 47);
+  EXPECT_EQ(c->num_nextn_layers, 1);
+  EXPECT_EQ(c->mla.q_lora_rank, 768);
+  EXPECT_EQ(c->mla.kv_lora_rank + c->mla.qk_rope_head_dim, 576);
+  EXPECT_EQ(c->mla.qk_nope_head_dim, 192);
+  EXPECT_EQ(c->mla.v_head_dim, 256);
+  EXPECT_EQ(c->num_experts, 64);
+  EXPECT_EQ(c->num_experts_per_tok, 4);
+  EXPECT_EQ(c->moe_routing, MoeRouting::kSigmoidGrouped);
+  EXPECT_FLOAT_EQ(c->routed_scaling_factor, 1.8f);
+  EXPECT_EQ(c->shared_expert_intermediate_size, 1536);
+  EXPECT_FALSE(c->is_moe_layer(0));
+  EXPECT_TRUE(c->is_moe_layer(1));
+  EXPECT_FLOAT_EQ(c->rope_theta, 1e6f);
+  EXPECT_EQ(c->yarn.factor, 0.0f);  // rope_type default
+  // A rope type densa does not run, and a malformed mlp_layer_types, are refused by name.
+  std::string text = testing::read_text(fs::path(DENSA_SOURCE_DIR) / "tests/data/configs/glm-4.7-flash.json");
+  std::string bad = text;
+  bad.replace(bad.find("\"default\""), 9, "\"dynamic\"");
+  Result<ModelConfig> r = parse_hf_config_text(bad, "flash");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("rope type 'dynamic'"), std::string::npos) << r.status().message();
+  bad = text;
+  bad.replace(bad.find("\"first_k_dense_replace\""), 0, "\"mlp_layer_types\": [\"dense\"], ");
+  r = parse_hf_config_text(bad, "flash");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("mlp_layer_types"), std::string::npos) << r.status().message();
+}
+
+TEST(Glm4MoeLite, ComputesTheDeepseekV3Reference) {
+  const fs::path dir = wrap_as_glm4_moe_lite("glm4_moe_lite");
+  const ModelWeights plain = load_ok(ref_dir());
+  const ModelWeights lite = load_ok(dir);
+  EXPECT_EQ(lite.config.architecture, "Glm4MoeLiteForCausalLM");
+  EXPECT_FLOAT_EQ(lite.config.yarn.factor, 4.0f);
+  EXPECT_FLOAT_EQ(lite.config.yarn.mscale_all_dim, 0.8f);
+  EXPECT_FALSE(lite.config.is_moe_layer(0));
+  EXPECT_TRUE(lite.config.is_moe_layer(1));
+  EXPECT_EQ(lite.skipped.nextn_tensors, 2);
+  const GoldenPrompt g = golden_prompt0();
+  testing::ExactBf16Matmul exact;
+  EXPECT_EQ(logits_of(plain, g.tokens), logits_of(lite, g.tokens));
+  fs::remove_all(dir);
+}
+
+// GLM-5 (glm_moe_dsa): the published config (tests/model/glm_moe_dsa_test.cpp runs the tiny one).
+TEST(GlmMoeDsa, PublishedConfig) {
+  const fs::path cfg = fs::path(DENSA_SOURCE_DIR) / "tests/data/configs/glm-5.json";
+  Result<ModelConfig> c = parse_hf_config(cfg);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_STREQ(c->attention_kind(), "MLA+DSA");
+  EXPECT_EQ(c->dsa.index_topk, 2048);
+  EXPECT_EQ(c->dsa.index_n_heads, 32);
+  EXPECT_EQ(c->dsa.index_head_dim, 128);
+  EXPECT_EQ(c->num_nextn_layers, 1);
+  EXPECT_EQ(c->first_k_dense_replace, 3);
+  // The cache: a 576-value latent row plus a 128-byte FP8 index key and its f32 scale.
+  const KvLayout l = kv_layout_for(*c, 16, DType::kBF16);
+  EXPECT_EQ(l.index_dim, 128);
+  EXPECT_EQ(l.page_bytes(), int64_t{78} * 16 * (576 * 2 + 128 + 4));
+  // Layers sharing another's top-k are refused by name.
+  std::string text = testing::read_text(cfg);
+  text.replace(text.find("\"index_topk\""), 0, "\"index_topk_freq\": 4, ");
+  Result<ModelConfig> shared = parse_hf_config_text(text, "glm5");
+  ASSERT_FALSE(shared.is_ok());
+  EXPECT_NE(shared.status().message().find("index_topk_freq"), std::string::npos) << shared.status().message();
+}
+
+}  // namespace
+}  // namespace densa
