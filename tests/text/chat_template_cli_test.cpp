@@ -19,14 +19,14 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-struct Run {
+struct CliRun {
   int rc = -1;
   std::string out;
 };
 
-Run run_cli(const std::string& args) {
+CliRun run_cli(const std::string& args) {
   const std::string cmd = std::string(DENSA_BINARY) + " chat-template " + args + " 2>/dev/null";
-  Run r;
+  CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
@@ -58,7 +58,7 @@ class ChatTemplateCli : public ::testing::Test {
 
 TEST_F(ChatTemplateCli, RendersATemplateFileExactly) {
   std::ofstream(dir_ / "t.jinja", std::ios::binary) << source_;
-  const Run r = run_cli("--template " + (dir_ / "t.jinja").string() + " --vars " + (dir_ / "vars.json").string());
+  const CliRun r = run_cli("--template " + (dir_ / "t.jinja").string() + " --vars " + (dir_ / "vars.json").string());
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.out, expected_);
 }
@@ -69,7 +69,7 @@ TEST_F(ChatTemplateCli, ReadsTheTemplateFromAHfDirectory) {
   // The list form: "default" is taken.
   Json cfg = {{"chat_template", Json::array({{{"name", "tool_use"}, {"template", "WRONG"}}, {{"name", "default"}, {"template", source_}}})}};
   std::ofstream(hf / "tokenizer_config.json") << cfg.dump();
-  Run r = run_cli("--model " + hf.string() + " --vars " + (dir_ / "vars.json").string());
+  CliRun r = run_cli("--model " + hf.string() + " --vars " + (dir_ / "vars.json").string());
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.out, expected_);
   // chat_template.jinja wins over tokenizer_config.json, as in transformers.
@@ -96,7 +96,7 @@ TEST_F(ChatTemplateCli, ReadsTheTemplateFromGgufMetadata) {
   v.str = source_;
   const fs::path gguf = dir_ / "m.gguf";
   ASSERT_TRUE(write_gguf(gguf, {{"tokenizer.chat_template", v}}, {}).is_ok());
-  const Run r = run_cli("--model " + gguf.string() + " --vars " + (dir_ / "vars.json").string());
+  const CliRun r = run_cli("--model " + gguf.string() + " --vars " + (dir_ / "vars.json").string());
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.out, expected_);
   // The fixture GGUF has no template: a clear failure.
@@ -109,7 +109,7 @@ TEST_F(ChatTemplateCli, FailsWithNonZeroExit) {
   std::ofstream(dir_ / "bad.jinja") << "{% if %}";
   EXPECT_NE(run_cli("--template " + (dir_ / "bad.jinja").string() + " --vars " + (dir_ / "vars.json").string()).rc, 0);
   std::ofstream(dir_ / "raise.jinja") << "{{ raise_exception('no') }}";
-  const Run r = run_cli("--template " + (dir_ / "raise.jinja").string() + " --vars " + (dir_ / "vars.json").string());
+  const CliRun r = run_cli("--template " + (dir_ / "raise.jinja").string() + " --vars " + (dir_ / "vars.json").string());
   EXPECT_NE(r.rc, 0);
   EXPECT_EQ(r.out, "");
   EXPECT_NE(run_cli("--vars " + (dir_ / "vars.json").string()).rc, 0);  // neither --model nor --template
