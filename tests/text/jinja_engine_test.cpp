@@ -194,6 +194,23 @@ TEST(JinjaEngine, RecursionHitsTheDepthLimitNotTheStack) {
   expect_error(parse_status(deep), StatusCode::kInvalidArgument, "nests deeper");
 }
 
+TEST(JinjaEngine, DeepValuesHitTheNestingLimit) {
+  // Hostile variables: JSON nested far deeper than any conversation.
+  nlohmann::ordered_json deep = 1;
+  for (int i = 0; i < 100000; ++i) deep = nlohmann::ordered_json::array({std::move(deep)});
+  Result<Template> t = Template::parse("{{ x | tojson }}");
+  ASSERT_TRUE(t.is_ok());
+  Result<std::string> r = t->render(nlohmann::ordered_json{{"x", std::move(deep)}});
+  ASSERT_FALSE(r.is_ok());
+  expect_error(r.status(), StatusCode::kResourceExhausted, "nest deeper than 256 levels");
+  // Template-built nesting.
+  expect_error(render_status("{% set ns = namespace(v=[]) %}{% for i in range(100000) %}{% set ns.v = [ns.v] %}{% endfor %}"),
+               StatusCode::kResourceExhausted, "nest deeper than 256 levels");
+  // A namespace holding itself prints as an error, not a stack overflow.
+  expect_error(render_status("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"), StatusCode::kInvalidArgument,
+               "containing itself");
+}
+
 TEST(JinjaEngine, LoopsHitTheStepLimit) {
   RenderLimits limits;
   limits.max_steps = 10000;

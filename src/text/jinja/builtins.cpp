@@ -359,6 +359,7 @@ Value g_dict(Interp&, CallArgs& a) {
     for (const auto& [k, v] : p.dict_ref().entries) d.dict_mut().set(k, v);
   }
   for (const auto& [k, v] : a.kw) d.dict_mut().set(k, v);
+  d.update_depth();
   return d;
 }
 
@@ -369,6 +370,7 @@ Value g_namespace(Interp&, CallArgs& a) {
     for (const auto& [k, v] : p.dict_ref().entries) ns.dict_mut().set(k, v);
   }
   for (const auto& [k, v] : a.kw) ns.dict_mut().set(k, v);
+  ns.update_depth();
   return ns;
 }
 
