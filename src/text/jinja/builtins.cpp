@@ -93,14 +93,10 @@ List split_ws(const std::string& s, int64_t maxsplit, bool from_right) {
   const size_t m = static_cast<size_t>(maxsplit);
   if (!from_right) {
     for (size_t k = 0; k < m; ++k) out.push_back(Value::string(from_code_points(cps, words[k].first, words[k].second)));
-    size_t e = cps.size();
-    while (e > words[m].first && is_space(cps[e - 1])) --e;
-    out.push_back(Value::string(from_code_points(cps, words[m].first, e)));
+    out.push_back(Value::string(from_code_points(cps, words[m].first, cps.size())));
   } else {
     const size_t first = words.size() - m;
-    size_t b = 0;
-    while (b < words[first - 1].second && is_space(cps[b])) ++b;
-    out.push_back(Value::string(from_code_points(cps, b, words[first - 1].second)));
+    out.push_back(Value::string(from_code_points(cps, 0, words[first - 1].second)));
     for (size_t k = first; k < words.size(); ++k)
       out.push_back(Value::string(from_code_points(cps, words[k].first, words[k].second)));
   }
@@ -216,10 +212,10 @@ Value str_method(const Value& self, std::string_view name) {
       for (size_t k = 0; k < cps.size(); ++k) {
         const char32_t c = cps[k];
         if (n == "capitalize") {
-          append_utf8(out, k == 0 ? to_title(c) : to_lower(c));
+          k == 0 ? append_title(out, c) : append_lower(out, c);
           continue;
         }
-        append_utf8(out, prev_cased ? to_lower(c) : to_title(c));
+        prev_cased ? append_lower(out, c) : append_title(out, c);
         prev_cased = is_upper(c) || is_lower(c) || to_lower(c) != c || to_upper(c) != c;
       }
       return Value::string(std::move(out));
@@ -363,6 +359,7 @@ Value g_dict(Interp&, CallArgs& a) {
     for (const auto& [k, v] : p.dict_ref().entries) d.dict_mut().set(k, v);
   }
   for (const auto& [k, v] : a.kw) d.dict_mut().set(k, v);
+  d.update_depth();
   return d;
 }
 
@@ -373,6 +370,7 @@ Value g_namespace(Interp&, CallArgs& a) {
     for (const auto& [k, v] : p.dict_ref().entries) ns.dict_mut().set(k, v);
   }
   for (const auto& [k, v] : a.kw) ns.dict_mut().set(k, v);
+  ns.update_depth();
   return ns;
 }
 

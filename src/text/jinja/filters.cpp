@@ -51,7 +51,7 @@ Value f_capitalize(Interp&, const Value& v, CallArgs& a) {
   a.finish("filter 'capitalize'");
   const std::vector<char32_t> cps = to_code_points(soft_str(v));
   std::string out;
-  for (size_t k = 0; k < cps.size(); ++k) append_utf8(out, k == 0 ? to_title(cps[k]) : to_lower(cps[k]));
+  for (size_t k = 0; k < cps.size(); ++k) k == 0 ? append_title(out, cps[k]) : append_lower(out, cps[k]);
   return Value::string(std::move(out));
 }
 
@@ -63,7 +63,9 @@ Value f_title(Interp&, const Value& v, CallArgs& a) {
   bool start = true;
   for (char32_t c : cps) {
     const bool sep = is_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
-    append_utf8(out, sep ? c : start ? to_upper(c) : to_lower(c));
+    if (sep) append_utf8(out, c);
+    else if (start) append_upper(out, c);
+    else append_lower(out, c);
     start = sep;
   }
   return Value::string(std::move(out));

@@ -305,6 +305,7 @@ Value Interp::eval_inner(const Expr& e, Frame& frame) {
         if (!key.is_string()) throw Error(std::string("unsupported: dict keys of type '") + key.type_name() + "'");
         d.dict_mut().set(key.str(), eval(*e.items[k + 1], frame));
       }
+      d.update_depth();
       return d;
     }
     case ExprKind::kGetAttr: return getattr(eval(*e.items[0], frame), e.name);

@@ -225,6 +225,7 @@ class Lexer {
   }
 
   size_t lex_number(size_t p) {
+    if (src_[p] == '0' && p + 1 < src_.size() && std::strchr("xXoObB", src_[p + 1])) return lex_radix(p);
     size_t q = p;
     auto digits = [&] {
       while (q < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) ++q;
@@ -249,8 +250,30 @@ class Lexer {
     for (size_t i = p; i < q; ++i)
       if (src_[i] != '_') text += src_[i];
     if (!is_float && text.size() > 1 && text[0] == '0' && text.find_first_not_of('0') != std::string::npos)
-      fail("unsupported number literal '" + src_.substr(p, q - p + 1) + "' (octal, hex and binary literals are not supported)", p);
+      fail("malformed number literal '" + src_.substr(p, q - p) + "' (leading zeros)", p);
     out_.push_back(Token{is_float ? TokKind::kFloat : TokKind::kInt, text, line_, col_});
+    return q;
+  }
+
+  // 0x / 0o / 0b integer literals (digits may be separated by single underscores).
+  size_t lex_radix(size_t p) {
+    const char kind = static_cast<char>(std::tolower(static_cast<unsigned char>(src_[p + 1])));
+    const int base = kind == 'x' ? 16 : kind == 'o' ? 8 : 2;
+    size_t q = p + 2;
+    unsigned __int128 v = 0;
+    bool any = false;
+    for (; q < src_.size(); ++q) {
+      const char c = src_[q];
+      if (c == '_') continue;
+      const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                    : std::isxdigit(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10 : 99;
+      if (d >= base) break;
+      v = v * base + d;
+      if (v > static_cast<unsigned __int128>(INT64_MAX)) fail("integer literal out of the 64-bit range", p);
+      any = true;
+    }
+    if (!any) fail("malformed number literal", p);
+    out_.push_back(Token{TokKind::kInt, std::to_string(static_cast<int64_t>(v)), line_, col_});
     return q;
   }
 

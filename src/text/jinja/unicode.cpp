@@ -83,6 +83,42 @@ char32_t to_lower(char32_t cp) { return static_cast<char32_t>(utf8proc_tolower(s
 char32_t to_title(char32_t cp) { return static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(cp))); }
 
 namespace {
+
+struct SpecialCase {
+  char32_t cp;
+  const char* upper;
+  const char* title;
+};
+// SpecialCasing.txt's unconditional multi-character mappings for Latin / Armenian ligatures.
+constexpr SpecialCase kSpecial[] = {
+    {0x00DF, "SS", "Ss"}, {0x0149, "\u02BCN", "\u02BCN"}, {0x0587, "\u0535\u0552", "\u0535\u0582"},
+    {0xFB00, "FF", "Ff"}, {0xFB01, "FI", "Fi"}, {0xFB02, "FL", "Fl"}, {0xFB03, "FFI", "Ffi"},
+    {0xFB04, "FFL", "Ffl"}, {0xFB05, "ST", "St"}, {0xFB06, "ST", "St"},
+};
+
+const SpecialCase* special(char32_t cp) {
+  if (cp < 0xDF) return nullptr;
+  for (const SpecialCase& s : kSpecial)
+    if (s.cp == cp) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+void append_upper(std::string& out, char32_t cp) {
+  if (const SpecialCase* s = special(cp)) out += s->upper;
+  else append_utf8(out, to_upper(cp));
+}
+void append_title(std::string& out, char32_t cp) {
+  if (const SpecialCase* s = special(cp)) out += s->title;
+  else append_utf8(out, to_title(cp));
+}
+void append_lower(std::string& out, char32_t cp) {
+  if (cp == 0x0130) out += "i\u0307";
+  else append_utf8(out, to_lower(cp));
+}
+
+namespace {
 template <typename F>
 std::string map_chars(std::string_view s, F f) {
   std::string out;
@@ -90,17 +126,17 @@ std::string map_chars(std::string_view s, F f) {
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      out += static_cast<char>(f(static_cast<char32_t>(c)));
+      f(out, static_cast<char32_t>(c));
       ++i;
     } else {
-      append_utf8(out, f(decode_utf8(s, i)));
+      f(out, decode_utf8(s, i));
     }
   }
   return out;
 }
 }  // namespace
 
-std::string upper(std::string_view s) { return map_chars(s, to_upper); }
-std::string lower(std::string_view s) { return map_chars(s, to_lower); }
+std::string upper(std::string_view s) { return map_chars(s, append_upper); }
+std::string lower(std::string_view s) { return map_chars(s, append_lower); }
 
 }  // namespace densa::jinja

@@ -27,6 +27,12 @@ char32_t to_upper(char32_t cp);
 char32_t to_lower(char32_t cp);
 char32_t to_title(char32_t cp);
 
+// Full case mappings (Python's str.upper / lower / title: ß -> SS, ﬁ -> FI, İ -> i̇) for the
+// characters whose mapping is more than one code point; simple mappings otherwise.
+void append_upper(std::string& out, char32_t cp);
+void append_lower(std::string& out, char32_t cp);
+void append_title(std::string& out, char32_t cp);
+
 std::string upper(std::string_view s);
 std::string lower(std::string_view s);
 

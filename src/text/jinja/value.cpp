@@ -1,5 +1,6 @@
 #include "text/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -9,8 +10,25 @@
 
 namespace densa::jinja {
 
+namespace {
+uint16_t depth_over(const List& xs) {
+  int d = 0;
+  for (const Value& x : xs) d = std::max(d, x.depth());
+  if (d + 1 > kMaxValueDepth) throw Error("values nest deeper than " + std::to_string(kMaxValueDepth) + " levels", 0, 0, Error::Kind::kLimit);
+  return static_cast<uint16_t>(d + 1);
+}
+}  // namespace
+
+void Value::update_depth() {
+  int d = 0;
+  for (const auto& [k, x] : dict_ref().entries) d = std::max(d, x.depth());
+  if (d + 1 > kMaxValueDepth) throw Error("values nest deeper than " + std::to_string(kMaxValueDepth) + " levels", 0, 0, Error::Kind::kLimit);
+  depth_ = static_cast<uint16_t>(d + 1);
+}
+
 Value Value::list(List items, bool tuple) {
   Value v(Kind::kList);
+  v.depth_ = depth_over(items);
   v.obj_ = std::make_shared<List>(std::move(items));
   v.flag_ = tuple;
   return v;
@@ -36,7 +54,11 @@ Value Value::callable(std::shared_ptr<Callable> c) {
   return v;
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
+
+Value Value::from_json_at(const nlohmann::ordered_json& j, int level) {
+  if (level > kMaxValueDepth)
+    throw Error("template variables nest deeper than " + std::to_string(kMaxValueDepth) + " levels", 0, 0, Error::Kind::kLimit);
   using T = nlohmann::ordered_json::value_t;
   switch (j.type()) {
     case T::null: return none();
@@ -52,14 +74,16 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     case T::array: {
       List items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(from_json(e));
+      for (const auto& e : j) items.push_back(from_json_at(e, level + 1));
       return list(std::move(items));
     }
     case T::object: {
       auto d = std::make_shared<Dict>();
       d->entries.reserve(j.size());
-      for (const auto& [k, e] : j.items()) d->entries.emplace_back(k, from_json(e));
-      return dict(std::move(d));
+      for (const auto& [k, e] : j.items()) d->entries.emplace_back(k, from_json_at(e, level + 1));
+      Value v = dict(std::move(d));
+      v.update_depth();
+      return v;
     }
     case T::binary:
     case T::discarded: break;
@@ -212,7 +236,20 @@ void append_mapping(const Dict& d, std::string& out) {
   out += '}';
 }
 
+thread_local int repr_depth = 0;  // nesting of the repr walk on this thread
+
+struct ReprGuard {
+  ReprGuard() {
+    if (++repr_depth > kMaxValueDepth) {
+      repr_depth = 0;
+      throw Error("printing a value nested deeper than " + std::to_string(kMaxValueDepth) + " levels (or containing itself)");
+    }
+  }
+  ~ReprGuard() { if (repr_depth > 0) --repr_depth; }
+};
+
 void append_repr(const Value& v, std::string& out) {
+  ReprGuard guard;
   switch (v.kind()) {
     case Value::Kind::kUndefined: out += "Undefined"; return;
     case Value::Kind::kString: out += string_repr(v.str()); return;
@@ -241,6 +278,7 @@ std::string Value::to_str() const {
     case Kind::kList:
     case Kind::kDict: return repr();
     case Kind::kNamespace: {
+      ReprGuard guard;
       std::string out = "<Namespace ";
       append_mapping(dict_ref(), out);
       return out + ">";

@@ -108,6 +108,11 @@ class Value {
   Dict& dict_mut() const { return *static_cast<Dict*>(obj_.get()); }
   Callable& fn() const { return *static_cast<Callable*>(obj_.get()); }
   const void* identity() const { return obj_.get(); }
+  // How deeply containers nest inside this value (0 for scalars).
+  int depth() const { return depth_; }
+  // Recomputes a dict's / namespace's depth from its entries (after filling it); fails past
+  // kMaxValueDepth.
+  void update_depth();
 
   // Python bool(x).
   bool truthy() const;
@@ -120,8 +125,10 @@ class Value {
 
  private:
   explicit Value(Kind k) : kind_(k) {}
+  static Value from_json_at(const nlohmann::ordered_json& j, int level);
   Kind kind_ = Kind::kUndefined;
   bool flag_ = false;  // string: Markup (from |safe); list: tuple
+  uint16_t depth_ = 0;  // container nesting (lists / dicts / namespaces built here), <= kMaxValueDepth
   union {
     int64_t i_ = 0;
     double f_;
@@ -136,6 +143,10 @@ struct Dict {
   const Value* find(std::string_view key) const;
   void set(std::string_view key, Value v);
 };
+
+// Values may nest this deep (deeper JSON input or template-built nesting is refused): every
+// recursive walk (printing, equality, tojson, destruction) stays within the stack.
+constexpr int kMaxValueDepth = 256;
 
 // Python float repr (shortest round-trip; "1.0", "1e+16", "inf").
 std::string float_repr(double f);
