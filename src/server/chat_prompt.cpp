@@ -5,6 +5,7 @@
 
 #include "server/chat_template.h"
 #include "text/chat_parse/chat_parse.h"
+#include "text/chat_vars.h"
 
 namespace densa::server {
 namespace {
@@ -66,34 +67,16 @@ Result<ChatFormat> make_chat_format(const ModelWeights& weights, const ChatForma
 }
 
 Result<ojson> chat_template_vars(const ChatFormat& format, const OpenAiRequest& request) {
-  ojson vars = ojson::object();
+  // The request as text/chat_vars.h reads it (vLLM's mapping), rebuilt from the parsed fields
+  // with the key order the client sent.
+  ojson body = ojson::object();
   ojson messages = ojson::array();
-  for (const ChatMessage& m : request.messages) {
-    ojson msg = m.raw;
-    // Content parts become their joined text, and a null content (an assistant turn that only
-    // calls tools) the empty string, as vLLM gives them to text-only templates.
-    if (!msg.contains("content") || msg["content"].is_array() || msg["content"].is_null()) msg["content"] = m.content;
-    if (msg.contains("tool_calls") && msg["tool_calls"].is_array()) {
-      for (ojson& call : msg["tool_calls"]) {
-        ojson& fn = call["function"];
-        if (fn.contains("arguments") && fn["arguments"].is_string()) {
-          ojson args = ojson::parse(fn["arguments"].get<std::string>(), nullptr, /*allow_exceptions=*/false);
-          if (args.is_discarded() || !args.is_object())
-            return invalid_argument("tool call '" + fn.value("name", std::string()) +
-                                    "': 'function.arguments' is not a JSON object");
-          fn["arguments"] = std::move(args);
-        }
-      }
-    }
-    messages.push_back(std::move(msg));
-  }
-  vars["messages"] = std::move(messages);
-  if (!request.tools.empty()) vars["tools"] = request.tools;
-  vars["add_generation_prompt"] = request.add_generation_prompt;
-  vars["bos_token"] = format.bos_token;
-  vars["eos_token"] = format.eos_token;
-  for (const auto& [key, value] : request.chat_template_kwargs.items()) vars[key] = value;
-  return vars;
+  for (const ChatMessage& m : request.messages) messages.push_back(m.raw);
+  body["messages"] = std::move(messages);
+  if (!request.tools.empty()) body["tools"] = request.tools;
+  body["add_generation_prompt"] = request.add_generation_prompt;
+  if (!request.chat_template_kwargs.empty()) body["chat_template_kwargs"] = request.chat_template_kwargs;
+  return densa::chat_template_vars(body, ChatSpecialTokens{format.bos_token, format.eos_token});
 }
 
 Result<RenderedChat> render_chat(const ChatFormat& format, const OpenAiRequest& request) {
@@ -103,7 +86,7 @@ Result<RenderedChat> render_chat(const ChatFormat& format, const OpenAiRequest& 
       return invalid_argument("'tools' need a chat template; this model ships none (the plain fallback has no tool format)");
     if (!request.chat_template_kwargs.empty())
       return invalid_argument("'chat_template_kwargs' need a chat template; this model ships none");
-    ChatPrompt p = apply_chat_template(ChatTemplateFamily::kPlain, request.messages);
+    ChatPrompt p = plain_chat_prompt(request.messages);
     out.text = std::move(p.text);
     out.add_special_tokens = true;
     out.stop = std::move(p.stop);

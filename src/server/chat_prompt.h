@@ -41,10 +41,10 @@ struct RenderedChat {
   bool reasoning_open = false;      // the prompt ends inside a thinking block
 };
 
-// The template variables of a chat request, as vLLM passes them to apply_chat_template:
-// messages as sent, with each tool call's `function.arguments` JSON string parsed into an
-// object; tools; add_generation_prompt; bos_token / eos_token; chat_template_kwargs merged at
-// the top level. Errors: arguments that are not a JSON object.
+// The template variables of a chat request, as vLLM passes them to apply_chat_template
+// (text/chat_vars.h): messages as sent, text parts joined, null content as "", each tool
+// call's `function.arguments` parsed into an object; tools; add_generation_prompt;
+// bos_token / eos_token; chat_template_kwargs merged at the top level.
 Result<nlohmann::ordered_json> chat_template_vars(const ChatFormat& format, const OpenAiRequest& request);
 
 // Renders a chat request. Errors (invalid_argument): the template's raise_exception and any

@@ -79,9 +79,9 @@ TEST(ChatPrompt, TemplateFileVariablesAndErrors) {
   EXPECT_EQ(boom.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(boom.status().message().find("no booms here"), std::string::npos) << boom.status().to_string();
   auto bad_args = render_chat(*f, chat(R"({"messages":[{"role":"assistant","content":"",
-      "tool_calls":[{"id":"1","type":"function","function":{"name":"get","arguments":"[1,2]"}}]}]})"));
+      "tool_calls":[{"id":"1","type":"function","function":{"name":"get","arguments":"{oops"}}]}]})"));
   ASSERT_FALSE(bad_args.is_ok());
-  EXPECT_NE(bad_args.status().message().find("not a JSON object"), std::string::npos);
+  EXPECT_NE(bad_args.status().message().find("arguments"), std::string::npos) << bad_args.status().to_string();
 }
 
 TEST(ChatPrompt, BadTemplatesAndParserNamesFailAtStartUp) {
