@@ -85,6 +85,11 @@ Result<std::string> read_text_file(const std::filesystem::path& path) {
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path) {
   DENSA_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
+  return parse(std::move(file));
+}
+
+Result<SafetensorsFile> SafetensorsFile::parse(std::unique_ptr<MappedFile> file) {
+  const std::filesystem::path path = file->path();
   const std::string fname = path.string();
   const uint64_t size = file->size();
   if (size < 8) return data_loss(fname + ": truncated safetensors file (" + std::to_string(size) + " bytes)");
