@@ -6,7 +6,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git curl
       libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
       libucx-dev ucx-utils
       libpcre2-dev libutf8proc-dev
-      python3-jinja2 python3-regex)
+      python3-jinja2 python3-regex
+      clang-14 libclang-rt-14-dev)  # the libFuzzer targets (fuzz/run.sh, .ci/sanitize)
 # python3-jinja2 / python3-regex are test oracles for /usr/bin/python3 (HF's
 # apply_chat_template environment; the Unicode regex engine tokenizer patterns are checked
 # against).
