@@ -25,6 +25,7 @@ fi
 t0=$SECONDS
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDENSA_FUZZ=ON -DCMAKE_C_COMPILER="$CLANG" \
   -DCMAKE_CXX_COMPILER="${CLANG/clang/clang++}" -DDENSA_BUILD_TESTS=OFF -DDENSA_BUILD_BENCH=OFF >/dev/null
+# shellcheck disable=SC2046  # one word per target
 cmake --build "$BUILD" -j "$JOBS" --target $(printf 'fuzz_%s ' "${targets[@]}")
 echo "fuzz/run.sh: build $((SECONDS - t0)) s"
 
