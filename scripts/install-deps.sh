@@ -7,7 +7,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git curl
       libucx-dev ucx-utils
       libpcre2-dev libutf8proc-dev
       python3-jinja2 python3-regex
-      ruby-mdl)
+      ruby-mdl
+      clang-14 libclang-rt-14-dev)  # clang: the libFuzzer targets (fuzz/run.sh, .ci/sanitize)
 # python3-jinja2 / python3-regex are test oracles for /usr/bin/python3 (HF's
 # apply_chat_template environment; the Unicode regex engine tokenizer patterns are checked
 # against). ruby-mdl (markdownlint) checks the docs' Markdown (scripts/check-docs.sh).

@@ -11,6 +11,21 @@
 #endif
 
 namespace densa {
+namespace {
+
+// F16C from CPUID leaf 1 (ECX bit 29): Clang's __builtin_cpu_supports does not know "f16c"
+// (GCC's does), and the fuzz builds are Clang.
+bool cpu_has_f16c() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  return (c >> 29 & 1u) != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
 
 CpuIsa cpu_isa_hardware() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -20,8 +35,7 @@ CpuIsa cpu_isa_hardware() {
       __builtin_cpu_supports("avx512vnni")) {
     return CpuIsa::kAvx512Bf16;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) {
     return CpuIsa::kAvx2;
   }
 #endif

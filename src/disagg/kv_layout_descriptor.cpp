@@ -3,6 +3,10 @@
 #include <xxhash.h>
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "disagg/disagg_error.h"
@@ -66,6 +70,95 @@ Status check_compatible(const KvLayoutDescriptor& from, const KvLayoutDescriptor
   if (!valid_format(from)) return kv_layout_mismatch("the prefill KV format is invalid");
   if (!valid_format(to)) return kv_layout_mismatch("the decode KV format is invalid (dtype, scale mode or scales)");
   return Status::ok();
+}
+
+namespace {
+
+using nlohmann::json;
+
+// A non-negative int field (the layout's dimensions); false with `error` set otherwise.
+bool read_dim(const json& j, const char* key, int& out, Status& error) {
+  const auto it = j.find(key);
+  // get<int64_t> of an unsigned above INT64_MAX wraps negative, so the range check refuses it.
+  if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() < 0 ||
+      it->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+    error = invalid_argument(std::string("KV layout descriptor: '") + key + "' must be a non-negative 32-bit integer");
+    return false;
+  }
+  out = static_cast<int>(it->get<int64_t>());
+  return true;
+}
+
+const json* string_field(const json& j, const char* key, Status& error) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) {
+    error = invalid_argument(std::string("KV layout descriptor: '") + key + "' must be a string");
+    return nullptr;
+  }
+  return &*it;
+}
+
+// Exactly 16 lowercase or uppercase hex digits, as descriptor_to_json writes them.
+bool parse_fingerprint(const std::string& s, uint64_t& out) {
+  if (s.size() != 16) return false;
+  out = 0;
+  for (char c : s) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return false;
+    out = out << 4 | static_cast<uint64_t>(d);
+  }
+  return true;
+}
+
+}  // namespace
+
+json descriptor_to_json(const KvLayoutDescriptor& d) {
+  char fp[24];
+  std::snprintf(fp, sizeof(fp), "%016llx", static_cast<unsigned long long>(d.model_fingerprint));
+  json j = {{"model_fingerprint", fp},
+            {"num_layers", d.layout.num_layers},
+            {"num_kv_heads", d.layout.num_kv_heads},
+            {"head_dim", d.layout.head_dim},
+            {"page_size", d.layout.page_size},
+            {"dtype", std::string(dtype_name(d.layout.dtype))},
+            {"scale_mode", kv_scale_mode_name(d.layout.scale_mode)},
+            {"page_bytes", d.layout.page_bytes()}};
+  if (d.layout.scale_mode == KvScaleMode::kStatic) j["static_scales"] = d.static_scales;
+  return j;
+}
+
+Result<KvLayoutDescriptor> descriptor_from_json(const json& j) {
+  if (!j.is_object()) return invalid_argument("KV layout descriptor must be a JSON object");
+  KvLayoutDescriptor d;
+  Status error;
+  const json* fp = string_field(j, "model_fingerprint", error);
+  if (fp == nullptr) return error;
+  if (!parse_fingerprint(fp->get<std::string>(), d.model_fingerprint)) {
+    return invalid_argument("KV layout descriptor: 'model_fingerprint' must be 16 hex digits");
+  }
+  if (!read_dim(j, "num_layers", d.layout.num_layers, error) ||
+      !read_dim(j, "num_kv_heads", d.layout.num_kv_heads, error) || !read_dim(j, "head_dim", d.layout.head_dim, error) ||
+      !read_dim(j, "page_size", d.layout.page_size, error)) {
+    return error;
+  }
+  const json* dtype = string_field(j, "dtype", error);
+  if (dtype == nullptr) return error;
+  const std::optional<DType> t = dtype_from_name(dtype->get<std::string>());
+  if (!t) return kv_layout_mismatch("unknown KV dtype \"" + dtype->get<std::string>() + "\"");
+  d.layout.dtype = *t;
+  const json* mode_name = string_field(j, "scale_mode", error);
+  if (mode_name == nullptr) return error;
+  Result<KvScaleMode> mode = parse_kv_scale_mode(mode_name->get<std::string>());
+  if (!mode.is_ok()) return kv_layout_mismatch(mode.status().message());
+  d.layout.scale_mode = *mode;
+  if (const auto it = j.find("static_scales"); it != j.end()) {
+    if (!it->is_array()) return invalid_argument("KV layout descriptor: 'static_scales' must be an array of numbers");
+    for (const json& v : *it) {
+      if (!v.is_number()) return invalid_argument("KV layout descriptor: 'static_scales' must be an array of numbers");
+      d.static_scales.push_back(static_cast<float>(v.get<double>()));
+    }
+  }
+  return d;
 }
 
 const char* kv_scale_mode_name(KvScaleMode mode) {

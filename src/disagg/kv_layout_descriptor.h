@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/status.h"
 #include "text/tokenizer.h"
 #include "kernels/kv_view.h"
@@ -31,6 +33,14 @@ KvLayoutDescriptor describe_kv(const ModelWeights& weights, const KvLayout& layo
 // the first field that differs.
 Status check_compatible(const KvLayoutDescriptor& from, const KvLayoutDescriptor& to);
 
+// The descriptor as JSON (GET /disagg/v1/layout; the "layout" of a prefill order):
+//   {"model_fingerprint":"<16 hex digits>","num_layers","num_kv_heads","head_dim","page_size",
+//    "dtype","scale_mode","page_bytes"[,"static_scales":[..]]}
+// descriptor_from_json reads what another worker sent: invalid_argument naming the field when
+// one is missing, of the wrong type or out of range (never an exception), kv_layout_mismatch
+// for a dtype or scale mode this build does not know. page_bytes is informational (derived).
+nlohmann::json descriptor_to_json(const KvLayoutDescriptor& d);
+Result<KvLayoutDescriptor> descriptor_from_json(const nlohmann::json& j);
 // "fp8_e4m3" / "bf16" / "f32" and "none" / "static" / "dynamic", and back.
 const char* kv_scale_mode_name(KvScaleMode mode);
 Result<KvScaleMode> parse_kv_scale_mode(const std::string& name);

@@ -8,6 +8,9 @@ namespace {
 constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read little-endian
 constexpr int kMaxDims = 4;
 constexpr int kMaxArrayDepth = 8;
+// Elements per tensor: far beyond any model, and small enough that the byte size of every
+// type (at most 8 bytes per element) fits in int64 without overflow (tensor() computes it so).
+constexpr uint64_t kMaxTensorElems = uint64_t{1} << 56;
 
 struct GgmlTypeInfo {
   uint32_t id;
@@ -252,7 +255,7 @@ Result<GgufFile> GgufFile::parse(std::unique_ptr<MappedFile> file) {
     for (uint32_t d = 0; d < n_dims; ++d) {
       uint64_t n = 0;
       DENSA_RETURN_IF_ERROR(r.read(n, what + " dim"));
-      if (n == 0 || n > (uint64_t{1} << 40) || static_cast<uint64_t>(numel) > (uint64_t{1} << 62) / n) {
+      if (n == 0 || n > (uint64_t{1} << 40) || static_cast<uint64_t>(numel) > kMaxTensorElems / n) {
         return data_loss(fname + ": " + what + " has invalid dimension " + std::to_string(n));
       }
       numel *= static_cast<int64_t>(n);

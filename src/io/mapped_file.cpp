@@ -34,8 +34,17 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::filesystem::path
   return f;
 }
 
+std::unique_ptr<MappedFile> MappedFile::from_bytes(std::vector<uint8_t> bytes, std::filesystem::path path) {
+  std::unique_ptr<MappedFile> f(new MappedFile());
+  f->path_ = std::move(path);
+  f->owned_ = std::move(bytes);
+  f->size_ = f->owned_.size();
+  f->data_ = f->owned_.empty() ? nullptr : f->owned_.data();
+  return f;
+}
+
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ != nullptr && owned_.empty()) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 }  // namespace densa

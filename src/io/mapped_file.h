@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "core/status.h"
 
@@ -12,6 +13,9 @@ namespace densa {
 class MappedFile {
  public:
   static Result<std::unique_ptr<MappedFile>> open(const std::filesystem::path& path);
+  // The same view over bytes held in memory (no mapping); `path` names them in messages.
+  // For parsers fed from a buffer (fuzz targets, tests).
+  static std::unique_ptr<MappedFile> from_bytes(std::vector<uint8_t> bytes, std::filesystem::path path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -26,6 +30,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
   std::filesystem::path path_;
+  std::vector<uint8_t> owned_;  // from_bytes: the bytes data_ points into (nothing is mapped)
 };
 
 }  // namespace densa

@@ -40,7 +40,11 @@ Status read_token_id(const Json& j, const char* key, const std::string& origin, 
   if (it == j.end() || it->is_null()) return Status::ok();
   const Json& v = (it->is_array() && !it->empty()) ? (*it)[0] : *it;
   if (!v.is_number_integer()) return invalid_argument(origin + ": key '" + key + "' must be an integer");
-  out = v.get<TokenId>();
+  const int64_t id = v.get<int64_t>();  // an unsigned above INT64_MAX wraps negative: refused
+  if (id < 0 || id > INT32_MAX) {
+    return invalid_argument(origin + ": key '" + key + "' is not a valid token id: " + v.dump());
+  }
+  out = static_cast<TokenId>(id);
   return Status::ok();
 }
 
@@ -64,6 +68,17 @@ Status check_experts(const ModelConfig& c, const std::string& origin, const char
     return invalid_argument(origin + ": need 0 < num_experts_per_tok <= " + experts_key);
   }
   if (c.moe_intermediate_size <= 0) return invalid_argument(origin + ": moe_intermediate_size must be positive");
+  return Status::ok();
+}
+
+// n_shared shared experts of moe_intermediate_size each, as one FFN of their summed width.
+Status shared_expert_width(int n_shared, ModelConfig& c, const std::string& origin) {
+  const int64_t width = int64_t{n_shared} * c.moe_intermediate_size;
+  if (width > INT32_MAX) {
+    return invalid_argument(origin + ": n_shared_experts " + std::to_string(n_shared) + " x moe_intermediate_size " +
+                            std::to_string(c.moe_intermediate_size) + " out of range");
+  }
+  c.shared_expert_intermediate_size = static_cast<int>(width);
   return Status::ok();
 }
 
@@ -120,9 +135,13 @@ Status parse_glm4_moe(const Json& j, const std::string& origin, ModelConfig& c) 
   DENSA_RETURN_IF_ERROR(read_key(j, "use_qk_norm", false, origin, c.qk_norm));
   DENSA_RETURN_IF_ERROR(check_experts(c, origin, experts_key));
   c.routed_scaling_factor = static_cast<float>(scaling);
-  c.shared_expert_intermediate_size = n_shared * c.moe_intermediate_size;
+  DENSA_RETURN_IF_ERROR(shared_expert_width(n_shared, c, origin));
+  // partial is checked before the conversion: a double outside int's range has no int value.
+  if (!(partial > 0.0 && partial <= 1.0)) {
+    return invalid_argument(origin + ": partial_rotary_factor " + std::to_string(partial) + " must be in (0, 1]");
+  }
   c.rotary_dim = static_cast<int>(c.head_dim * partial);
-  if (partial <= 0.0 || partial > 1.0 || c.rotary_dim <= 0 || c.rotary_dim % 2 != 0) {
+  if (c.rotary_dim <= 0 || c.rotary_dim % 2 != 0) {
     return invalid_argument(origin + ": partial_rotary_factor " + std::to_string(partial) +
                             " does not give an even rotary dimension of head_dim " + std::to_string(c.head_dim));
   }
@@ -259,6 +278,9 @@ Status parse_deepseek_v3(const Json& j, const std::string& origin, ModelConfig& 
     return invalid_argument(origin + ": MLA needs positive kv_lora_rank, qk_nope_head_dim, v_head_dim and an "
                             "even qk_rope_head_dim");
   }
+  if (int64_t{m.qk_nope_head_dim} + m.qk_rope_head_dim > INT32_MAX) {
+    return invalid_argument(origin + ": qk_nope_head_dim + qk_rope_head_dim out of range");
+  }
   c.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;  // q/k head width (informational)
   c.num_kv_heads = c.num_heads;
   for (const char* key : {"scoring_func", "topk_method"}) {
@@ -285,7 +307,7 @@ Status parse_deepseek_v3(const Json& j, const std::string& origin, ModelConfig& 
   DENSA_RETURN_IF_ERROR(read_key(j, "routed_scaling_factor", false, origin, scaling));
   DENSA_RETURN_IF_ERROR(check_experts(c, origin, "n_routed_experts"));
   c.routed_scaling_factor = static_cast<float>(scaling);
-  c.shared_expert_intermediate_size = n_shared * c.moe_intermediate_size;
+  DENSA_RETURN_IF_ERROR(shared_expert_width(n_shared, c, origin));
   const int group_size = c.n_group > 0 ? c.num_experts / c.n_group : 0;
   if (c.n_group <= 0 || c.num_experts % c.n_group != 0 || group_size < 2 || c.topk_group <= 0 ||
       c.topk_group > c.n_group || c.topk_group * group_size < c.num_experts_per_tok) {

@@ -11,6 +11,10 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Elements per tensor: far beyond any model, and small enough that numel * element size (at
+// most 8 bytes) cannot wrap around, so the size check below compares real sizes.
+constexpr uint64_t kMaxTensorElems = uint64_t{1} << 56;
+
 struct StDType {
   const char* name;
   uint64_t elem_bytes;
@@ -54,7 +58,7 @@ Status parse_entry(const std::string& fname, const std::string& name, const Json
   for (const Json& d : *sh) {
     if (!d.is_number_unsigned()) return data_loss(what + ": shape entries must be non-negative integers");
     const uint64_t n = d.get<uint64_t>();
-    if (n != 0 && numel > (uint64_t{1} << 62) / n) return data_loss(what + ": shape overflows");
+    if (n != 0 && numel > kMaxTensorElems / n) return data_loss(what + ": shape overflows");
     numel *= n;
     t.shape.push_back(static_cast<int64_t>(n));
   }
@@ -85,6 +89,11 @@ Result<std::string> read_text_file(const std::filesystem::path& path) {
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path) {
   DENSA_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
+  return parse(std::move(file));
+}
+
+Result<SafetensorsFile> SafetensorsFile::parse(std::unique_ptr<MappedFile> file) {
+  const std::filesystem::path path = file->path();
   const std::string fname = path.string();
   const uint64_t size = file->size();
   if (size < 8) return data_loss(fname + ": truncated safetensors file (" + std::to_string(size) + " bytes)");

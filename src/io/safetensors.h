@@ -37,6 +37,8 @@ struct SafetensorsTensor {
 class SafetensorsFile {
  public:
   static Result<SafetensorsFile> open(const std::filesystem::path& path);
+  // Parses bytes already mapped or loaded (file->path() names them in messages).
+  static Result<SafetensorsFile> parse(std::unique_ptr<MappedFile> file);
 
   const std::filesystem::path& path() const { return path_; }
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }

@@ -53,40 +53,6 @@ std::optional<std::vector<uint8_t>> from_hex(const std::string& s) {
   return out;
 }
 
-json descriptor_json(const disagg::KvLayoutDescriptor& d) {
-  char fp[24];
-  std::snprintf(fp, sizeof(fp), "%016llx", static_cast<unsigned long long>(d.model_fingerprint));
-  json j = {{"model_fingerprint", fp},
-            {"num_layers", d.layout.num_layers},
-            {"num_kv_heads", d.layout.num_kv_heads},
-            {"head_dim", d.layout.head_dim},
-            {"page_size", d.layout.page_size},
-            {"dtype", std::string(dtype_name(d.layout.dtype))},
-            {"scale_mode", disagg::kv_scale_mode_name(d.layout.scale_mode)},
-            {"page_bytes", d.layout.page_bytes()}};
-  if (d.layout.scale_mode == KvScaleMode::kStatic) j["static_scales"] = d.static_scales;
-  return j;
-}
-
-// Throws nlohmann exceptions on a wrong type; the caller maps them to a 400.
-Result<disagg::KvLayoutDescriptor> parse_descriptor(const json& j) {
-  disagg::KvLayoutDescriptor d;
-  d.model_fingerprint = std::stoull(j.at("model_fingerprint").get<std::string>(), nullptr, 16);
-  d.layout.num_layers = j.at("num_layers").get<int>();
-  d.layout.num_kv_heads = j.at("num_kv_heads").get<int>();
-  d.layout.head_dim = j.at("head_dim").get<int>();
-  d.layout.page_size = j.at("page_size").get<int>();
-  const std::string dtype = j.at("dtype").get<std::string>();
-  const std::optional<DType> t = dtype_from_name(dtype);
-  if (!t) return disagg::kv_layout_mismatch("unknown KV dtype \"" + dtype + "\"");
-  d.layout.dtype = *t;
-  Result<KvScaleMode> mode = disagg::parse_kv_scale_mode(j.at("scale_mode").get<std::string>());
-  if (!mode.is_ok()) return disagg::kv_layout_mismatch(mode.status().message());
-  d.layout.scale_mode = *mode;
-  if (j.contains("static_scales")) d.static_scales = j.at("static_scales").get<std::vector<float>>();
-  return d;
-}
-
 void send_status(httplib::Response& res, const Status& s) { send_error(res, api_error(s)); }
 
 }  // namespace
@@ -168,7 +134,7 @@ void DisaggWorker::register_routes(httplib::Server& http) {
 }
 
 void DisaggWorker::handle_layout(httplib::Response& res) const {
-  json body = descriptor_json(descriptor_);
+  json body = disagg::descriptor_to_json(descriptor_);
   body["role"] = serve_role_name(role_);
   res.status = 200;
   res.set_content(body.dump(), "application/json");
@@ -187,7 +153,7 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   const std::optional<std::vector<uint8_t>> address = from_hex(order_json.at("ucx_address").get<std::string>());
   if (!address || address->empty()) return send_status(res, invalid_argument("ucx_address is not a hex string"));
   order.peer_address = *address;
-  Result<disagg::KvLayoutDescriptor> decode = parse_descriptor(order_json.at("layout"));
+  Result<disagg::KvLayoutDescriptor> decode = disagg::descriptor_from_json(order_json.at("layout"));
   if (!decode.is_ok()) return send_status(res, decode.status());
   if (Status s = disagg::check_compatible(descriptor_, *decode); !s.is_ok()) {
     ctx_.disagg_metrics.count_failure();
@@ -307,7 +273,7 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
                       {"transfer_id", transfer_id},
                       {"ucx_address", to_hex((*receiver)->address())},
                       {"page_tags", import.tags},
-                      {"layout", descriptor_json(descriptor_)},
+                      {"layout", disagg::descriptor_to_json(descriptor_)},
                       {"timeout_ms", timeout_ms_},
                       {"cache_salt", cache_salt}};
   // The control-plane call runs beside the data plane: this thread keeps the receiver's

@@ -36,15 +36,29 @@ struct Reader {
     out = v->get<bool>();
     return true;
   }
+  // An integer in [lo, hi]: a JSON integer, or a float with an integral value (1.0).
   bool read_int(const char* name, int64_t lo, int64_t hi, std::optional<int64_t>& out) {
     const json* v = field(name);
     if (!v) return true;
-    if (!v->is_number_integer() && !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()))
-      return fail(name, std::string("'") + name + "' must be an integer");
-    const double d = v->get<double>();
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+    const auto out_of_range = [&] {
       return fail(name, std::string("'") + name + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-    out = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : static_cast<int64_t>(d);
+    };
+    int64_t value = 0;
+    if (v->is_number_unsigned()) {
+      if (v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return out_of_range();
+      value = static_cast<int64_t>(v->get<uint64_t>());
+    } else if (v->is_number_integer()) {
+      value = v->get<int64_t>();
+    } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()) {
+      // Range first: converting a double outside int64's range (2^63 and up) is undefined.
+      const double d = v->get<double>();
+      if (!(d >= -0x1p63 && d < 0x1p63)) return out_of_range();
+      value = static_cast<int64_t>(d);
+    } else {
+      return fail(name, std::string("'") + name + "' must be an integer");
+    }
+    if (value < lo || value > hi) return out_of_range();
+    out = value;
     return true;
   }
   bool read_float(const char* name, double lo, double hi, float& out) {

@@ -198,6 +198,18 @@ TEST(GgufFileTest, TensorOffsetOutOfBoundsNamesTensor) {
       << f.status().message();
 }
 
+// Dimensions whose element count times the type's bytes leaves int64 (2^31 x 2^31 f32) are
+// refused at open; they used to pass as a tensor of 0 bytes (the size wrapped around).
+TEST(GgufFileTest, TensorWhoseByteSizeOverflowsIsDataLoss) {
+  GgufWriter w;
+  w.tensors.push_back({"huge", 0, {int64_t{1} << 31, int64_t{1} << 31}, ""});
+  const std::string bytes = w.serialize();
+  auto f = GgufFile::parse(MappedFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), "mem.gguf"));
+  ASSERT_FALSE(f.is_ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(contains(f.status().message(), "tensor 'huge' has invalid dimension")) << f.status().message();
+}
+
 TEST(GgufFileTest, WrongMagicIsInvalidArgument) {
   std::string bytes = read_text(gguf_path("tinystories-llama-1m", "f16"));
   bytes[0] = 'X';

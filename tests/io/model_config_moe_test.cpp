@@ -108,5 +108,26 @@ TEST(ModelConfigMoeTest, GlmGroupsMustFitTheExperts) {
   EXPECT_FALSE(ok->is_moe_layer(0));
 }
 
+// Values whose derived sizes leave int's range are refused by name (they were undefined
+// behaviour: a double 1e300 converted to int, int sums and products that overflowed).
+TEST(ModelConfigMoeTest, DerivedSizesOutOfRangeAreRefused) {
+  const std::string glm = R"({"architectures":["Glm4MoeForCausalLM"],"vocab_size":10,"hidden_size":64,
+      "num_hidden_layers":2,"num_attention_heads":4,"head_dim":16,"intermediate_size":32,"n_routed_experts":8,
+      "num_experts_per_tok":2,"moe_intermediate_size":16,"n_group":4,"topk_group":1,)";
+  const std::pair<const char*, const char*> cases[] = {
+      {R"("partial_rotary_factor":1e300})", "partial_rotary_factor"},
+      {R"("partial_rotary_factor":-0.5})", "partial_rotary_factor"},
+      {R"("n_shared_experts":2147483647})", "n_shared_experts"},
+      {R"("eos_token_id":-5})", "eos_token_id"},
+      {R"("bos_token_id":[4294967296]})", "bos_token_id"},
+  };
+  for (const auto& [bad, key] : cases) {
+    auto c = parse_hf_config_text(glm + bad, "cfg.json");
+    ASSERT_FALSE(c.is_ok()) << bad;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace densa

@@ -108,6 +108,16 @@ TEST(SafetensorsTest, HeaderSizeDisagreeingWithShapeIsDataLoss) {
   EXPECT_TRUE(contains(f.status().message(), "need 32")) << f.status().message();
 }
 
+// A shape whose byte size wraps around 2^64 (here 2^62 F32 elements: 0 bytes) is refused,
+// not accepted as an empty tensor with 2^62 elements; parse() reads from memory like open().
+TEST(SafetensorsTest, ShapeWhoseByteSizeWrapsIsDataLoss) {
+  const std::string bytes = file_with_offsets(R"("shape":[4611686018427387904],"data_offsets":[0,0])", 0);
+  auto f = SafetensorsFile::parse(MappedFile::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), "mem"));
+  ASSERT_FALSE(f.is_ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(contains(f.status().message(), "mem: tensor 'w': shape overflows")) << f.status().message();
+}
+
 TEST(SafetensorsTest, HeaderLengthBeyondFileIsDataLoss) {
   std::string bytes = read_text(model_dir("tinystories-llama-1m") / "hf" / "model.safetensors");
   const uint64_t huge = uint64_t{1} << 40;

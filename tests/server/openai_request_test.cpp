@@ -189,6 +189,21 @@ TEST(OpenAiRequest, ToolsToolChoiceAndResponseFormat) {
 namespace densa::server {
 namespace {
 
+// Integers written as floats are range-checked before conversion: 9223372036854775807.0 is
+// the double 2^63, one past int64's range (converting it was undefined behaviour).
+TEST(OpenAiRequest, FloatIntegersBeyondInt64AreOutOfRange) {
+  RequestError error;
+  EXPECT_FALSE(parse(ApiKind::kCompletion, R"({"prompt":"x","seed":9223372036854775807.0})", &error));
+  EXPECT_EQ(error.param, "seed");
+  EXPECT_NE(error.status.message().find("must be between"), std::string::npos) << error.status.message();
+  EXPECT_EQ(error_param(ApiKind::kCompletion, R"({"prompt":"x","max_tokens":1e300})"), "max_tokens");
+  EXPECT_EQ(error_param(ApiKind::kCompletion, R"({"prompt":"x","seed":18446744073709551615})"), "seed");
+  auto big = parse(ApiKind::kCompletion, R"({"prompt":"x","seed":9223372036854775807,"n":2.0})");
+  ASSERT_TRUE(big.has_value());
+  EXPECT_EQ(big->seed, uint64_t{9223372036854775807});
+  EXPECT_EQ(big->n, 2);
+}
+
 TEST(OpenAiRequest, DeeplyNestedBodiesAreRefusedBeforeParsing) {
   EXPECT_EQ(json_nesting_depth(R"({"a":[{"b":"[[[{{{"}],"c":"\"]"}")", 100), 3);  // brackets in strings do not count
   EXPECT_EQ(json_nesting_depth(std::string(1000, '['), 40), 41);                 // stops once past the limit
