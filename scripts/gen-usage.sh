@@ -10,7 +10,7 @@ if [ "${1:-}" = --check ]; then check=1; shift; fi
 densa=${1:-build/densa}
 [ -x "$densa" ] || { echo "gen-usage: no densa binary at $densa (build it: ninja -C build densa)" >&2; exit 2; }
 page=docs/usage.md
-commands=("" serve router generate info capacity quantize eval "bench serve" "bench offline" gen-model)
+commands=("" serve router generate info capacity quantize eval "bench serve" "bench offline" gen-model tokenize chat-template)
 section=$(
   for c in "${commands[@]}"; do
     # shellcheck disable=SC2086
