@@ -62,12 +62,6 @@ toolparse::ChatParseOptions chat_parse_options(const ServingContext& ctx, const 
   return o;
 }
 
-// Every call parsed whole and its arguments valid for its tool's schema.
-bool calls_valid(const toolparse::ParsedMessage& m, const toolparse::ToolSet& tools) {
-  for (const toolparse::ToolCall& c : m.tool_calls)
-    if (!c.error.empty() || !toolparse::validate_tool_call(c, tools).is_ok()) return false;
-  return true;
-}
 
 std::string new_request_id(ApiKind kind) {
   static std::atomic<uint64_t> counter{0};
@@ -331,10 +325,10 @@ void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::un
   if (plan.parse_chat) {
     for (size_t i = 0; i < results.size(); ++i) {
       const toolparse::ChatParseOptions o = chat_parse_options(ctx, plan, plan.seeds[i]);
+      // The same fold of the same parser a stream sends, so both answers agree; a call cut
+      // short by max_tokens is sent as far as it got, as its stream was.
       Result<toolparse::ParsedMessage> m = toolparse::parse_chat_output(results[i].text, o);
-      // A call that did not parse or does not fit its schema is not sent as a call: the text
-      // stays the answer's content (under a grammar this cannot happen).
-      if (!m.is_ok() || !calls_valid(m.value(), o.tools)) continue;
+      if (!m.is_ok()) continue;
       body["choices"][i]["message"] = toolparse::to_openai_message(m.value());
       if (!m->tool_calls.empty() && results[i].finish == ChoiceFinish::kStop) {
         results[i].finish = ChoiceFinish::kToolCalls;

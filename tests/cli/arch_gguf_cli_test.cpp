@@ -33,7 +33,9 @@ TEST_P(ArchGgufCli, QuantizeToGgufThenInfo) {
     const RunResult r = run("info -m " + out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("(gguf)"), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("architecture:   " + hf_name + "\n"), std::string::npos) << r.output;
+    const std::string attention = hf_name == "DeepseekV3ForCausalLM" ? "MLA" : "GQA";
+    EXPECT_NE(r.output.find("architecture:   " + hf_name + " (attention " + attention + ")\n"), std::string::npos)
+        << r.output;
     EXPECT_NE(r.output.find("experts:        8 (top-2 per token"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(to == "bf16" ? "matrix dtypes:  bf16=" : " q8_0="), std::string::npos) << r.output;
     if (hf_name == "DeepseekV3ForCausalLM") {

@@ -368,11 +368,17 @@ TEST_F(GenModelTest, BadOptionsAreClearErrors) {
   r = generate_model(o);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("--vocab >= 260"), std::string::npos) << r.status().message();
+  // Anything but none / bytes names a tokenizer directory: HF checkpoints only, and it must exist.
   o = tiny(false, "bf16", "gguf", "x.gguf");
   o.tokenizer = "bpe";
   r = generate_model(o);
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("expected none or bytes"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("use --format hf"), std::string::npos) << r.status().message();
+  o = tiny(false, "bf16", "hf", "x-hf");
+  o.tokenizer = "bpe";
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("bpe: not a directory"), std::string::npos) << r.status().message();
 }
 
 }  // namespace
