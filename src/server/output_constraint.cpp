@@ -21,8 +21,8 @@ constexpr const char* kHermesOpen = "<tool_call>";
 // it lets go when the grammar completes and watches for the trigger again.
 class LazyGrammarConstraint : public TokenConstraint {
  public:
-  LazyGrammarConstraint(ConstraintPlan plan, const std::vector<std::string>* token_bytes)
-      : plan_(std::move(plan)), token_bytes_(token_bytes) {
+  LazyGrammarConstraint(ConstraintPlan plan, std::shared_ptr<const std::vector<std::string>> token_bytes)
+      : plan_(std::move(plan)), token_bytes_(std::move(token_bytes)) {
     if (plan_.trigger.empty()) matcher_.emplace(plan_.grammar);
   }
 
@@ -68,7 +68,7 @@ class LazyGrammarConstraint : public TokenConstraint {
 
  private:
   ConstraintPlan plan_;
-  const std::vector<std::string>* token_bytes_;
+  std::shared_ptr<const std::vector<std::string>> token_bytes_;
   std::optional<grammar::Matcher> matcher_;
   std::string tail_;
 };
@@ -125,22 +125,27 @@ bool OutputConstraints::hermes_like(const std::string& tool_parser) {
   return tool_parser == "hermes" || tool_parser == "qwen3";
 }
 
-grammar::GrammarCache& OutputConstraints::cache() {
+Result<grammar::GrammarCache*> OutputConstraints::cache() {
   std::call_once(once_, [this] {
     const int n = tokenizer_.vocab_size();
-    token_bytes_.resize(static_cast<size_t>(n));
+    auto bytes = std::make_shared<std::vector<std::string>>(static_cast<size_t>(n));
     std::vector<int32_t> special;
     for (int id = 0; id < n; ++id) {
-      token_bytes_[static_cast<size_t>(id)] = tokenizer_.token_bytes(id);
+      (*bytes)[static_cast<size_t>(id)] = tokenizer_.token_bytes(id);
       if (tokenizer_.is_special(id)) special.push_back(id);
     }
     std::vector<int32_t> eos(tokenizer_.eos_ids().begin(), tokenizer_.eos_ids().end());
-    auto vocab = grammar::Vocabulary::create(token_bytes_, special, eos);
-    CHECK(vocab.is_ok()) << vocab.status().to_string();
+    auto vocab = grammar::Vocabulary::create(*bytes, special, eos);
+    if (!vocab.is_ok()) {
+      vocab_status_ = internal_error("the grammar vocabulary of this tokenizer: " + vocab.status().message());
+      return;
+    }
+    token_bytes_ = std::move(bytes);
     vocab_ = std::move(vocab).value();
     cache_ = std::make_unique<grammar::GrammarCache>(vocab_, capacity_);
   });
-  return *cache_;
+  if (!vocab_status_.is_ok()) return vocab_status_;
+  return cache_.get();
 }
 
 Result<ConstraintPlan> OutputConstraints::plan(const OpenAiRequest& r, const ChatFormat& format, bool reasoning_open,
@@ -164,7 +169,8 @@ Result<ConstraintPlan> OutputConstraints::plan(const OpenAiRequest& r, const Cha
       case ResponseFormatKind::kEbnf: kind = GrammarKind::kGbnf; source = rf.grammar; break;
       case ResponseFormatKind::kText: break;
     }
-    Result<std::shared_ptr<const CompiledGrammar>> g = cache().get(kind, source);
+    DENSA_ASSIGN_OR_RETURN(grammar::GrammarCache * grammars, cache());
+    Result<std::shared_ptr<const CompiledGrammar>> g = grammars->get(kind, source);
     if (!g.is_ok()) return invalid_argument("'response_format': " + g.status().message());
     plan.grammar = std::move(g).value();
   } else if (tools) {
@@ -179,8 +185,9 @@ Result<ConstraintPlan> OutputConstraints::plan(const OpenAiRequest& r, const Cha
     const bool with_open = forced_call;
     const std::string key = std::string("hermes|") + (with_open ? "forced|" : "auto|") +
                             (r.parallel_tool_calls ? "parallel|" : "single|") + r.tool_choice_name + "|" + r.tools.dump();
+    DENSA_ASSIGN_OR_RETURN(grammar::GrammarCache * grammars, cache());
     Result<std::shared_ptr<const CompiledGrammar>> g =
-        cache().get_custom(key, [&] { return hermes_calls(r, with_open, forced_call && r.parallel_tool_calls); });
+        grammars->get_custom(key, [&] { return hermes_calls(r, with_open, forced_call && r.parallel_tool_calls); });
     if (!g.is_ok()) return invalid_argument("'tools': " + g.status().message());
     plan.grammar = std::move(g).value();
     if (!forced_call) {
@@ -198,7 +205,7 @@ Result<ConstraintPlan> OutputConstraints::plan(const OpenAiRequest& r, const Cha
 
 std::shared_ptr<TokenConstraint> OutputConstraints::make(const ConstraintPlan& plan) const {
   if (plan.grammar == nullptr) return nullptr;
-  return std::make_shared<LazyGrammarConstraint>(plan, &token_bytes_);
+  return std::make_shared<LazyGrammarConstraint>(plan, token_bytes_);
 }
 
 }  // namespace densa::server

@@ -46,14 +46,18 @@ class OutputConstraints {
   static bool hermes_like(const std::string& tool_parser);
 
  private:
-  grammar::GrammarCache& cache();
+  // Built at the first constrained request; an error if the vocabulary cannot be built.
+  Result<grammar::GrammarCache*> cache();
 
   const Tokenizer& tokenizer_;
   size_t capacity_;
   std::once_flag once_;
+  Status vocab_status_;
   std::shared_ptr<const grammar::Vocabulary> vocab_;
   std::unique_ptr<grammar::GrammarCache> cache_;
-  std::vector<std::string> token_bytes_;  // [vocab] for the lazy trigger
+  // [vocab] token bytes for the lazy trigger; shared with the constraints, which may outlive
+  // this object in requests the engine is still finishing.
+  std::shared_ptr<const std::vector<std::string>> token_bytes_;
 };
 
 }  // namespace densa::server

@@ -21,6 +21,18 @@ fs::path scratch(const std::string& name) {
   return d;
 }
 
+// The smallest Llama shape gen-model takes; the tokenizer sets the vocabulary.
+GenModelOptions tiny_llama() {
+  GenModelOptions o;
+  o.arch = "llama";
+  o.hidden_size = 64;
+  o.num_layers = 1;
+  o.num_heads = 4;
+  o.num_kv_heads = 2;
+  o.intermediate_size = 128;
+  return o;
+}
+
 TEST(GenModelTokenizer, QwenTokenizerSetsVocabularyAndEos) {
   const fs::path src = testing::real_tokenizer_dir("qwen3");
   ASSERT_TRUE(fs::exists(src / "tokenizer.json")) << src << " (the build installs the test oracles)";
@@ -33,13 +45,7 @@ TEST(GenModelTokenizer, QwenTokenizerSetsVocabularyAndEos) {
   EXPECT_FALSE(info.value().bos_id.has_value());
 
   const fs::path out = scratch("qwen3");
-  GenModelOptions o;
-  o.arch = "llama";
-  o.hidden_size = 64;
-  o.num_layers = 1;
-  o.num_heads = 4;
-  o.num_kv_heads = 2;
-  o.intermediate_size = 128;
+  GenModelOptions o = tiny_llama();
   o.format = "hf";
   o.dtype = "bf16";
   o.tokenizer = src.string();
@@ -55,13 +61,7 @@ TEST(GenModelTokenizer, QwenTokenizerSetsVocabularyAndEos) {
 }
 
 TEST(GenModelTokenizer, ClearErrors) {
-  GenModelOptions o;
-  o.arch = "llama";
-  o.hidden_size = 64;
-  o.num_layers = 1;
-  o.num_heads = 4;
-  o.num_kv_heads = 2;
-  o.intermediate_size = 128;
+  GenModelOptions o = tiny_llama();
   o.format = "gguf";
   o.tokenizer = testing::real_tokenizer_dir("qwen3").string();
   o.output = scratch("err") / "m.gguf";
