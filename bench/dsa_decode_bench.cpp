@@ -6,6 +6,9 @@
 // both, median of `rounds`. DSA's attention part is flat beyond index_topk; its indexer part
 // still grows with the context, at 32 x 128 multiply-adds per cached token against dense MLA's
 // 64 x (576 + 512).
+// Bytes of KV read per token (per layer) are counted from the layout, not measured: dense MLA
+// reads every cached latent row (576 BF16 values, 1,152 B); DSA reads every cached index key
+// (128 FP8 codes + an f32 scale, 132 B) and the latent rows of at most index_topk tokens.
 //
 //   ./build/dsa_decode_bench [--rounds N] [--max-context N]
 #include <algorithm>
@@ -48,8 +51,8 @@ double time_ms(int rounds, Fn fn) {
 
 int run(int rounds, int max_context) {
   std::printf("# one GLM-5-shaped layer, one decode query, 1 thread; ms per token (median of %d)\n", rounds);
-  std::printf("%10s %12s %12s %12s %12s %8s\n", "context", "dense_mla", "dsa_total", "dsa_index", "dsa_attend",
-              "ratio");
+  std::printf("%10s %12s %12s %12s %12s %8s %14s %14s\n", "context", "dense_mla", "dsa_total", "dsa_index",
+              "dsa_attend", "ratio", "dense_kv_B", "dsa_kv_B");
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (int T = 512; T <= max_context; T *= 2) {
@@ -104,8 +107,11 @@ int run(int rounds, int max_context) {
                                    out.data(), nullptr);
       }
     });
-    std::printf("%10d %12.3f %12.3f %12.3f %12.3f %8.2f\n", T, dense, index + attend, index, attend,
-                dense / (index + attend));
+    const int64_t row_bytes = int64_t{l.latent_dim} * 2, key_bytes = kIndexDim + 4;
+    const int64_t dense_bytes = int64_t{T} * row_bytes;
+    const int64_t dsa_bytes = int64_t{T} * key_bytes + int64_t{count} * row_bytes;
+    std::printf("%10d %12.3f %12.3f %12.3f %12.3f %8.2f %14lld %14lld\n", T, dense, index + attend, index, attend,
+                dense / (index + attend), static_cast<long long>(dense_bytes), static_cast<long long>(dsa_bytes));
   }
   return 0;
 }
@@ -114,7 +120,7 @@ int run(int rounds, int max_context) {
 }  // namespace densa
 
 int main(int argc, char** argv) {
-  int rounds = 5, max_context = 65536;
+  int rounds = 5, max_context = 131072;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--rounds") rounds = std::atoi(argv[i + 1]);

@@ -111,6 +111,21 @@ Status read_deepseek2(const GgufFile& f, const Meta& m, ModelConfig& c) {
   return Status::ok();
 }
 
+// glm-dsa: the lightning indexer's shape and top-k (llama.cpp's attention.indexer.* keys). The
+// file's indexer tensors use MLA's RoPE layout, as every glm_moe_dsa densa loads does.
+Status read_dsa_indexer(const Meta& m, ModelConfig& c) {
+  DsaConfig& d = c.dsa;
+  DENSA_ASSIGN_OR_RETURN(d.index_n_heads, m.required("attention.indexer.head_count"));
+  DENSA_ASSIGN_OR_RETURN(d.index_head_dim, m.required("attention.indexer.key_length"));
+  DENSA_ASSIGN_OR_RETURN(d.index_topk, m.required("attention.indexer.top_k"));
+  if (c.mla.q_lora_rank <= 0) return m.bad("DSA's indexer reads q_lora_rank's latent; attention.q_lora_rank is missing");
+  if (d.index_topk <= 0 || d.index_n_heads <= 0 || d.index_head_dim <= c.mla.qk_rope_head_dim) {
+    return m.bad("DSA needs positive attention.indexer.top_k and head_count, and key_length above "
+                 "rope.dimension_count");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string gguf_blk(int layer, const std::string& part) {
@@ -121,7 +136,13 @@ Result<std::string> gguf_arch_name(const ModelConfig& c) {
   if (c.architecture == "Qwen3MoeForCausalLM") return std::string("qwen3moe");
   if (c.architecture == "Qwen2MoeForCausalLM") return std::string("qwen2moe");
   if (c.architecture == "Glm4MoeForCausalLM") return std::string("glm4moe");
-  if (c.architecture == "DeepseekV3ForCausalLM") return std::string("deepseek2");
+  // Kimi K2.5 / K2.6 text models and GLM-4.7-Flash run the DeepSeek-V3 forward: llama.cpp writes
+  // them as deepseek2 (they load back as DeepseekV3ForCausalLM). GLM-5's DSA is llama.cpp's glm-dsa.
+  if (c.architecture == "DeepseekV3ForCausalLM" || c.architecture == "KimiK25ForConditionalGeneration" ||
+      c.architecture == "Glm4MoeLiteForCausalLM") {
+    return std::string("deepseek2");
+  }
+  if (c.architecture == "GlmMoeDsaForCausalLM") return std::string("glm-dsa");
   if (c.architecture == "LlamaForCausalLM" || c.architecture == "MixtralForCausalLM") return std::string("llama");
   return unimplemented("architecture '" + c.architecture + "' has no GGUF name in densa");
 }
@@ -131,9 +152,9 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
   const auto arch = f.get_string("general.architecture");
   if (!arch) return invalid_argument(fname + ": missing metadata 'general.architecture'");
   const std::string& a = *arch;
-  if (a != "llama" && a != "qwen3moe" && a != "qwen2moe" && a != "glm4moe" && a != "deepseek2") {
+  if (a != "llama" && a != "qwen3moe" && a != "qwen2moe" && a != "glm4moe" && a != "deepseek2" && a != "glm-dsa") {
     return unimplemented(fname + ": unsupported GGUF architecture '" + a +
-                         "' (supported: llama, qwen3moe, qwen2moe, glm4moe, deepseek2)");
+                         "' (supported: llama, qwen3moe, qwen2moe, glm4moe, deepseek2, glm-dsa)");
   }
   const Meta m(f, a);
   ModelConfig c;
@@ -201,6 +222,11 @@ Result<ModelConfig> gguf_model_config(const GgufFile& f) {
     c.architecture = "DeepseekV3ForCausalLM";
     DENSA_RETURN_IF_ERROR(read_deepseek2(f, m, c));
   }
+  if (a == "glm-dsa") {
+    c.architecture = "GlmMoeDsaForCausalLM";
+    DENSA_RETURN_IF_ERROR(read_deepseek2(f, m, c));
+    DENSA_RETURN_IF_ERROR(read_dsa_indexer(m, c));
+  }
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.head_dim <= 0 || c.head_dim % 2 != 0) {
     return m.bad("inconsistent attention metadata (heads " + std::to_string(c.num_heads) + ", kv heads " +
                  std::to_string(c.num_kv_heads) + ", head_dim " + std::to_string(c.head_dim) + ")");
@@ -261,7 +287,17 @@ Result<std::vector<std::pair<std::string, GgufValue>>> gguf_model_metadata(const
     u32("expert_gating_func", kGatingSigmoid);
     u32("expert_group_count", c.n_group);
     u32("expert_group_used_count", c.topk_group);
-    u32("leading_dense_block_count", c.first_k_dense_replace);
+    // GGUF says only how many layers lead dense (first_k_dense_replace, or GLM's
+    // mlp_layer_types); a dense layer after a MoE one has no key.
+    int leading = 0;
+    while (leading < c.num_layers && !c.is_moe_layer(leading)) ++leading;
+    for (int l = leading; l < c.num_layers; ++l) {
+      if (!c.is_moe_layer(l)) {
+        return unimplemented(a + " GGUF has only leading dense layers (leading_dense_block_count); layer " +
+                             std::to_string(l) + " is dense after MoE layer " + std::to_string(leading));
+      }
+    }
+    u32("leading_dense_block_count", leading);
     const int n_shared = c.moe_intermediate_size > 0 ? c.shared_expert_intermediate_size / c.moe_intermediate_size : 0;
     u32("expert_shared_count", n_shared);
     f32("expert_weights_scale", c.routed_scaling_factor);
@@ -273,7 +309,7 @@ Result<std::vector<std::pair<std::string, GgufValue>>> gguf_model_metadata(const
   if (c.is_mla()) {
     const MlaConfig& m = c.mla;
     if (!m.rope_interleave) {
-      return unimplemented("deepseek2 GGUF keeps q_pe / k_pe interleaved; a checkpoint with rope_interleave "
+      return unimplemented(a + " GGUF keeps q_pe / k_pe interleaved; a checkpoint with rope_interleave "
                            "false would need its rows permuted, which densa does not do");
     }
     // llama.cpp runs MLA as MQA over the latent: one KV head of kv_lora_rank + rope dims.
@@ -285,10 +321,15 @@ Result<std::vector<std::pair<std::string, GgufValue>>> gguf_model_metadata(const
     if (m.q_lora_rank > 0) u32("attention.q_lora_rank", m.q_lora_rank);
     u32("attention.kv_lora_rank", m.kv_lora_rank);
     u32("rope.dimension_count", m.qk_rope_head_dim);
+    if (c.is_dsa()) {
+      u32("attention.indexer.head_count", c.dsa.index_n_heads);
+      u32("attention.indexer.key_length", c.dsa.index_head_dim);
+      u32("attention.indexer.top_k", c.dsa.index_topk);
+    }
     if (c.yarn.factor > 0.0f) {
       if (c.yarn.mscale != 1.0f) {
         return unimplemented("YaRN mscale " + std::to_string(c.yarn.mscale) +
-                             " cannot be stored in deepseek2 GGUF metadata (llama.cpp assumes 1)");
+                             " cannot be stored in " + a + " GGUF metadata (llama.cpp assumes 1)");
       }
       add(a + ".rope.scaling.type", GgufType::kString, 0, 0, "yarn");
       f32("rope.scaling.factor", c.yarn.factor);

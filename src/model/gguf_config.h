@@ -3,7 +3,11 @@
 // directions in one place so a file densa writes reads back to the same config:
 //   llama      LlamaForCausalLM / MixtralForCausalLM (Q/K rows permuted, see model_loader)
 //   qwen3moe   Qwen3MoeForCausalLM     qwen2moe  Qwen2MoeForCausalLM
-//   glm4moe    Glm4MoeForCausalLM      deepseek2 DeepseekV3ForCausalLM (DeepSeek-V3, Kimi K2)
+//   glm4moe    Glm4MoeForCausalLM      deepseek2 DeepseekV3ForCausalLM (DeepSeek-V3, Kimi K2;
+//                                      written also for KimiK25ForConditionalGeneration's text
+//                                      model and Glm4MoeLiteForCausalLM, read back as DeepseekV3)
+//   glm-dsa    GlmMoeDsaForCausalLM (GLM-5: deepseek2's keys plus attention.indexer.head_count /
+//              key_length / top_k; tensors blk.N.indexer.attn_q_b / attn_k / k_norm / proj)
 // Keys are "{arch}.<name>" (block_count, expert_count, attention.kv_lora_rank, ...). What
 // GGUF metadata cannot say is read from the tensor directory: which Qwen layers are dense
 // (no blk.N.ffn_gate_inp), whether q/k/v carry a bias and q/k a norm.

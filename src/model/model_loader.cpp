@@ -259,19 +259,20 @@ Result<WeightView> gguf_kv_b_from_split(const TensorSource& src, int i, ModelWei
   return WeightView{.dtype = DType::kF32, .rows = heads * (nope + v), .cols = C, .data = out};
 }
 
-// The DSA lightning indexer of an HF layer (GLM-5): self_attn.indexer.{wq_b, wk, k_norm
-// (weight and bias), weights_proj}.
+// The DSA lightning indexer of a layer (GLM-5): HF self_attn.indexer.{wq_b, wk, k_norm (weight
+// and bias), weights_proj}, or llama.cpp's glm-dsa blk.N.indexer.{attn_q_b, attn_k, k_norm,
+// proj}.
 Status load_dsa_indexer(const TensorSource& src, int i, ModelWeights& w) {
   const ModelConfig& c = w.config;
-  if (src.gguf) return unimplemented(src.origin + ": DSA indexer tensors in GGUF");
   LayerWeights& l = w.layers[static_cast<size_t>(i)];
   const int64_t heads = c.dsa.index_n_heads, dim = c.dsa.index_head_dim;
-  const std::string p = layer_tensor(i, "self_attn.indexer.");
-  DENSA_ASSIGN_OR_RETURN(l.idx_wq_b, load_matrix(src, p + "wq_b.weight", heads * dim, c.mla.q_lora_rank));
-  DENSA_ASSIGN_OR_RETURN(l.idx_wk, load_matrix(src, p + "wk.weight", dim, c.hidden_size));
+  const std::string p = src.gguf ? "blk." + std::to_string(i) + ".indexer." : layer_tensor(i, "self_attn.indexer.");
+  auto name = [&](const char* hf, const char* gguf) { return p + (src.gguf ? gguf : hf); };
+  DENSA_ASSIGN_OR_RETURN(l.idx_wq_b, load_matrix(src, name("wq_b.weight", "attn_q_b.weight"), heads * dim, c.mla.q_lora_rank));
+  DENSA_ASSIGN_OR_RETURN(l.idx_wk, load_matrix(src, name("wk.weight", "attn_k.weight"), dim, c.hidden_size));
   DENSA_ASSIGN_OR_RETURN(l.idx_k_norm_w, load_vector(src, p + "k_norm.weight", dim));
   DENSA_ASSIGN_OR_RETURN(l.idx_k_norm_b, load_vector(src, p + "k_norm.bias", dim));
-  DENSA_ASSIGN_OR_RETURN(l.idx_weights_proj, load_matrix(src, p + "weights_proj.weight", heads, c.hidden_size));
+  DENSA_ASSIGN_OR_RETURN(l.idx_weights_proj, load_matrix(src, name("weights_proj.weight", "proj.weight"), heads, c.hidden_size));
   return Status::ok();
 }
 

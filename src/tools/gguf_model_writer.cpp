@@ -156,6 +156,13 @@ Status add_layer(TensorList& t, const ModelWeights& w, int i) {
     t.vec(gguf_blk(i, "attn_kv_a_norm"), l.kv_a_norm);
     DENSA_RETURN_IF_ERROR(t.big(gguf_blk(i, "attn_kv_b"), {l.kv_b}));
     add_split_kv_b(t, i, c, l.kv_b);
+    if (c.is_dsa()) {  // llama.cpp's glm-dsa indexer names
+      t.kept(blk + "indexer.attn_q_b.weight", l.idx_wq_b);  // the indexer stays as stored, as in HF quantize
+      t.kept(blk + "indexer.attn_k.weight", l.idx_wk);
+      t.vec(blk + "indexer.k_norm.weight", l.idx_k_norm_w);
+      t.vec(blk + "indexer.k_norm.bias", l.idx_k_norm_b);
+      t.kept(blk + "indexer.proj.weight", l.idx_weights_proj);
+    }
   } else {
     DENSA_RETURN_IF_ERROR(t.big(gguf_blk(i, "attn_q"), {l.wq}));
     DENSA_RETURN_IF_ERROR(t.big(gguf_blk(i, "attn_k"), {l.wk}));

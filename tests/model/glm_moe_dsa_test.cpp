@@ -13,7 +13,10 @@
 #include <numeric>
 #include <random>
 
+#include <unistd.h>
+
 #include "engine/engine.h"
+#include "io/gguf_file.h"
 #include "exec/runner.h"
 #include "kernels/dsa_attention.h"
 #include "kernels/mla_attention.h"
@@ -21,6 +24,8 @@
 #include "model/forward.h"
 #include "model/model_loader.h"
 #include "test_util.h"
+#include "tools/gguf_writer.h"
+#include "tools/quantize.h"
 
 namespace densa {
 namespace {
@@ -149,6 +154,7 @@ TEST(GlmMoeDsa, GoldenLogitsF32Kv) {
 // MLA's bit for bit (the same model with an index_topk past every context); beyond it the
 // indexer's choice changes the logits.
 TEST(GlmMoeDsa, ShortContextEqualsDenseMla) {
+  testing::ExactBf16Matmul exact;  // the golden logits' arithmetic (AMX rounds x to bf16)
   ModelWeights dense = load_ok();
   dense.config.dsa.index_topk = 1 << 20;
   const std::vector<Golden> gs = golden();
@@ -254,8 +260,17 @@ TEST(GlmMoeDsa, SelectionIsTheTopScores) {
   }
 }
 
-void engine_greedy(const ModelWeights& w, DType kv, const std::vector<Golden>& gs,
-                   std::vector<std::vector<TokenId>>& got) {
+struct EngineRun {
+  std::vector<std::vector<TokenId>> tokens;  // per submission
+  std::vector<int32_t> cached;               // prompt tokens each submission took from the prefix cache
+};
+
+// Greedy continuations through the Engine (4-token pages, 5-token prefill chunks, KV digests
+// checked every batch, the page and radix-cache audit after every step): `rounds` times over
+// `prompts` (max_new[i] tokens each), each round's prompts submitted at once and drained before
+// the next round, so a later round's prompts can hit the pages an earlier round cached.
+EngineRun run_engine(const ModelWeights& w, DType kv, bool prefix_cache, const std::vector<std::vector<TokenId>>& prompts,
+                     const std::vector<int>& max_new, int rounds = 1) {
   EngineConfig ec;
   ec.kv_dtype = kv;
   ec.page_size = 4;
@@ -264,40 +279,59 @@ void engine_greedy(const ModelWeights& w, DType kv, const std::vector<Golden>& g
   ec.audit_every_step = true;
   ec.num_threads = 1;
   ec.kv_integrity = KvIntegrityPolicy{KvIntegrityMode::kDigest, 1, 1};
-  // With the prefix cache on, the radix-cache audit fails after the first step for MLA
-  // models (deepseek_v3 as well as this one, a pre-existing engine issue), so it is off here.
-  ec.enable_prefix_cache = false;
+  ec.enable_prefix_cache = prefix_cache;
   auto engine = Engine::create(w, ec);
   CHECK(engine.is_ok()) << engine.status().to_string();
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const Golden& g : gs) {
-    GenerateRequest r;
-    r.prompt = g.prompt;
-    r.sampling.temperature = 0.0f;
-    r.max_new_tokens = static_cast<int>(g.greedy.size());
-    r.ignore_eos = true;
-    auto s = engine.value()->submit(r);
-    CHECK(s.is_ok()) << s.status().to_string();
-    streams.push_back(s.value());
-  }
-  got.assign(gs.size(), {});
-  for (size_t i = 0; i < gs.size(); ++i) {
-    FinishReason finish = FinishReason::kNone;
-    while (finish == FinishReason::kNone) {
-      std::optional<TokenEvent> e = streams[i]->next(std::chrono::milliseconds(60000));
-      CHECK(e.has_value()) << "request timed out";
-      CHECK(e->error.is_ok()) << e->error.to_string();
-      if (e->token) got[i].push_back(*e->token);
-      finish = e->finish;
+  EngineRun out;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      GenerateRequest r;
+      r.prompt = prompts[i];
+      r.sampling.temperature = 0.0f;
+      r.max_new_tokens = max_new[i];
+      r.ignore_eos = true;
+      auto s = engine.value()->submit(r);
+      CHECK(s.is_ok()) << s.status().to_string();
+      streams.push_back(s.value());
+    }
+    for (auto& stream : streams) {
+      std::vector<TokenId> got;
+      int32_t cached = 0;
+      FinishReason finish = FinishReason::kNone;
+      while (finish == FinishReason::kNone) {
+        std::optional<TokenEvent> e = stream->next(std::chrono::milliseconds(60000));
+        CHECK(e.has_value()) << "request timed out";
+        CHECK(e->error.is_ok()) << e->error.to_string();
+        if (e->token) got.push_back(*e->token);
+        cached = std::max(cached, e->num_cached_tokens);
+        finish = e->finish;
+      }
+      out.tokens.push_back(std::move(got));
+      out.cached.push_back(cached);
     }
   }
-  CHECK(engine.value()->audit().is_ok());
+  const Status audit = engine.value()->audit();
+  CHECK(audit.is_ok()) << audit.to_string();
   CHECK(engine.value()->stats().kv_pages_used == 0);
   engine.value()->shutdown();
+  return out;
+}
+
+void engine_greedy(const ModelWeights& w, DType kv, const std::vector<Golden>& gs,
+                   std::vector<std::vector<TokenId>>& got) {
+  std::vector<std::vector<TokenId>> prompts;
+  std::vector<int> max_new;
+  for (const Golden& g : gs) {
+    prompts.push_back(g.prompt);
+    max_new.push_back(static_cast<int>(g.greedy.size()));
+  }
+  got = run_engine(w, kv, /*prefix_cache=*/true, prompts, max_new).tokens;
 }
 
 // All prompts at once through the Engine (paged pool of 4-token pages, chunked prefill mixed
-// with decodes, KV digests checked every batch, audit every step; no prefix cache). F32 KV gives the golden
+// with decodes, KV digests checked every batch, audit every step, prefix cache on; hits are
+// the next test's). F32 KV gives the golden
 // continuations; BF16 and FP8 latent KV may part from them only at a step whose golden
 // top-1/top-2 margin is small (0.3 and 1.0 logits), as rounding the cache moves logits.
 TEST(GlmMoeDsa, EngineGreedyMatchesReference) {
@@ -318,6 +352,136 @@ TEST(GlmMoeDsa, EngineGreedyMatchesReference) {
       }
     }
   }
+}
+
+// The prefix cache on a DSA model: the cached pages hold the latent rows and the index keys (one
+// page, two row types), so a prompt whose full pages come from the cache must score and attend
+// exactly as if it had computed them. Prompts: the golden ones (12-40 tokens, past index_topk 8
+// within a 5-token chunk), a 6-token one whose whole context stays within index_topk (dense MLA),
+// and prefixes / extensions of the 40-token one that share its pages; each list sent twice, the
+// second time from the cache. With BF16, FP8 and F32 KV every continuation equals the one with the
+// prefix cache off, the golden prompts follow their golden greedy (as the test above), and the
+// second round took every full page but the last token's from the cache.
+TEST(GlmMoeDsa, PrefixCacheHitsEqualRecomputation) {
+  testing::ExactBf16Matmul exact;
+  const std::vector<Golden> gs = golden();
+  std::vector<std::vector<TokenId>> prompts;
+  std::vector<int> max_new;
+  for (const Golden& g : gs) {
+    prompts.push_back(g.prompt);
+    max_new.push_back(static_cast<int>(g.greedy.size()));
+  }
+  const std::vector<TokenId>& longest = gs.back().prompt;  // 40 tokens
+  ASSERT_EQ(longest.size(), 40u);
+  prompts.push_back({longest.begin(), longest.begin() + 6});  // context <= 6 + 2 = index_topk
+  max_new.push_back(2);
+  prompts.push_back({longest.begin(), longest.begin() + 21});  // shares 5 pages with the longest
+  max_new.push_back(6);
+  std::vector<TokenId> longer = longest;
+  longer.insert(longer.end(), gs.back().greedy.begin(), gs.back().greedy.end());
+  longer.push_back(7);
+  prompts.push_back(longer);  // the longest prompt's continuation cached, then one new token
+  max_new.push_back(4);
+  const size_t n = prompts.size();
+  for (auto [kv, margin] : {std::pair{DType::kBF16, 0.3}, std::pair{DType::kFP8E4M3, 1.0}, std::pair{DType::kF32, 0.0}}) {
+    const EngineRun off = run_engine(model(), kv, false, prompts, max_new);
+    const EngineRun on = run_engine(model(), kv, true, prompts, max_new, 2);
+    ASSERT_EQ(on.tokens.size(), 2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(on.tokens[i], off.tokens[i]) << dtype_name(kv) << " prompt " << i << " round 0";
+      EXPECT_EQ(on.tokens[n + i], off.tokens[i]) << dtype_name(kv) << " prompt " << i << " from the cache";
+      // Every full page but the last token's from the cache; the extension of the longest prompt
+      // ran beside it in round 0, so the trie kept the pages of whichever inserted first (the other
+      // copy stops its insert) and the hit covers at least their shared 40 tokens.
+      const int32_t all = static_cast<int32_t>((prompts[i].size() - 1) / 4 * 4);
+      if (i + 1 < n) {
+        EXPECT_EQ(on.cached[n + i], all) << dtype_name(kv) << " prompt " << i;
+      } else {
+        EXPECT_GE(on.cached[n + i], 40) << dtype_name(kv);
+        EXPECT_LE(on.cached[n + i], all) << dtype_name(kv);
+      }
+      EXPECT_EQ(off.cached[i], 0);
+    }
+    for (size_t i = 0; i < gs.size(); ++i) {
+      for (size_t k = 0; k < gs[i].greedy.size(); ++k) {
+        if (off.tokens[i][k] == gs[i].greedy[k]) continue;
+        const float* row = gs[i].logits.data() + (gs[i].prompt.size() - 1 + k) * 1024;
+        std::vector<float> top(row, row + 1024);
+        std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+        EXPECT_LT(top[0] - top[1], margin) << dtype_name(kv) << " prompt " << i << " parts at step " << k;
+        break;
+      }
+    }
+  }
+  // The short prompt is dense MLA: the same tokens as the model with index_topk past every context.
+  ModelWeights dense = load_ok();
+  dense.config.dsa.index_topk = 1 << 20;
+  const EngineRun d = run_engine(dense, DType::kF32, true, {prompts[gs.size()]}, {2});
+  const EngineRun s = run_engine(model(), DType::kF32, true, {prompts[gs.size()]}, {2});
+  EXPECT_EQ(d.tokens[0], s.tokens[0]);
+}
+
+// GGUF under llama.cpp's glm-dsa: deepseek2's MLA keys plus attention.indexer.{head_count,
+// key_length, top_k} and the indexer tensors blk.N.indexer.{attn_q_b, attn_k, k_norm, proj}. A
+// BF16 file of the BF16 checkpoint loads to the same weights: logits bit-identical to the Hugging
+// Face load (chunked prefill across index_topk, then decode steps), so within the golden bound
+// and greedy equal to the golden greedy.
+TEST(GlmMoeDsa, GgufGlmDsaEqualsTheHfLoad) {
+  testing::ExactBf16Matmul exact;
+  const fs::path out = fs::temp_directory_path() / ("densa_glm_moe_dsa_" + std::to_string(::getpid()) + ".gguf");
+  Result<QuantizeReport> rep = quantize_checkpoint(QuantizeOptions{ref_dir(), out, "bf16", 128, ""});
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  Result<GgufFile> f = GgufFile::open(out);
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  EXPECT_EQ(f->get_string("general.architecture"), "glm-dsa");
+  EXPECT_EQ(f->get_int("glm-dsa.attention.indexer.head_count"), 4);
+  EXPECT_EQ(f->get_int("glm-dsa.attention.indexer.key_length"), 16);
+  EXPECT_EQ(f->get_int("glm-dsa.attention.indexer.top_k"), 8);
+  EXPECT_EQ(f->get_int("glm-dsa.attention.kv_lora_rank"), 32);
+  for (const char* t : {"indexer.attn_q_b.weight", "indexer.attn_k.weight", "indexer.k_norm.weight",
+                        "indexer.k_norm.bias", "indexer.proj.weight", "attn_kv_a_mqa.weight", "attn_k_b.weight"}) {
+    EXPECT_TRUE(f->has_tensor(std::string("blk.1.") + t)) << t;
+  }
+  Result<ModelWeights> loaded = load_model(out);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  const ModelWeights& w = *loaded;
+  EXPECT_EQ(w.format, "gguf");
+  EXPECT_EQ(w.config.architecture, "GlmMoeDsaForCausalLM");
+  EXPECT_STREQ(w.config.attention_kind(), "MLA+DSA");
+  EXPECT_EQ(w.config.dsa.index_topk, 8);
+  EXPECT_EQ(w.config.dsa.index_n_heads, 4);
+  EXPECT_EQ(w.config.dsa.index_head_dim, 16);
+  EXPECT_EQ(w.config.first_k_dense_replace, model().config.first_k_dense_replace);
+  EXPECT_EQ(w.num_params(), model().num_params());
+  EXPECT_EQ(w.layers[1].idx_k_norm_b, model().layers[1].idx_k_norm_b);
+  for (const Golden& g : golden()) {
+    const std::vector<float> got = paged_logits(w, g.tokens, g.prompt.size(), DType::kF32, 4, 5);
+    EXPECT_TRUE(got == paged_logits(model(), g.tokens, g.prompt.size(), DType::kF32, 4, 5))
+        << "prompt of " << g.prompt.size() << ": GGUF and HF logits differ";
+    EXPECT_LT(max_abs_diff(got, g.logits), 1e-3) << "prompt of " << g.prompt.size();
+  }
+  std::vector<std::vector<TokenId>> got;
+  const std::vector<Golden> gs = golden();
+  engine_greedy(w, DType::kF32, gs, got);
+  for (size_t i = 0; i < gs.size(); ++i) EXPECT_EQ(got[i], gs[i].greedy) << "prompt " << i;
+  // A file without the indexer metadata is refused by name.
+  std::vector<std::pair<std::string, GgufValue>> md;
+  for (const auto& [k, v] : f->metadata()) {
+    if (k != "glm-dsa.attention.indexer.top_k") md.emplace_back(k, v);
+  }
+  std::vector<GgufOutTensor> tensors;
+  for (const GgufTensorInfo& info : f->tensor_infos()) {
+    auto t = f->tensor(info.name);
+    ASSERT_TRUE(t.is_ok());
+    tensors.push_back({info.name, info.ggml_type, info.ne, {t->data, t->data + t->nbytes}});
+  }
+  const fs::path bad = fs::path(out).replace_extension(".no_topk.gguf");
+  ASSERT_TRUE(write_gguf(bad, md, tensors).is_ok());
+  Result<ModelWeights> r = load_model(bad);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("glm-dsa.attention.indexer.top_k"), std::string::npos) << r.status().message();
+  fs::remove(out);
+  fs::remove(bad);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include <cmath>
 
+#include "io/gguf_file.h"
 #include "io/safetensors.h"
 #include "kv/page_pool.h"
 #include "model/arch_deepseek_v3.h"
@@ -21,7 +22,9 @@
 #include "model/forward.h"
 #include "model/hf_tensor_inventory.h"
 #include "model/model_loader.h"
+#include "mla_checkpoints.h"
 #include "test_util.h"
+#include "tools/generator.h"
 #include "tools/quantize.h"
 #include "tools/safetensors_writer.h"
 
@@ -29,6 +32,8 @@ namespace densa {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::wrap_as_glm4_moe_lite;
+using testing::wrap_as_kimi_k25;
 
 fs::path ref_dir() { return fs::path(DENSA_SOURCE_DIR) / "tests/data/reference/deepseek_v3"; }
 
@@ -37,67 +42,6 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
-}
-
-// The extra tensors a Kimi-K2.5 checkpoint holds: a few vision-tower / projector tensors and a
-// NextN layer at index num_layers (eh_proj, enorm, hnorm, shared_head, a decoder-layer part).
-std::vector<SafetensorsOut> extra_tensors(int num_layers, int hidden) {
-  auto bf16 = [](std::string name, std::vector<int64_t> shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return SafetensorsOut{std::move(name), "BF16", shape, std::vector<uint8_t>(static_cast<size_t>(2 * n), 0x3f)};
-  };
-  const std::string mtp = "language_model.model.layers." + std::to_string(num_layers) + ".";
-  return {bf16("vision_tower.patch_embed.proj.weight", {32, 3, 2, 2}),
-          bf16("vision_tower.encoder.blocks.0.wqkv.weight", {96, 32}),
-          bf16("mm_projector.proj.0.weight", {hidden, 128}),
-          bf16("mm_projector.pre_norm.weight", {128}),
-          bf16(mtp + "eh_proj.weight", {hidden, 2 * hidden}),
-          bf16(mtp + "enorm.weight", {hidden}),
-          bf16(mtp + "hnorm.weight", {hidden}),
-          bf16(mtp + "shared_head.norm.weight", {hidden}),
-          bf16(mtp + "input_layernorm.weight", {hidden}),
-          bf16(mtp + "self_attn.kv_a_layernorm.weight", {32})};
-}
-
-// Writes `src` (a DeepSeek-V3 HF dir) as a Kimi-K2.5 dir: config under text_config (plus one
-// NextN layer), tensors renamed, extra vision / MTP tensors added (unless `extras` is false), and
-// `extra_name` added as one more tensor when given.
-fs::path wrap_as_kimi_k25(const fs::path& src, const std::string& name, bool extras = true,
-                          const std::string& extra_name = "") {
-  const fs::path out = temp_dir(name);
-  nlohmann::json text = testing::read_json(src / "config.json");
-  nlohmann::json quant;
-  if (text.contains("quantization_config")) {
-    quant = text["quantization_config"];
-    text.erase("quantization_config");
-  }
-  text["model_type"] = "kimi_k2";
-  text["num_nextn_predict_layers"] = 1;
-  nlohmann::json cfg = {{"architectures", {"KimiK25ForConditionalGeneration"}},
-                        {"model_type", "kimi_k25"},
-                        {"bos_token_id", text["bos_token_id"]},
-                        {"eos_token_id", text["eos_token_id"]},
-                        {"text_config", text},
-                        {"vision_config", {{"model_type", "kimi_k25_vision"}, {"patch_size", 14}}}};
-  if (!quant.is_null()) cfg["text_config"]["quantization_config"] = quant;  // where Kimi keeps it
-  std::ofstream(out / "config.json") << cfg.dump(2);
-  Result<SafetensorsDir> st = SafetensorsDir::open(src);
-  CHECK(st.is_ok()) << st.status().to_string();
-  std::vector<SafetensorsOut> tensors;
-  for (const SafetensorsTensor* t : st->all_tensors()) {
-    tensors.push_back({"language_model." + t->name, t->dtype_name, t->shape,
-                       std::vector<uint8_t>(t->data, t->data + t->nbytes)});
-  }
-  if (extras) {
-    for (auto& t : extra_tensors(text["num_hidden_layers"].get<int>(), text["hidden_size"].get<int>())) {
-      tensors.push_back(std::move(t));
-    }
-  }
-  if (!extra_name.empty()) tensors.push_back({extra_name, "BF16", {4}, std::vector<uint8_t>(8, 0)});
-  const Status s = write_safetensors(out / "model.safetensors", tensors);
-  CHECK(s.is_ok()) << s.to_string();
-  return out;
 }
 
 ThreadPool& pool() {
@@ -235,38 +179,6 @@ TEST(KimiK25, UnknownTensorIsAnErrorNamingIt) {
   fs::remove_all(dir2);
 }
 
-// The deepseek_v3 reference checkpoint under a Glm4MoeLite config: architecture renamed,
-// rope_scaling moved into rope_parameters (with rope_theta), first_k_dense_replace given as
-// mlp_layer_types; tensors unchanged plus a NextN layer.
-fs::path wrap_as_glm4_moe_lite(const std::string& name) {
-  const fs::path out = temp_dir(name);
-  nlohmann::json cfg = testing::read_json(ref_dir() / "config.json");
-  cfg["architectures"] = {"Glm4MoeLiteForCausalLM"};
-  cfg["model_type"] = "glm4_moe_lite";
-  nlohmann::json rope = cfg["rope_scaling"];
-  rope["rope_type"] = rope["type"];
-  rope.erase("type");
-  rope["rope_theta"] = cfg["rope_theta"];
-  cfg["rope_parameters"] = rope;
-  cfg.erase("rope_scaling");
-  cfg.erase("rope_theta");
-  cfg.erase("first_k_dense_replace");
-  cfg["mlp_layer_types"] = {"dense", "sparse", "sparse"};
-  cfg["num_nextn_predict_layers"] = 1;
-  std::ofstream(out / "config.json") << cfg.dump(2);
-  Result<SafetensorsDir> st = SafetensorsDir::open(ref_dir());
-  CHECK(st.is_ok()) << st.status().to_string();
-  std::vector<SafetensorsOut> tensors;
-  for (const SafetensorsTensor* t : st->all_tensors()) {
-    tensors.push_back({t->name, t->dtype_name, t->shape, std::vector<uint8_t>(t->data, t->data + t->nbytes)});
-  }
-  tensors.push_back({"model.layers.3.eh_proj.weight", "BF16", {64, 128}, std::vector<uint8_t>(64 * 128 * 2, 0)});
-  tensors.push_back({"model.layers.3.shared_head.norm.weight", "BF16", {64}, std::vector<uint8_t>(128, 0)});
-  const Status s = write_safetensors(out / "model.safetensors", tensors);
-  CHECK(s.is_ok()) << s.to_string();
-  return out;
-}
-
 TEST(Glm4MoeLite, PublishedConfig) {
   Result<ModelConfig> c = parse_hf_config(fs::path(DENSA_SOURCE_DIR) / "tests/data/configs/glm-4.7-flash.json");
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
@@ -338,6 +250,63 @@ TEST(GlmMoeDsa, PublishedConfig) {
   ASSERT_FALSE(shared.is_ok());
   EXPECT_NE(shared.status().message().find("index_topk_freq"), std::string::npos) << shared.status().message();
 }
+
+// GGUF: Kimi-K2.5's text model and GLM-4.7-Flash are written under llama.cpp's deepseek2 (they
+// run the DeepSeek-V3 forward, so they read back as DeepseekV3ForCausalLM). A BF16 GGUF of a
+// BF16 checkpoint holds the same values: logits bit-identical to the Hugging Face load, within
+// the MLA golden bound (1e-3, as above) of the PyTorch reference, greedy equal to its greedy.
+class MlaFamilyGguf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MlaFamilyGguf, Bf16GgufAsDeepseek2EqualsTheHfLoad) {
+  const std::string family = GetParam();
+  const fs::path dir = family == "kimi_k25" ? wrap_as_kimi_k25(ref_dir(), "gguf") : wrap_as_glm4_moe_lite("gguf");
+  const fs::path out = dir / "model.gguf";
+  Result<QuantizeReport> rep = quantize_checkpoint(QuantizeOptions{dir, out, "bf16", 128, ""});
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  Result<GgufFile> f = GgufFile::open(out);
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  EXPECT_EQ(f->get_string("general.architecture"), "deepseek2");
+  EXPECT_EQ(f->get_int("deepseek2.block_count"), 3);  // the NextN layer is not written
+  EXPECT_TRUE(f->has_tensor("blk.0.attn_kv_a_mqa.weight"));
+  EXPECT_TRUE(f->has_tensor("blk.2.ffn_gate_exps.weight"));
+  for (const GgufTensorInfo& t : f->tensor_infos()) {
+    EXPECT_EQ(t.name.find("vision"), std::string::npos) << t.name;
+    EXPECT_EQ(t.name.rfind("blk.3.", 0), std::string::npos) << t.name;
+  }
+  const ModelWeights hf = load_ok(dir);
+  const ModelWeights gguf = load_ok(out);
+  EXPECT_EQ(gguf.format, "gguf");
+  EXPECT_EQ(gguf.config.architecture, "DeepseekV3ForCausalLM");
+  EXPECT_EQ(gguf.num_params(), hf.num_params());
+  for (int l = 0; l < 3; ++l) EXPECT_EQ(gguf.config.is_moe_layer(l), hf.config.is_moe_layer(l)) << l;
+  EXPECT_FLOAT_EQ(gguf.config.yarn.factor, hf.config.yarn.factor);
+  EXPECT_NEAR(gguf.config.yarn.mscale_all_dim, hf.config.yarn.mscale_all_dim, 1e-6);
+  testing::ExactBf16Matmul exact;
+  const nlohmann::json golden = testing::read_json(ref_dir() / "golden.json");
+  for (size_t i = 0; i < golden["prompts"].size(); ++i) {
+    const auto prompt = golden["prompts"][i]["prompt_ids"].get<std::vector<TokenId>>();
+    const auto want = golden["prompts"][i]["greedy_ids"].get<std::vector<TokenId>>();
+    std::vector<TokenId> tokens = prompt;
+    tokens.insert(tokens.end(), want.begin(), want.end());
+    const std::vector<float> a = logits_of(gguf, tokens);
+    EXPECT_TRUE(a == logits_of(hf, tokens)) << family << " prompt " << i << ": GGUF and HF logits differ";
+    const std::vector<float> ref = testing::read_binary<float>(ref_dir() / ("prompt" + std::to_string(i) + ".logits.f32.bin"));
+    ASSERT_EQ(a.size(), ref.size());
+    double diff = 0;
+    for (size_t k = 0; k < a.size(); ++k) diff = std::max(diff, std::fabs(double(a[k]) - ref[k]));
+    EXPECT_LT(diff, 1e-3) << family << " prompt " << i;
+    GenerateOptions o;
+    o.max_new_tokens = static_cast<int>(want.size());
+    o.sampling.temperature = 0.0f;
+    o.stop_at_eos = false;
+    EXPECT_EQ(generate(gguf, prompt, o, &pool(), [](TokenId, std::span<const float>) { return true; }), want)
+        << family << " prompt " << i;
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, MlaFamilyGguf, ::testing::Values(std::string("kimi_k25"), std::string("glm4_moe_lite")),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace densa
