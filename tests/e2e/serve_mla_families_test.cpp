@@ -1,7 +1,9 @@
 // End-to-end: `densa serve` on the tiny checkpoints of the production families, GLM-5
 // (glm_moe_dsa, MLA + DeepSeek Sparse Attention, index_topk 8), Kimi-K2.5 (kimi_k25, the
 // deepseek_v3 reference re-wrapped) and GLM-4.7-Flash (glm4_moe_lite, likewise), with BF16 and
-// FP8 KV, driven over HTTP with curl. The server runs 4-token pages and 5-token prefill chunks
+// FP8 KV, fp32 activations (--bf16-activations f32, as the golden logits), driven over HTTP
+// with curl (each checkpoint with the shared SentencePiece tokenizer
+// as its tokenizer.model; prompts are sent as token ids). The server runs 4-token pages and 5-token prefill chunks
 // (so prompts of 12-40 tokens cross index_topk inside a chunk), the prefix cache on (each prompt
 // is sent twice; the second time its full pages are cache hits) and DENSA_KV_AUDIT set (the
 // page and radix-cache audit CHECKed after every step). Each greedy completion's tokens
@@ -39,11 +41,21 @@ fs::path ref(const std::string& arch) { return fs::path(DENSA_SOURCE_DIR) / "tes
 
 std::string tokenizer_path() { return (models_dir() / "tokenizer" / "tokenizer.model").string(); }
 
-// The checkpoint directory of a family (re-wrapped ones in a temp dir).
+// The checkpoint directory of a family in a temp dir (re-wrapped, or copied), with the shared
+// SentencePiece tokenizer beside it as its tokenizer.model (the references ship none; serve
+// needs one).
 fs::path checkpoint(const std::string& name) {
-  if (name == "kimi_k25") return wrap_as_kimi_k25(deepseek_v3_ref_dir(), "serve");
-  if (name == "glm4_moe_lite") return wrap_as_glm4_moe_lite("serve");
-  return ref(name);
+  fs::path dir;
+  if (name == "kimi_k25") {
+    dir = wrap_as_kimi_k25(deepseek_v3_ref_dir(), "serve");
+  } else if (name == "glm4_moe_lite") {
+    dir = wrap_as_glm4_moe_lite("serve");
+  } else {
+    dir = fresh_temp_dir("densa_serve_", name);
+    for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(ref(name) / f, dir / f);
+  }
+  fs::copy_file(tokenizer_path(), dir / "tokenizer.model", fs::copy_options::overwrite_existing);
+  return dir;
 }
 
 struct Prompt {
@@ -116,9 +128,12 @@ TEST_P(ServeMlaFamilies, GreedyOverHttpEqualsTheEngineAndFollowsTheGolden) {
   Result<Tokenizer> tok = Tokenizer::from_sentencepiece_file(tokenizer_path());
   ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
   ::setenv("DENSA_KV_AUDIT", "1", 1);  // the server CHECKs the page / radix audit every step
+  // The golden logits' arithmetic (fp32 x, exact BF16 products): --bf16-activations f32 for the
+  // server, this scope for the in-process engine.
+  ExactBf16Matmul exact;
   for (auto [kv, kv_name, margin] : {std::tuple{DType::kBF16, "bf16", 0.3}, std::tuple{DType::kFP8E4M3, "fp8", 1.0}}) {
     const std::vector<std::vector<TokenId>> want = engine_greedy(dir, kv, ps);
-    ServerProcess server({"--tokenizer", tokenizer_path(), "--kv-dtype", kv_name, "--page-size", "4",
+    ServerProcess server({"--bf16-activations", "f32", "--kv-dtype", kv_name, "--page-size", "4",
                           "--chunked-prefill-size", "5"},
                          dir.string());
     ASSERT_TRUE(server.wait_ready()) << name << " " << kv_name;
@@ -155,7 +170,7 @@ TEST_P(ServeMlaFamilies, GreedyOverHttpEqualsTheEngineAndFollowsTheGolden) {
     }
   }
   ::unsetenv("DENSA_KV_AUDIT");
-  if (dir != ref(name)) fs::remove_all(dir);
+  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ServeMlaFamilies,
