@@ -8,7 +8,8 @@
 // 64 x (576 + 512).
 // Bytes of KV read per token (per layer) are counted from the layout, not measured: dense MLA
 // reads every cached latent row (576 BF16 values, 1,152 B); DSA reads every cached index key
-// (128 FP8 codes + an f32 scale, 132 B) and the latent rows of at most index_topk tokens.
+// (128 FP8 codes + an f32 scale, 132 B) and the latent rows of at most index_topk tokens (while
+// the context fits in index_topk, only the latent rows: the indexer does not run).
 //
 //   ./build/dsa_decode_bench [--rounds N] [--max-context N]
 #include <algorithm>
@@ -109,7 +110,8 @@ int run(int rounds, int max_context) {
     });
     const int64_t row_bytes = int64_t{l.latent_dim} * 2, key_bytes = kIndexDim + 4;
     const int64_t dense_bytes = int64_t{T} * row_bytes;
-    const int64_t dsa_bytes = int64_t{T} * key_bytes + int64_t{count} * row_bytes;
+    // While the whole context fits in index_topk the indexer does not run (every token is kept).
+    const int64_t dsa_bytes = (count == T ? 0 : int64_t{T} * key_bytes) + int64_t{count} * row_bytes;
     std::printf("%10d %12.3f %12.3f %12.3f %12.3f %8.2f %14lld %14lld\n", T, dense, index + attend, index, attend,
                 dense / (index + attend), static_cast<long long>(dense_bytes), static_cast<long long>(dsa_bytes));
   }
