@@ -1,7 +1,7 @@
 #pragma once
 // The deepseek_v3 PyTorch-reference checkpoint (tests/data/reference/deepseek_v3) re-wrapped in
 // the layouts of the families that run the DeepSeek-V3 computation, written into a fresh
-// temp directory per call, for the tests of several folders (model, arch, cli, e2e):
+// temp directory per call, for the tests of several folders (model, cli, e2e):
 //   wrap_as_kimi_k25       Kimi-K2.5 / K2.6: config under text_config, tensors under
 //                          "language_model.", vision-tower / projector / NextN tensors beside
 //   wrap_as_glm4_moe_lite  GLM-4.7-Flash: transformers v5 keys, a NextN layer
