@@ -53,8 +53,10 @@ int run_gen_model(GenModelArgs& a) {
   std::printf("wrote %s (%s, %s%s): %s, hidden %d, %d layers, %d heads / %d kv heads, ffn %d",
               o.output.string().c_str(), o.format.c_str(), o.dtype.c_str(), head.c_str(), c.architecture.c_str(), c.hidden_size, c.num_layers, c.num_heads,
               c.num_kv_heads, c.intermediate_size);
-  if (c.is_moe()) {
-    std::printf(", %d experts of %d (top-%d)", c.num_experts, c.moe_intermediate_size, c.num_experts_per_tok);
+  if (c.architecture == "MixtralForCausalLM") {
+    std::printf(" x %d experts (top-%d)", c.num_experts, c.num_experts_per_tok);
+  } else if (c.is_moe()) {
+    std::printf(", %d experts of ffn %d (top-%d)", c.num_experts, c.moe_intermediate_size, c.num_experts_per_tok);
   }
   std::printf(", vocab %d, context %d\n", c.vocab_size, c.max_position_embeddings);
   std::printf("parameters: total %lld (%.1fM), active per token %lld (%.1fM); tensor bytes %lld\n",

@@ -225,11 +225,11 @@ TEST(GgufVocabLlamaCpp, QuantizedQwen3GgufTokenizesLikeLlamaCppAndHf) {
   ASSERT_TRUE(llama.open(bins, &err)) << err;
   ASSERT_TRUE(llama.load(gguf, /*vocab_only=*/true, &err)) << err;
   EXPECT_EQ(llama.n_tokens(), 151669);
-  ASSERT_EQ(tok.vocab().pieces[kForcedControlId], "</s>");
-  ASSERT_EQ(tok.vocab().types[kForcedControlId], TokenType::kNormal);
   auto densa_tok = load_tokenizer(gguf);
   ASSERT_TRUE(densa_tok.is_ok()) << densa_tok.status().to_string();
   const Tokenizer& tok = densa_tok->tokenizer;
+  ASSERT_EQ(tok.vocab().pieces[kForcedControlId], "</s>");
+  ASSERT_EQ(tok.vocab().types[kForcedControlId], TokenType::kNormal);
 
   const std::vector<std::string> inputs = test_inputs();
   for (bool add_special : {false, true}) {
