@@ -53,6 +53,7 @@ const defaults = {
   windowS: 0,              // 0: minutes*60/10, at least 10 s
   warmupFraction: 0.25,
   threads: 1,              // kernel threads per densa process
+  httpThreads: 16,         // serve --max-running-requests (HTTP threads: this + 16), router --max-connections
   kvCacheMemory: '2MiB',   // small on purpose: eviction and preemption under load
   rssSlackMib: 2,
   rssSlackPct: 2,
@@ -221,8 +222,12 @@ class DensaProc {
   }
 }
 
+// HTTP thread pools sized to the load (6 lanes per stack): every pool thread keeps its own
+// allocator caches (glibc tcache), so a pool of 128 mostly idle threads grows RSS for minutes
+// before it levels off, which would hide a real leak in a short run (docs/performance/soak.md).
 function serveArgs(extra) {
   return ['serve', '-m', opt.model, '--served-model-name', 'soak', '-t', String(opt.threads),
+    '--max-running-requests', String(opt.httpThreads),
     '--kv-cache-memory', opt.kvCacheMemory, '--kv-integrity', 'digest',
     ...(opt.faultFraction > 0 ? ['--test-allow-fault-injection'] : []), ...extra];
 }
@@ -442,7 +447,7 @@ class Stack {
       for (const e of this.engines) await e.waitHealthy();
       this.router = new DensaProc('disagg-router', ['router', '--prefill', this.prefill.map((w) => w.url).join(','),
         '--decode', this.decode.map((w) => w.url).join(','), '--health-interval-ms', '500', '--failure-hold-ms', '1000',
-        '--timeout-ms', '60000'], { engine: false });
+        '--timeout-ms', '60000', '--max-connections', String(opt.httpThreads)], { engine: false });
       this.router.start();
       await this.router.waitHealthy();
       this.front = this.router;
@@ -796,5 +801,14 @@ function machine() {
 }
 
 const fmt = (x) => (x === null || x === undefined ? 'n/a' : Number(x).toFixed(x < 0.1 ? 4 : 3));
+
+// Interrupted: take the densa processes down with the harness.
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    for (const p of procs) if (alive(p)) { p.expectedExit = true; p.child.kill('SIGKILL'); }
+    console.log(`SOAK FAIL mode=${opt.mode} minutes=${opt.minutes} interrupted by ${sig}`);
+    process.exit(1);
+  });
+}
 
 main();
