@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The CI-sized soak (docs/performance/soak.md): 2 minutes of mixed load with KV faults on a
+# colocated server and, at the same time, on a router with 2 prefill + 2 decode workers that
+# are SIGKILLed and restarted in turn. Independent of ctest; needs build/densa (scripts/test.sh
+# builds it) and node. About 3 minutes on a 2-core machine: start-up and references (~5 s),
+# 2 minutes of load, drain and audits (~5 s). Exit 0 on the PASS verdict line, 1 otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$SECONDS
+status=0
+./bench/soak.sh --minutes 2 --mode both --out build/soak-ci "$@" || status=$?
+echo "=== soak-ci: $((SECONDS - t0)) s (logs and report.json in build/soak-ci)"
+exit "$status"
