@@ -8,6 +8,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
 status=0
-./bench/soak.sh --minutes 2 --mode both --out build/soak-ci "$@" || status=$?
+./bench/soak.sh --minutes 2 --mode both --out build/soak-ci --rss-slack-mib 6 --max-cpu-drift 2 "$@" || status=$?
 echo "=== soak-ci: $((SECONDS - t0)) s (logs and report.json in build/soak-ci)"
 exit "$status"
