@@ -1,17 +1,20 @@
 // Tool calls and structured outputs through the official `openai` client against densa serve
 // (tests/e2e/tools_e2e_test.cpp). Arguments and answers are checked with ajv, an independent
 // JSON Schema validator (the test oracles). Prints one JSON object of results.
-//   node openai_tools.mjs BASE_URL ORACLES_DIR REQUESTS
+//   node openai_tools.mjs BASE_URL ORACLES_DIR REQUESTS [MODEL [PAIRS]]
+// MODEL: the served model name (default qwen-random); PAIRS: how many streamed / whole pairs
+// of the same seed run at once (default min(REQUESTS, 24)).
 import OpenAI from 'openai';
 import { createRequire } from 'module';
 
-const [baseURL, oraclesDir, requestsArg] = process.argv.slice(2);
+const [baseURL, oraclesDir, requestsArg, modelArg, pairsArg] = process.argv.slice(2);
 const require = createRequire(oraclesDir.replace(/\/?$/, '/') + 'package.json');
 const Ajv = require('ajv');
 const ajv = new Ajv({ strict: false });
 const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0 });
-const model = 'qwen-random';
+const model = modelArg || 'qwen-random';
 const N = parseInt(requestsArg, 10);
+const PAIRS = pairsArg ? parseInt(pairsArg, 10) : Math.min(N, 24);
 
 // Strings are length-bounded so random weights finish them within max_tokens.
 const weather = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city',
@@ -126,9 +129,9 @@ for (let i = 0; i < N; ++i) {
 }
 await Promise.all(jobs);
 
-// 3. Streaming equals non-streaming for the same seed, many at once.
+// 3. Streaming equals non-streaming for the same seed, all pairs at once.
 const pairs = [];
-for (let i = 0; i < Math.min(N, 24); ++i) {
+for (let i = 0; i < PAIRS; ++i) {
   pairs.push((async () => {
     const params = { model, messages: [user], tools, tool_choice: i % 2 ? 'required' : 'auto', temperature: 1, seed: 300 + i, max_tokens: 120 };
     const [whole, parts] = await Promise.all([client.chat.completions.create(params), streamed(params)]);
