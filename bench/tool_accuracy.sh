@@ -31,7 +31,7 @@ for family in $families; do
     --format hf --dtype bf16 --tokenizer "$tok" "$work/m-$family" >/dev/null
   log=$work/serve-$family.log
   "$densa" serve -m "$work/m-$family" --port 0 --threads 2 --served-model-name "$family-random" \
-    --max-running-requests 32 >"$log" 2>&1 &
+    --max-running-requests "${MAX_RUNNING:-32}" >"$log" 2>&1 &
   pid=$!
   port=""
   for _ in $(seq 1 300); do
