@@ -132,7 +132,10 @@ for (let i = 0; i < N; ++i) {
 let next = 0;
 await Promise.all(Array.from({ length: 64 }, async () => { while (next < jobs.length) await jobs[next++](); }));
 
-// 3. Streaming equals non-streaming for the same seed, all pairs at once.
+// 3. Streaming equals non-streaming for the same seed, all pairs at once. First let the
+// server close the idle keep-alive connections of part 2 (its timeout is 2 s), so that no
+// request of this part goes out on a connection the server is closing at that moment.
+await new Promise((done) => setTimeout(done, 3000));
 const pairs = [];
 for (let i = 0; i < PAIRS; ++i) {
   pairs.push((async () => {
