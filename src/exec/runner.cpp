@@ -1,5 +1,6 @@
 #include "exec/runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "sample/sampler.h"
@@ -103,6 +104,31 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
                           forward_s);
   }
 
+  // Constrained rows' masks first, in parallel: each depends only on its own request's
+  // matcher (the compiled grammars they share are immutable), so a batch of constrained
+  // requests costs its slowest masks, not their sum, and no mask depends on the batch.
+  const size_t words = (static_cast<size_t>(vocab) + 63) / 64;
+  mask_row_.assign(logit_rows_.size(), -1);
+  std::vector<TokenConstraint*> constrained;
+  bool distinct = true;
+  for (size_t j = 0; j < logit_rows_.size(); ++j) {
+    TokenConstraint* c = requests[logit_chunk_[j]]->params.constraint.get();
+    if (c == nullptr) continue;
+    distinct = distinct && std::find(constrained.begin(), constrained.end(), c) == constrained.end();
+    mask_row_[j] = static_cast<int32_t>(constrained.size());
+    constrained.push_back(c);
+  }
+  mask_.assign(constrained.size() * words, 0);
+  auto fill = [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k)
+      constrained[static_cast<size_t>(k)]->fill_allowed(std::span<uint64_t>(mask_.data() + k * words, words));
+  };
+  // (A request with two logit rows in one step would have its matcher read twice at once.)
+  if (distinct && constrained.size() > 1 && threads_ != nullptr)
+    threads_->parallel_for_dynamic(static_cast<int64_t>(constrained.size()), fill);
+  else
+    fill(0, static_cast<int64_t>(constrained.size()));
+
   for (size_t j = 0; j < logit_rows_.size(); ++j) {
     const std::span<const float> logits_row(logits_.data() + j * vocab, static_cast<size_t>(vocab));
     Request& r = *requests[logit_chunk_[j]];
@@ -110,10 +136,9 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     if (r.params.constraint != nullptr) {
       // Masked sampling: the forbidden tokens' logits become -inf in a copy, so sampling,
       // logprobs and the seed's draws see only what the grammar allows.
-      mask_.assign((static_cast<size_t>(vocab) + 63) / 64, 0);
-      r.params.constraint->fill_allowed(mask_);
+      const std::span<const uint64_t> mask(mask_.data() + static_cast<size_t>(mask_row_[j]) * words, words);
       masked_.resize(static_cast<size_t>(vocab));
-      if (apply_token_mask(logits_row, mask_, masked_) == 0) {
+      if (apply_token_mask(logits_row, mask, masked_) == 0) {
         result.outcomes[logit_chunk_[j]].error = internal_error(
             "the request's output constraint allows no next token after " + std::to_string(r.num_generated()) +
             " generated tokens");

@@ -51,7 +51,8 @@ class Runner {
   std::vector<int32_t> block_table_;    // pages of all batch sequences, concatenated
   std::vector<int32_t> block_offsets_;  // [num_seqs + 1]
   std::vector<float> logits_;           // [num_logits, vocab]
-  std::vector<uint64_t> mask_;          // [ceil(vocab / 64)] a constrained request's allowed tokens
+  std::vector<uint64_t> mask_;          // [constrained rows, ceil(vocab / 64)] their allowed tokens
+  std::vector<int32_t> mask_row_;       // [num_logits] row of mask_ of each logit row; -1 unconstrained
   std::vector<float> masked_;           // [vocab] its logits with the forbidden ones at -inf
   std::vector<float> static_scales_;    // [layer][k|v][kv_head]; empty unless fp8 static KV
 };

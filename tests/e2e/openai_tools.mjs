@@ -1,17 +1,20 @@
 // Tool calls and structured outputs through the official `openai` client against densa serve
 // (tests/e2e/tools_e2e_test.cpp). Arguments and answers are checked with ajv, an independent
 // JSON Schema validator (the test oracles). Prints one JSON object of results.
-//   node openai_tools.mjs BASE_URL ORACLES_DIR REQUESTS
+//   node openai_tools.mjs BASE_URL ORACLES_DIR REQUESTS [MODEL [PAIRS]]
+// MODEL: the served model name (default qwen-random); PAIRS: how many streamed / whole pairs
+// of the same seed run at once (default min(REQUESTS, 24)).
 import OpenAI from 'openai';
 import { createRequire } from 'module';
 
-const [baseURL, oraclesDir, requestsArg] = process.argv.slice(2);
+const [baseURL, oraclesDir, requestsArg, modelArg, pairsArg] = process.argv.slice(2);
 const require = createRequire(oraclesDir.replace(/\/?$/, '/') + 'package.json');
 const Ajv = require('ajv');
 const ajv = new Ajv({ strict: false });
 const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0 });
-const model = 'qwen-random';
+const model = modelArg || 'qwen-random';
 const N = parseInt(requestsArg, 10);
+const PAIRS = pairsArg ? parseInt(pairsArg, 10) : Math.min(N, 24);
 
 // Strings are length-bounded so random weights finish them within max_tokens.
 const weather = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city',
@@ -93,6 +96,8 @@ for (const mode of ['blocking', 'stream']) {
 
 // 2. Schema accuracy: tool_choice required and named, and response_format json_schema, at
 // temperature 1 over many seeds.
+// Run at most 64 at a time (the server runs 32), so thousands of requests do not all hold a
+// connection open at once.
 const jobs = [];
 for (let i = 0; i < N; ++i) {
   jobs.push((async () => {
@@ -104,7 +109,7 @@ for (let i = 0; i < N; ++i) {
     if (calls.length === 0) out.required.problems.push(`seed ${1000 + i}: no call: ${JSON.stringify(r.choices[0])}`);
     if (r.choices[0].finish_reason !== 'tool_calls') out.required.problems.push(`seed ${1000 + i}: finish ${r.choices[0].finish_reason}`);
     out.required.problems.push(...checkCalls(calls));
-  })());
+  }));
   jobs.push((async () => {
     const r = await client.chat.completions.create({ model, messages: [user], tools, temperature: 1, seed: 5000 + i, max_tokens: 200, parallel_tool_calls: false,
                                                      tool_choice: { type: 'function', function: { name: 'book' } } });
@@ -112,7 +117,7 @@ for (let i = 0; i < N; ++i) {
     const calls = r.choices[0].message.tool_calls ?? [];
     if (calls.length === 0 || calls.some((c) => c.function.name !== 'book')) out.named.problems.push(`seed ${5000 + i}: ${JSON.stringify(calls)}`);
     out.named.problems.push(...checkCalls(calls));
-  })());
+  }));
   jobs.push((async () => {
     const r = await client.chat.completions.create({ model, messages: [user], temperature: 1, seed: 9000 + i, max_tokens: 200,
       response_format: { type: 'json_schema', json_schema: { name: 'answer', strict: true, schema: answerSchema } } });
@@ -122,13 +127,17 @@ for (let i = 0; i < N; ++i) {
       if (validAnswer(JSON.parse(text))) out.schema.valid++;
       else out.schema.problems.push(`${text}: ${ajv.errorsText(validAnswer.errors)}`);
     } catch (e) { out.schema.problems.push(`unparsable: ${text} (finish ${r.choices[0].finish_reason})`); }
-  })());
+  }));
 }
-await Promise.all(jobs);
+let next = 0;
+await Promise.all(Array.from({ length: 64 }, async () => { while (next < jobs.length) await jobs[next++](); }));
 
-// 3. Streaming equals non-streaming for the same seed, many at once.
+// 3. Streaming equals non-streaming for the same seed, all pairs at once. First let the
+// server close the idle keep-alive connections of part 2 (its timeout is 2 s), so that no
+// request of this part goes out on a connection the server is closing at that moment.
+await new Promise((done) => setTimeout(done, 3000));
 const pairs = [];
-for (let i = 0; i < Math.min(N, 24); ++i) {
+for (let i = 0; i < PAIRS; ++i) {
   pairs.push((async () => {
     const params = { model, messages: [user], tools, tool_choice: i % 2 ? 'required' : 'auto', temperature: 1, seed: 300 + i, max_tokens: 120 };
     const [whole, parts] = await Promise.all([client.chat.completions.create(params), streamed(params)]);
