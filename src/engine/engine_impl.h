@@ -103,6 +103,7 @@ class EngineImpl final : public Engine {
   std::unordered_map<RequestId, std::shared_ptr<RequestStream>> streams_;
   int64_t num_steps_ = 0;
   int64_t num_integrity_violations_ = 0;
+  int64_t num_nonfinite_logit_rows_ = 0;
   TimelineRecorder timelines_;             // per-request stage times (engine thread)
   std::unique_ptr<RoutingStats> routing_;  // MoE routing load; null unless EngineConfig::routing_stats
   std::unordered_map<RequestId, BlockTable> exports_;  // pinned pages handed to exporters

@@ -118,8 +118,9 @@ Result<Grammar> hermes_calls(const OpenAiRequest& r, bool with_open, bool parall
 
 }  // namespace
 
-OutputConstraints::OutputConstraints(const Tokenizer& tokenizer, size_t cache_capacity)
-    : tokenizer_(tokenizer), capacity_(cache_capacity) {}
+OutputConstraints::OutputConstraints(const Tokenizer& tokenizer, size_t cache_capacity,
+                                     grammar::CompileLimits limits)
+    : tokenizer_(tokenizer), capacity_(cache_capacity), limits_(limits) {}
 
 bool OutputConstraints::hermes_like(const std::string& tool_parser) {
   return tool_parser == "hermes" || tool_parser == "qwen3";
@@ -142,7 +143,7 @@ Result<grammar::GrammarCache*> OutputConstraints::cache() {
     }
     token_bytes_ = std::move(bytes);
     vocab_ = std::move(vocab).value();
-    cache_ = std::make_unique<grammar::GrammarCache>(vocab_, capacity_);
+    cache_ = std::make_unique<grammar::GrammarCache>(vocab_, capacity_, limits_);
   });
   if (!vocab_status_.is_ok()) return vocab_status_;
   return cache_.get();
