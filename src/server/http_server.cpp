@@ -86,12 +86,25 @@ void HttpServer::register_routes() {
   // its own 8 KiB limit, and the read timeout bounds how long they may take); the total is
   // refused here, before any handler parses anything.
   const size_t max_header_bytes = config_.max_header_bytes;
-  http_->set_pre_routing_handler([api_key, &ctx, max_header_bytes](const httplib::Request& req,
+  const size_t max_body_bytes = config_.max_body_bytes;
+  http_->set_pre_routing_handler([api_key, &ctx, max_header_bytes, max_body_bytes](const httplib::Request& req,
                                                                    httplib::Response& res) {
     size_t header_bytes = req.method.size() + req.target.size() + req.version.size() + 4;
     for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
     if (header_bytes > max_header_bytes) {
       send_error(res, headers_too_large_error(header_bytes, max_header_bytes));
+      res.set_header("Connection", "close");
+      if (req.path.rfind("/v1/", 0) == 0) ctx.metrics.count_response(res.status);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // httplib 0.11 holds a chunked body to no size limit (it reads it whole before the
+    // handler), so only bodies with a Content-Length, checked against --max-body-bytes
+    // before they are read, are taken.
+    if (req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
+      send_error(res, ApiError{411, "invalid_request_error",
+                               "Chunked request bodies are not accepted: send Content-Length (at most " +
+                                   std::to_string(max_body_bytes) + " bytes, --max-body-bytes)",
+                               "", "length_required", 0});
       res.set_header("Connection", "close");
       if (req.path.rfind("/v1/", 0) == 0) ctx.metrics.count_response(res.status);
       return httplib::Server::HandlerResponse::Handled;
@@ -151,7 +164,6 @@ void HttpServer::register_routes() {
   // Unknown routes (and 404s no handler wrote a body for) get an OpenAI error body, and so do
   // the refusals httplib makes itself before any handler runs (a body past --max-body-bytes,
   // a request line past its 8 KiB).
-  const size_t max_body_bytes = config_.max_body_bytes;
   http_->set_error_handler([max_body_bytes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
@@ -161,6 +173,14 @@ void HttpServer::register_routes() {
       res.set_content(error_body(body_too_large_error(max_body_bytes)), "application/json");
     } else if (res.status == 414) {
       res.set_content(error_body(uri_too_long_error()), "application/json");
+    } else if (res.status == 400) {
+      // A request httplib could not read: malformed, a header line past 8 KiB, or a client
+      // that stopped sending mid-request for --http-read-timeout.
+      res.set_content(error_body(ApiError{400, "invalid_request_error",
+                                          "Malformed or incomplete HTTP request (a header line past 8 KiB, or the "
+                                          "client stopped sending for --http-read-timeout)",
+                                          "", "bad_http_request", 0}),
+                      "application/json");
     }
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
