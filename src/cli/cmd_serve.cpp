@@ -20,6 +20,7 @@
 #include "tools/canary.h"
 #include "tools/capacity.h"
 #include "tools/kv_calibration.h"
+#include "disagg/kv_wire.h"
 #include "disagg/ucx_worker.h"
 
 namespace densa::cli {
@@ -56,6 +57,17 @@ struct ServeArgs {
   std::string chat_template;
   std::string tool_parser;
   std::string reasoning_parser;
+  // Resource limits (server/README.md "Limits").
+  std::string max_body_bytes = "16MiB";
+  std::string max_header_bytes = "64KiB";
+  double http_read_timeout_s = 10;
+  double http_write_timeout_s = 10;
+  int http_keep_alive_timeout_s = 2;
+  int http_threads = 0;
+  int64_t template_max_steps = jinja::RenderLimits{}.max_steps;
+  std::string template_max_output_bytes = "16MiB";
+  int64_t grammar_max_elements = static_cast<int64_t>(grammar::CompileLimits{}.max_elements);
+  int64_t grammar_max_positions = static_cast<int64_t>(grammar::CompileLimits{}.max_positions);
   WeightArgs weights;
 };
 
@@ -113,6 +125,15 @@ int run_serve(const ServeArgs& a) {
   Result<int64_t> kv_bytes = parse_byte_size(a.kv_cache_memory);
   if (!kv_bytes.is_ok()) return fail("--kv-cache-memory: " + kv_bytes.status().message());
   cfg.kv_cache_bytes = *kv_bytes;
+  Result<int64_t> max_body = parse_byte_size(a.max_body_bytes);
+  if (!max_body.is_ok()) return fail("--max-body-bytes: " + max_body.status().message());
+  if (*max_body < 1) return fail("--max-body-bytes must be at least 1 byte");
+  Result<int64_t> max_header = parse_byte_size(a.max_header_bytes);
+  if (!max_header.is_ok()) return fail("--max-header-bytes: " + max_header.status().message());
+  if (*max_header < 256) return fail("--max-header-bytes must be at least 256 bytes");
+  Result<int64_t> template_out = parse_byte_size(a.template_max_output_bytes);
+  if (!template_out.is_ok()) return fail("--template-max-output-bytes: " + template_out.status().message());
+  if (*template_out < 1) return fail("--template-max-output-bytes must be at least 1 byte");
   std::optional<DType> kv_dtype = dtype_from_name(a.kv_dtype);
   if (!kv_dtype) return fail("--kv-dtype must be bf16, f32 or fp8, not \"" + a.kv_dtype + "\"");
   cfg.kv_dtype = *kv_dtype;
@@ -170,6 +191,16 @@ int run_serve(const ServeArgs& a) {
 
   Result<std::unique_ptr<Engine>> engine = Engine::create(weights, cfg);
   if (!engine.is_ok()) return fail("engine: " + engine.status().message());
+  if (*role != server::ServeRole::kBoth) {
+    // A prefill / decode worker moves a request's KV in one transfer, whose pages are indexed
+    // by a narrower field than the pool's (disagg/kv_wire.h).
+    const int64_t pool_tokens = int64_t{(*engine)->stats().kv_pages_total} * a.page_size;
+    const int64_t longest = std::min<int64_t>(weights.config.max_position_embeddings, pool_tokens);
+    if (Status s = disagg::check_transfer_page_index_width(longest, a.page_size); !s.is_ok()) {
+      (*engine)->shutdown();
+      return fail(s.message());
+    }
+  }
 
   server::HttpServerConfig scfg;
   scfg.host = a.host;
@@ -178,13 +209,22 @@ int run_serve(const ServeArgs& a) {
   scfg.served_model_name =
       a.served_model_name.empty() ? std::filesystem::path(path).filename().replace_extension().string() : a.served_model_name;
   scfg.page_size = a.page_size;
-  scfg.num_http_threads = std::min(a.max_running_requests + 16, 512);
+  scfg.num_http_threads = a.http_threads > 0 ? a.http_threads : std::min(a.max_running_requests + 16, 512);
   scfg.request_log_path = a.request_log;
   scfg.role = *role;
   scfg.ucx = ucx.get();
   scfg.disagg_timeout_ms = a.disagg_timeout_ms;
   scfg.disagg_ucx_workers = a.disagg_ucx_workers;
-  scfg.chat = {a.chat_template, a.tool_parser, a.reasoning_parser};
+  scfg.chat = {a.chat_template, a.tool_parser, a.reasoning_parser, {}};
+  scfg.max_body_bytes = static_cast<size_t>(*max_body);
+  scfg.max_header_bytes = static_cast<size_t>(*max_header);
+  scfg.chat.render_limits.max_steps = a.template_max_steps;
+  scfg.chat.render_limits.max_output_bytes = static_cast<size_t>(*template_out);
+  scfg.read_timeout_ms = static_cast<int>(a.http_read_timeout_s * 1000);
+  scfg.write_timeout_ms = static_cast<int>(a.http_write_timeout_s * 1000);
+  scfg.keep_alive_timeout_s = a.http_keep_alive_timeout_s;
+  scfg.grammar.max_elements = static_cast<size_t>(a.grammar_max_elements);
+  scfg.grammar.max_positions = static_cast<size_t>(a.grammar_max_positions);
   scfg.allow_fault_injection = a.test_allow_fault_injection;
   server::HttpServer http(**engine, weights, scfg);
   if (Status s = http.bind(); !s.is_ok()) {
@@ -337,6 +377,44 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--kv-scales", a->kv_scales,
                   "fp8 KV scales: dynamic (per token) | calibrate[=FILE] (static, from a calibration pass over "
                   "FILE's text or a built-in passage) | checkpoint (static: the k_scale / v_scale tensors)")
+      ->capture_default_str();
+  // Resource limits (server/README.md "Limits"); each refusal names the flag that sets it.
+  cmd->add_option("--max-body-bytes", a->max_body_bytes, "largest request body, e.g. 16MiB (beyond: 413)")
+      ->capture_default_str();
+  cmd->add_option("--max-header-bytes", a->max_header_bytes,
+                  "largest request line + headers in all (beyond: 431; one header line is limited to 8 KiB)")
+      ->capture_default_str();
+  cmd->add_option("--http-read-timeout", a->http_read_timeout_s,
+                  "seconds a client may send nothing mid-request before its connection is closed")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--http-write-timeout", a->http_write_timeout_s,
+                  "seconds a client may read nothing of a response before its connection is closed")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--http-keep-alive-timeout", a->http_keep_alive_timeout_s,
+                  "seconds an idle keep-alive connection is kept open")
+      ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
+  cmd->add_option("--http-threads", a->http_threads,
+                  "connections served at once (each stream holds one; more wait for a free one); "
+                  "0: max-running-requests + 16, at most 512")
+      ->check(CLI::Range(0, 1 << 16))
+      ->capture_default_str();
+  cmd->add_option("--template-max-steps", a->template_max_steps,
+                  "most statements + expressions one chat template render evaluates (beyond: 400)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->capture_default_str();
+  cmd->add_option("--template-max-output-bytes", a->template_max_output_bytes,
+                  "largest rendered chat prompt, and any one string a template builds (beyond: 400)")
+      ->capture_default_str();
+  cmd->add_option("--grammar-max-elements", a->grammar_max_elements,
+                  "largest response_format / tool-call grammar after expanding repetitions (beyond: 400)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
+      ->capture_default_str();
+  cmd->add_option("--grammar-max-positions", a->grammar_max_positions,
+                  "most token-mask positions one grammar precomputes (compile time grows with them; beyond: 400)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
       ->capture_default_str();
   cmd->callback([a] {
     if (int rc = run_serve(*a); rc != 0) throw CLI::RuntimeError(rc);

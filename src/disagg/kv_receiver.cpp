@@ -40,6 +40,10 @@ Status verify_page_message(std::span<const uint8_t> message, uint64_t transfer_i
 
 Result<std::unique_ptr<KvReceiver>> KvReceiver::create(UcxWorkerPool& pool, uint64_t transfer_id,
                                                        std::vector<uint32_t> page_tags, int64_t page_bytes) {
+  if (static_cast<int64_t>(page_tags.size()) > kKvMaxPagesPerTransfer)
+    return kv_transfer_failed("a transfer of " + std::to_string(page_tags.size()) + " pages is past the " +
+                              std::to_string(kKvMaxPagesPerTransfer) + " its " + std::to_string(kKvPageIdxBits) +
+                              "-bit page index tells apart");
   Result<std::unique_ptr<UcxWorker>> worker = pool.acquire();
   if (!worker.is_ok()) return kv_transfer_failed(worker.status().message());
   std::unique_ptr<KvReceiver> r(

@@ -35,6 +35,10 @@ std::vector<std::vector<uint8_t>> build_page_messages(const KvPageFormat& from, 
 Result<int64_t> send_page_messages(UcxWorkerPool& pool, const KvSendOrder& order,
                                    const std::vector<std::vector<uint8_t>>& messages,
                                    std::chrono::steady_clock::time_point deadline) {
+  if (static_cast<int64_t>(messages.size()) > kKvMaxPagesPerTransfer)
+    return kv_transfer_failed("a transfer of " + std::to_string(messages.size()) + " pages is past the " +
+                              std::to_string(kKvMaxPagesPerTransfer) + " its " + std::to_string(kKvPageIdxBits) +
+                              "-bit page index tells apart");
   Result<std::unique_ptr<UcxWorker>> worker = pool.acquire(order.peer_address);
   if (!worker.is_ok()) return kv_transfer_failed(worker.status().message());
   std::unique_ptr<UcxWorker> w = std::move(worker).value();

@@ -41,6 +41,23 @@ inline int64_t kv_page_message_bytes(const KvLayout& to) {
 void write_page_header(const KvPageHeader& h, std::span<uint8_t> out);  // out.size() >= 48
 Result<KvPageHeader> read_page_header(std::span<const uint8_t> in);
 
+// A transfer's pages are told apart by the low kKvPageIdxBits bits of their message tags, so a
+// transfer holds at most this many pages: one more and page 0's tag would be reused, and the
+// receiver would fill the wrong staging slot. Senders and receivers refuse longer transfers,
+// and densa serve refuses at start a prefill / decode worker whose longest request needs more.
+inline constexpr int64_t kKvMaxPagesPerTransfer = int64_t{1} << kKvPageIdxBits;
+
+// ok when a request of `max_request_tokens` in pages of `page_size` fits one transfer; else
+// out_of_range naming the page index width (densa serve --role prefill|decode at start-up).
+inline Status check_transfer_page_index_width(int64_t max_request_tokens, int page_size) {
+  const int64_t pages = (max_request_tokens + page_size - 1) / page_size;
+  if (pages <= kKvMaxPagesPerTransfer) return Status::ok();
+  return out_of_range("a request of " + std::to_string(max_request_tokens) + " tokens needs " + std::to_string(pages) +
+                      " KV pages of " + std::to_string(page_size) + " tokens in one transfer, past the " +
+                      std::to_string(kKvMaxPagesPerTransfer) + " the " + std::to_string(kKvPageIdxBits) +
+                      "-bit page index of a transfer's message tags tells apart; use a larger --page-size");
+}
+
 inline uint64_t page_message_tag(uint64_t transfer_id, uint32_t page_idx) {
   return (transfer_id & kKvTransferIdMask) << kKvPageIdxBits | (page_idx & ((1u << kKvPageIdxBits) - 1));
 }

@@ -65,6 +65,7 @@ struct EngineStats {
   int64_t requests_finished = 0;
   int64_t steps = 0;
   int64_t kv_integrity_violations = 0;  // requests failed by the KV integrity check
+  int64_t nonfinite_logit_rows = 0;     // requests failed because their logits held NaN / inf
   int64_t tokens_in_flight = 0;  // prompt + generated tokens of live requests (incl. imports)
   int32_t kv_pages_pinned = 0;   // held by exports and import reservations
 };

@@ -1,4 +1,5 @@
 #include "engine/engine_impl.h"
+#include "engine/kv_index_widths.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +57,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights, cons
     if (config.kv_dtype != DType::kFP8E4M3) return invalid_argument("static KV scales need an fp8 KV cache");
     DENSA_RETURN_IF_ERROR(validate_kv_scales(*config.kv_scales, layout.num_layers, kv_scale_heads(layout)));
     layout.scale_mode = KvScaleMode::kStatic;
+  }
+  // Every index the pool's size flows through, checked before the pool is reserved.
+  if (layout.page_bytes() > 0 && config.kv_cache_bytes > 0) {
+    KvIndexBounds bounds;
+    bounds.num_pages = config.kv_cache_bytes / layout.page_bytes();
+    bounds.max_running_requests = config.max_running_requests;
+    bounds.max_request_tokens =
+        std::min<int64_t>(weights.config.max_position_embeddings, bounds.num_pages * int64_t{config.page_size});
+    bounds.max_step_tokens = config.max_step_tokens;
+    DENSA_RETURN_IF_ERROR(check_kv_index_widths(layout, bounds));
   }
   Result<PagePool> pool = PagePool::create(layout, config.kv_cache_bytes);
   if (!pool.is_ok()) return pool.status();
@@ -271,6 +282,7 @@ EngineStats EngineImpl::snapshot() const {
   s.requests_finished = c.finished;
   s.steps = num_steps_;
   s.kv_integrity_violations = num_integrity_violations_;
+  s.nonfinite_logit_rows = num_nonfinite_logit_rows_;
   s.tokens_in_flight = scheduler_.num_live_tokens();
   for (const auto& [id, table] : exports_) s.kv_pages_pinned += table.num_pages();
   for (const auto& [id, im] : imports_) {
@@ -367,7 +379,11 @@ void EngineImpl::step() {
     Status& error = result.outcomes[k].error;
     if (error.is_ok()) continue;
     error = attribute_to_request(error, plan.chunks[k].id);
-    ++num_integrity_violations_;
+    if (result.outcomes[k].nonfinite_logits) {
+      ++num_nonfinite_logit_rows_;
+    } else {
+      ++num_integrity_violations_;
+    }
     std::fprintf(stderr, "densa: %s\n", error.message().c_str());
   }
   for (const RequestUpdate& u : scheduler_.commit(plan, result, pool_, cache_)) emit(u);

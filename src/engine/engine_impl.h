@@ -104,6 +104,7 @@ class EngineImpl final : public Engine {
   std::unordered_map<RequestId, std::shared_ptr<RequestStream>> streams_;
   int64_t num_steps_ = 0;
   int64_t num_integrity_violations_ = 0;
+  int64_t num_nonfinite_logit_rows_ = 0;
   RequestFaultInjector request_faults_;     // GenerateRequest::inject_fault (tests, soak)
   TimelineRecorder timelines_;             // per-request stage times (engine thread)
   std::unique_ptr<RoutingStats> routing_;  // MoE routing load; null unless EngineConfig::routing_stats

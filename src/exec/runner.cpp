@@ -1,11 +1,49 @@
 #include "exec/runner.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "sample/sampler.h"
 
 namespace densa {
+namespace {
+
+// Counts of NaN and of +-inf in one row of model logits (before any grammar mask).
+struct NonFinite {
+  int64_t nan = 0;
+  int64_t inf = 0;
+  int64_t first = -1;  // lowest token id with a non-finite logit
+};
+
+// One branch-free pass the compiler vectorizes (an all-ones exponent is NaN or inf), so the
+// check costs a read of the row; the counting pass runs only on a row that fails it.
+bool all_finite(std::span<const float> row) {
+  uint32_t bad = 0;
+  for (const float l : row) {
+    const uint32_t bits = std::bit_cast<uint32_t>(l);
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+NonFinite count_non_finite(std::span<const float> row) {
+  NonFinite n;
+  if (all_finite(row)) return n;
+  for (size_t i = 0; i < row.size(); ++i) {
+    const float l = row[i];
+    if (std::isfinite(l)) continue;
+    if (std::isnan(l)) ++n.nan;
+    else ++n.inf;
+    if (n.first < 0) n.first = static_cast<int64_t>(i);
+  }
+  return n;
+}
+
+}  // namespace
 
 KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dtype) {
   KvLayout l;
@@ -132,6 +170,21 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
   for (size_t j = 0; j < logit_rows_.size(); ++j) {
     const std::span<const float> logits_row(logits_.data() + j * vocab, static_cast<size_t>(vocab));
     Request& r = *requests[logit_chunk_[j]];
+    // Refuse, never scrub: a NaN or inf logit means the forward pass went wrong for this row
+    // (bad weights, an overflow, KV that is not what it should be). Sampling around it would
+    // hand the client a token drawn from garbage; the request fails instead, naming the batch
+    // it ran in, and the other rows of the batch (checked on their own) go on.
+    if (const NonFinite bad = count_non_finite(logits_row); bad.first >= 0) {
+      ChunkOutcome& o = result.outcomes[logit_chunk_[j]];
+      o.nonfinite_logits = true;
+      o.error = internal_error(
+          "non-finite logits: " + std::to_string(bad.nan) + " NaN and " + std::to_string(bad.inf) + " inf of " +
+          std::to_string(vocab) + " (first at token " + std::to_string(bad.first) + ") after " +
+          std::to_string(r.num_generated()) + " generated tokens, in a batch of " + std::to_string(num_seqs) +
+          " sequences, " + std::to_string(tokens_.size()) + " tokens and " + std::to_string(logit_rows_.size()) +
+          " logit rows; the request is refused rather than sampled");
+      continue;
+    }
     std::span<const float> row = logits_row;
     if (r.params.constraint != nullptr) {
       // Masked sampling: the forbidden tokens' logits become -inf in a copy, so sampling,

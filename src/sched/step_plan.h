@@ -52,10 +52,13 @@ struct SampledToken {
   std::vector<std::pair<TokenId, float>> top_logprobs;  // [num_top_logprobs]
 };
 
-// Outcome of one chunk: a token when it sampled, or an error (integrity) that fails it.
+// Outcome of one chunk: a token when it sampled, or an error (integrity, output constraint,
+// non-finite logits) that fails it.
 struct ChunkOutcome {
   std::optional<SampledToken> sampled;
   Status error;
+  // The error is the runner's refusal of a logit row holding NaN or +-inf (never sampled).
+  bool nonfinite_logits = false;
 };
 
 struct StepResult {

@@ -60,6 +60,25 @@ ApiError route_not_found_error(const std::string& method, const std::string& pat
   return ApiError{404, "invalid_request_error", "Unknown route: " + method + " " + path, "", "unknown_url", 0};
 }
 
+ApiError body_too_large_error(size_t max_body_bytes) {
+  return ApiError{413, "invalid_request_error",
+                  "Request body is larger than the " + std::to_string(max_body_bytes) +
+                      " bytes this server accepts (--max-body-bytes)",
+                  "", "request_too_large", 0};
+}
+
+ApiError headers_too_large_error(size_t header_bytes, size_t max_header_bytes) {
+  return ApiError{431, "invalid_request_error",
+                  "Request headers are " + std::to_string(header_bytes) + " bytes, more than the " +
+                      std::to_string(max_header_bytes) + " this server accepts (--max-header-bytes)",
+                  "", "request_header_fields_too_large", 0};
+}
+
+ApiError uri_too_long_error() {
+  return ApiError{414, "invalid_request_error", "Request URI is longer than the 8192 bytes this server accepts", "",
+                  "request_uri_too_long", 0};
+}
+
 std::string error_body(const ApiError& error) {
   nlohmann::json body = {{"error",
                           {{"message", error.message},

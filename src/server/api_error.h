@@ -24,6 +24,11 @@ ApiError api_error(const Status& status, std::string param = {}, std::string cod
 // Errors that no engine Status produces: bad or missing API key (401), unknown route (404).
 ApiError unauthorized_error();
 ApiError route_not_found_error(const std::string& method, const std::string& path);
+// The HTTP layer's own limits (server/README.md "Limits"): a body past --max-body-bytes (413),
+// headers past --max-header-bytes (431), a request line past httplib's 8 KiB (414).
+ApiError body_too_large_error(size_t max_body_bytes);
+ApiError headers_too_large_error(size_t header_bytes, size_t max_header_bytes);
+ApiError uri_too_long_error();
 
 // {"error":{"message","type","param","code"}}
 std::string error_body(const ApiError& error);

@@ -45,6 +45,7 @@ Result<ChatFormat> make_chat_format(const ModelWeights& weights, const ChatForma
   ChatFormat f;
   f.bos_token = weights.text_assets.bos_token;
   f.eos_token = weights.text_assets.eos_token;
+  f.render_limits = options.render_limits;
   std::string source = weights.text_assets.chat_template;
   f.origin = "the model's chat template";
   if (!options.template_file.empty()) {
@@ -94,7 +95,7 @@ Result<RenderedChat> render_chat(const ChatFormat& format, const OpenAiRequest& 
     return out;
   }
   DENSA_ASSIGN_OR_RETURN(ojson vars, chat_template_vars(format, request));
-  Result<std::string> text = format.jinja->render(vars);
+  Result<std::string> text = format.jinja->render(vars, format.render_limits);
   if (!text.is_ok()) return invalid_argument("the chat template failed: " + text.status().message());
   out.text = std::move(text).value();
   out.reasoning_open = !format.reasoning_parser.empty() && toolparse::prompt_opens_reasoning(out.text);

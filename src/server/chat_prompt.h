@@ -21,12 +21,14 @@ struct ChatFormat {
   std::string bos_token, eos_token;      // template variables
   std::string tool_parser;               // text/chat_parse name; "" when the model has none
   std::string reasoning_parser;          // "" when the model has none
+  jinja::RenderLimits render_limits;     // every render's step / depth / output bounds
 };
 
 struct ChatFormatOptions {
   std::string template_file;     // --chat-template FILE; "" = the model's own
   std::string tool_parser;       // --tool-parser NAME; "" = guessed from the template, "none" = off
   std::string reasoning_parser;  // --reasoning-parser NAME; "" = guessed, "none" = off
+  jinja::RenderLimits render_limits;  // --template-max-steps, --template-max-output-bytes
 };
 
 // Errors: a template that does not parse (with its line and column), an unreadable

@@ -51,7 +51,7 @@ HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerCo
   CHECK(weights.tokenizer != nullptr) << "HttpServer needs a model with a tokenizer";
   ctx_.reset(new ServingContext{engine, weights, *weights.tokenizer, config_.served_model_name, config_.page_size,
                                 ChatFormat{}, {}, {}});
-  ctx_->constraints = std::make_unique<OutputConstraints>(*weights.tokenizer);
+  ctx_->constraints = std::make_unique<OutputConstraints>(*weights.tokenizer, 64, config_.grammar);
   Result<ChatFormat> chat = make_chat_format(weights, config_.chat);
   if (chat.is_ok()) {
     ctx_->chat = std::move(chat).value();
@@ -66,8 +66,10 @@ HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerCo
   ctx_->allow_fault_injection = config_.allow_fault_injection;
   const size_t threads = static_cast<size_t>(std::max(8, config_.num_http_threads));
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(64u << 20);
-  http_->set_keep_alive_timeout(2);
+  http_->set_payload_max_length(config_.max_body_bytes);
+  http_->set_keep_alive_timeout(config_.keep_alive_timeout_s);
+  http_->set_read_timeout(config_.read_timeout_ms / 1000, (config_.read_timeout_ms % 1000) * 1000);
+  http_->set_write_timeout(config_.write_timeout_ms / 1000, (config_.write_timeout_ms % 1000) * 1000);
   // Small SSE chunks and short JSON answers: without TCP_NODELAY, Nagle's algorithm holds
   // them back waiting for the client's delayed ACK (~40 ms per response on loopback).
   http_->set_tcp_nodelay(true);
@@ -80,8 +82,34 @@ void HttpServer::register_routes() {
   ServingContext& ctx = *ctx_;
   const std::string api_key = config_.api_key;
 
-  // Bearer auth on /v1/* before routing, so unknown /v1 routes also need the key.
-  http_->set_pre_routing_handler([api_key, &ctx](const httplib::Request& req, httplib::Response& res) {
+  // Header bytes first (every route), then Bearer auth on /v1/* before routing, so unknown /v1
+  // routes also need the key. httplib has read the headers by now (each line is bounded by
+  // its own 8 KiB limit, and the read timeout bounds how long they may take); the total is
+  // refused here, before any handler parses anything.
+  const size_t max_header_bytes = config_.max_header_bytes;
+  const size_t max_body_bytes = config_.max_body_bytes;
+  http_->set_pre_routing_handler([api_key, &ctx, max_header_bytes, max_body_bytes](const httplib::Request& req,
+                                                                   httplib::Response& res) {
+    size_t header_bytes = req.method.size() + req.target.size() + req.version.size() + 4;
+    for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
+    if (header_bytes > max_header_bytes) {
+      send_error(res, headers_too_large_error(header_bytes, max_header_bytes));
+      res.set_header("Connection", "close");
+      if (req.path.rfind("/v1/", 0) == 0) ctx.metrics.count_response(res.status);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // httplib 0.11 holds a chunked body to no size limit (it reads it whole before the
+    // handler), so only bodies with a Content-Length, checked against --max-body-bytes
+    // before they are read, are taken.
+    if (req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
+      send_error(res, ApiError{411, "invalid_request_error",
+                               "Chunked request bodies are not accepted: send Content-Length (at most " +
+                                   std::to_string(max_body_bytes) + " bytes, --max-body-bytes)",
+                               "", "length_required", 0});
+      res.set_header("Connection", "close");
+      if (req.path.rfind("/v1/", 0) == 0) ctx.metrics.count_response(res.status);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.path.rfind("/v1/", 0) != 0 || authorized(req, api_key)) return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, unauthorized_error());
     ctx.metrics.count_response(res.status);
@@ -134,11 +162,26 @@ void HttpServer::register_routes() {
   register_kv_integrity_admin(*http_, ctx, api_key);
   disagg_->register_routes(*http_);
 
-  // Unknown routes (and 404s no handler wrote a body for) get an OpenAI error body.
-  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404 && res.body.empty()) {
+  // Unknown routes (and 404s no handler wrote a body for) get an OpenAI error body, and so do
+  // the refusals httplib makes itself before any handler runs (a body past --max-body-bytes,
+  // a request line past its 8 KiB).
+  http_->set_error_handler([max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
       const ApiError e = route_not_found_error(req.method, req.path);
       res.set_content(error_body(e), "application/json");
+    } else if (res.status == 413) {
+      res.set_content(error_body(body_too_large_error(max_body_bytes)), "application/json");
+    } else if (res.status == 414) {
+      res.set_content(error_body(uri_too_long_error()), "application/json");
+    } else if (res.status == 400) {
+      // A request httplib could not read: malformed, a header line past 8 KiB, or a client
+      // that stopped sending mid-request for --http-read-timeout.
+      res.set_content(error_body(ApiError{400, "invalid_request_error",
+                                          "Malformed or incomplete HTTP request (a header line past 8 KiB, or the "
+                                          "client stopped sending for --http-read-timeout)",
+                                          "", "bad_http_request", 0}),
+                      "application/json");
     }
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "engine/engine.h"
+#include "grammar/compiled_grammar.h"
 #include "model/model_weights.h"
 #include "server/chat_prompt.h"
 #include "server/disagg_worker.h"
@@ -43,6 +44,14 @@ struct HttpServerConfig {
   int disagg_timeout_ms = 30000;            // every wait of a KV transfer
   int disagg_ucx_workers = 16;              // idle UCX workers pooled between transfers
   ChatFormatOptions chat;                   // --chat-template, --tool-parser, --reasoning-parser
+  // Resource limits of the HTTP layer (server/README.md "Limits"). Timeouts bound each wait
+  // for the client (one read or write making no progress), not a whole request.
+  size_t max_body_bytes = 16u << 20;        // request bodies beyond: 413 (chunked ones: 411)
+  size_t max_header_bytes = 64u << 10;      // the request line + all headers beyond: 431
+  int read_timeout_ms = 10000;              // a client that sends nothing for this long is dropped
+  int write_timeout_ms = 10000;             // a client that reads nothing for this long is dropped
+  int keep_alive_timeout_s = 2;             // an idle keep-alive connection is closed after this
+  grammar::CompileLimits grammar;           // --grammar-max-elements, --grammar-max-positions
   bool allow_fault_injection = false;       // tests / soak: serve the densa_inject_fault extension
 };
 

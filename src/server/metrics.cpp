@@ -123,6 +123,9 @@ std::string Metrics::render(const EngineStats& s) const {
           static_cast<double>(s.requests_finished));
   counter(out, "densa_kv_integrity_violations_total", "Requests failed by the KV integrity check.",
           static_cast<double>(s.kv_integrity_violations));
+  counter(out, "densa_nonfinite_logits_total",
+          "Requests refused because a logit row held NaN or inf (never sampled).",
+          static_cast<double>(s.nonfinite_logit_rows));
   std::lock_guard<std::mutex> lock(mu_);
   out += "# HELP densa_http_responses_total API responses by status class.\n"
          "# TYPE densa_http_responses_total counter\n";

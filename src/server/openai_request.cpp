@@ -172,7 +172,14 @@ bool read_messages(Reader& r, OpenAiRequest& req) {
 bool read_stop(Reader& r, OpenAiRequest& req) {
   const json* s = r.field("stop");
   if (!s) return true;
+  const auto too_long = [&r](const std::string& stop) {
+    if (stop.size() <= kMaxStopStringBytes) return false;
+    r.fail("stop", "a 'stop' string holds at most " + std::to_string(kMaxStopStringBytes) + " bytes, not " +
+                       std::to_string(stop.size()));
+    return true;
+  };
   if (s->is_string()) {
+    if (too_long(s->get<std::string>())) return false;
     if (!s->get<std::string>().empty()) req.stop.push_back(s->get<std::string>());
     return true;
   }
@@ -181,6 +188,7 @@ bool read_stop(Reader& r, OpenAiRequest& req) {
     return r.fail("stop", "'stop' holds at most " + std::to_string(kMaxStopStrings) + " strings");
   for (const json& item : *s) {
     if (!item.is_string()) return r.fail("stop", "'stop' must be a string or an array of strings");
+    if (too_long(item.get<std::string>())) return false;
     if (!item.get<std::string>().empty()) req.stop.push_back(item.get<std::string>());
   }
   return true;

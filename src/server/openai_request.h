@@ -90,6 +90,8 @@ inline constexpr const char* kIgnoredFields[] = {"user", "metadata", "service_ti
 inline constexpr int kMaxChoices = 16;
 inline constexpr int kMaxTopLogprobs = 20;
 inline constexpr int kMaxStopStrings = 16;
+// Bytes of one stop string: the stream holds back up to this much text that may start one.
+inline constexpr size_t kMaxStopStringBytes = 1024;
 inline constexpr size_t kMaxCacheSaltBytes = 256;
 
 // A request that failed to parse: the Status (kInvalidArgument) and the offending field.

@@ -334,8 +334,9 @@ Result<Grammar> glm_calls(const OpenAiRequest& r, const MarkerBytes& mk, bool wi
 }
 }  // namespace
 
-OutputConstraints::OutputConstraints(const Tokenizer& tokenizer, size_t cache_capacity)
-    : tokenizer_(tokenizer), capacity_(cache_capacity) {}
+OutputConstraints::OutputConstraints(const Tokenizer& tokenizer, size_t cache_capacity,
+                                     grammar::CompileLimits limits)
+    : tokenizer_(tokenizer), capacity_(cache_capacity), limits_(limits) {}
 
 bool OutputConstraints::hermes_like(const std::string& tool_parser) {
   return tool_parser == "hermes" || tool_parser == "qwen3" || tool_parser == "qwen25";
@@ -389,7 +390,7 @@ Result<grammar::GrammarCache*> OutputConstraints::cache(const std::string& tool_
     }
     token_bytes_ = std::move(bytes);
     vocab_ = std::move(vocab).value();
-    cache_ = std::make_unique<grammar::GrammarCache>(vocab_, capacity_);
+    cache_ = std::make_unique<grammar::GrammarCache>(vocab_, capacity_, limits_);
   });
   if (!vocab_status_.is_ok()) return vocab_status_;
   return cache_.get();

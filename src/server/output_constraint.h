@@ -34,7 +34,9 @@ struct ConstraintPlan {
 
 class OutputConstraints {
  public:
-  explicit OutputConstraints(const Tokenizer& tokenizer, size_t cache_capacity = 64);
+  // `limits` bound every grammar compiled here (--grammar-max-elements, --grammar-max-positions).
+  explicit OutputConstraints(const Tokenizer& tokenizer, size_t cache_capacity = 64,
+                             grammar::CompileLimits limits = {});
 
   // The plan for a chat request. Errors (invalid_argument, param in `param`): a schema,
   // pattern or grammar densa cannot compile, or a tool-call format with no grammar here.
@@ -60,6 +62,7 @@ class OutputConstraints {
 
   const Tokenizer& tokenizer_;
   size_t capacity_;
+  grammar::CompileLimits limits_;
   std::once_flag once_;
   Status vocab_status_;
   std::shared_ptr<const grammar::Vocabulary> vocab_;

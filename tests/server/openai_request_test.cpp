@@ -228,5 +228,25 @@ TEST(OpenAiRequest, DeeplyNestedBodiesAreRefusedBeforeParsing) {
   EXPECT_TRUE(parse(ApiKind::kCompletion, R"({"prompt":")" + std::string(5000, '[') + R"("})").has_value());
 }
 
+TEST(OpenAiRequest, ChoicesAndStopStringsAreBounded) {
+  const ApiKind c = ApiKind::kCompletion;
+  EXPECT_TRUE(parse(c, R"({"prompt":"x","n":16})").has_value());
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","n":17})"), "n");
+  std::string sixteen = "[", seventeen;
+  for (int i = 0; i < 16; ++i) sixteen += std::string(i ? "," : "") + "\"s" + std::to_string(i) + "\"";
+  seventeen = sixteen + ",\"s16\"]";
+  sixteen += "]";
+  EXPECT_TRUE(parse(c, R"({"prompt":"x","stop":)" + sixteen + "}").has_value());
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","stop":)" + seventeen + "}"), "stop");
+  // One stop string of at most kMaxStopStringBytes, as a string or inside the list.
+  const std::string longest(kMaxStopStringBytes, 'a'), over(kMaxStopStringBytes + 1, 'a');
+  EXPECT_TRUE(parse(c, R"({"prompt":"x","stop":")" + longest + R"("})").has_value());
+  RequestError error;
+  EXPECT_FALSE(parse(c, R"({"prompt":"x","stop":")" + over + R"("})", &error).has_value());
+  EXPECT_EQ(error.param, "stop");
+  EXPECT_NE(error.status.message().find("at most 1024 bytes"), std::string::npos) << error.status.message();
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","stop":["a",")" + over + R"("]})"), "stop");
+}
+
 }  // namespace
 }  // namespace densa::server
