@@ -1,5 +1,5 @@
 // `densa gen-model [--preset P] [--arch ...] [--hidden H] ... --dtype D [--lm-head-dtype D]
-// [--format gguf|hf] [--tokenizer none|bytes] OUT`:
+// [--format gguf|hf] [--tokenizer none|bytes|DIR] OUT`:
 // writes a random-weight checkpoint of any shape (tools/gen_model.h) and prints its parameter
 // counts. Flags given next to --preset override the preset's values.
 #include <cstdio>
@@ -53,7 +53,11 @@ int run_gen_model(GenModelArgs& a) {
   std::printf("wrote %s (%s, %s%s): %s, hidden %d, %d layers, %d heads / %d kv heads, ffn %d",
               o.output.string().c_str(), o.format.c_str(), o.dtype.c_str(), head.c_str(), c.architecture.c_str(), c.hidden_size, c.num_layers, c.num_heads,
               c.num_kv_heads, c.intermediate_size);
-  if (c.is_moe()) std::printf(" x %d experts (top-%d)", c.num_experts, c.num_experts_per_tok);
+  if (c.architecture == "MixtralForCausalLM") {
+    std::printf(" x %d experts (top-%d)", c.num_experts, c.num_experts_per_tok);
+  } else if (c.is_moe()) {
+    std::printf(", %d experts of ffn %d (top-%d)", c.num_experts, c.moe_intermediate_size, c.num_experts_per_tok);
+  }
   std::printf(", vocab %d, context %d\n", c.vocab_size, c.max_position_embeddings);
   std::printf("parameters: total %lld (%.1fM), active per token %lld (%.1fM); tensor bytes %lld\n",
               static_cast<long long>(g.total_params), g.total_params / 1e6, static_cast<long long>(g.active_params),
@@ -64,20 +68,40 @@ int run_gen_model(GenModelArgs& a) {
 const CommandRegistrar kRegister([](CLI::App& app) {
   auto a = std::make_shared<GenModelArgs>();
   GenModelOptions& o = a->opts;
-  CLI::App* cmd = app.add_subcommand("gen-model", "write a random-weight Llama / Mixtral checkpoint of any shape");
+  CLI::App* cmd = app.add_subcommand(
+      "gen-model", "write a random-weight Llama / Mixtral / Qwen3-MoE / DeepSeek-V3 checkpoint of any shape");
   cmd->add_option("output", a->output, ".gguf file (--format gguf) or directory (--format hf)")->required();
   cmd->add_option("--preset", a->preset, "dense-336m | moe-959m-a336m (other shape flags override it)");
-  a->arch_flag = cmd->add_option("--arch", o.arch, "llama | mixtral")->capture_default_str();
+  a->arch_flag = cmd->add_option("--arch", o.arch,
+                                 "llama | mixtral | qwen3_moe (q/k norm, softmax top-k, no shared expert) | "
+                                 "deepseek_v3 (MLA, leading dense layers, shared experts, sigmoid grouped routing)")
+                      ->capture_default_str();
   auto shape = [&](const char* name, int GenModelOptions::*field, const char* help) {
     a->shape_flags.emplace_back(cmd->add_option(name, o.*field, help), field);
   };
   shape("--hidden", &GenModelOptions::hidden_size, "hidden size");
   shape("--layers", &GenModelOptions::num_layers, "decoder layers");
   shape("--heads", &GenModelOptions::num_heads, "attention heads");
-  shape("--kv-heads", &GenModelOptions::num_kv_heads, "KV heads (GQA)");
-  shape("--ffn", &GenModelOptions::intermediate_size, "FFN width (per expert for mixtral)");
-  shape("--experts", &GenModelOptions::num_experts, "experts (mixtral)");
-  shape("--top-k", &GenModelOptions::num_experts_per_tok, "experts per token (mixtral)");
+  shape("--kv-heads", &GenModelOptions::num_kv_heads, "KV heads (GQA; not deepseek_v3)");
+  shape("--head-dim", &GenModelOptions::head_dim, "head dim (default hidden / heads; not deepseek_v3)");
+  shape("--ffn", &GenModelOptions::intermediate_size,
+        "dense FFN width (per expert for mixtral; deepseek_v3: its leading dense layers)");
+  shape("--experts", &GenModelOptions::num_experts, "routed experts (mixtral, qwen3_moe, deepseek_v3)");
+  shape("--top-k", &GenModelOptions::num_experts_per_tok, "experts per token");
+  shape("--moe-ffn", &GenModelOptions::moe_intermediate_size,
+        "per-expert width, qwen3_moe / deepseek_v3 (default --ffn)");
+  shape("--shared-experts", &GenModelOptions::num_shared_experts, "deepseek_v3: n_shared_experts (default 1)");
+  shape("--dense-layers", &GenModelOptions::first_k_dense_replace,
+        "deepseek_v3: first_k_dense_replace, leading dense layers (default 1)");
+  shape("--expert-groups", &GenModelOptions::n_group, "deepseek_v3: n_group (default 1)");
+  shape("--topk-groups", &GenModelOptions::topk_group, "deepseek_v3: topk_group (default 1)");
+  shape("--q-lora-rank", &GenModelOptions::q_lora_rank, "deepseek_v3: q_lora_rank (default hidden / 2; 0 = q_proj)");
+  shape("--kv-lora-rank", &GenModelOptions::kv_lora_rank, "deepseek_v3: kv_lora_rank (default hidden / 4)");
+  shape("--qk-nope-dim", &GenModelOptions::qk_nope_head_dim, "deepseek_v3: qk_nope_head_dim (default hidden / heads)");
+  shape("--qk-rope-dim", &GenModelOptions::qk_rope_head_dim, "deepseek_v3: qk_rope_head_dim (default nope / 2)");
+  shape("--v-head-dim", &GenModelOptions::v_head_dim, "deepseek_v3: v_head_dim (default nope)");
+  cmd->add_option("--routed-scale", o.routed_scaling_factor, "deepseek_v3: routed_scaling_factor")
+      ->capture_default_str();
   shape("--vocab", &GenModelOptions::vocab_size, "vocabulary size (default 32000)");
   shape("--max-context", &GenModelOptions::max_context, "max_position_embeddings (default 8192)");
   cmd->add_option("--dtype", o.dtype, "f32 | f16 | bf16 | q8_0 | q4_0 (gguf) | fp8 | int4 (hf)")->capture_default_str();
@@ -90,7 +114,8 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--tokenizer", o.tokenizer,
                   "none | bytes: a byte-level vocabulary in the GGUF, so llama.cpp loads the file and text "
                   "commands run | DIR: a real tokenizer (tokenizer.json or tiktoken.model, with its configs and "
-                  "chat template) copied into an --format hf checkpoint, the vocabulary size taken from it")
+                  "chat template), the vocabulary size taken from it: copied into an --format hf checkpoint, "
+                  "written as tokenizer.ggml.* and tokenizer.chat_template into a GGUF")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "random seed")->capture_default_str();
   cmd->callback([a] {

@@ -47,6 +47,7 @@ struct ServeArgs {
   double canary_max_kl = CanaryThresholds{}.max_kl;
   double canary_max_ppl_delta = CanaryThresholds{}.max_ppl_delta;
   int test_degrade_weights_bits = 0;
+  bool test_allow_fault_injection = false;
   std::string served_model_name;
   std::string role = "both";
   int disagg_timeout_ms = 30000;
@@ -184,6 +185,7 @@ int run_serve(const ServeArgs& a) {
   scfg.disagg_timeout_ms = a.disagg_timeout_ms;
   scfg.disagg_ucx_workers = a.disagg_ucx_workers;
   scfg.chat = {a.chat_template, a.tool_parser, a.reasoning_parser};
+  scfg.allow_fault_injection = a.test_allow_fault_injection;
   server::HttpServer http(**engine, weights, scfg);
   if (Status s = http.bind(); !s.is_ok()) {
     (*engine)->shutdown();
@@ -315,6 +317,10 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--test-degrade-weights-bits", a->test_degrade_weights_bits,
                   "TESTS ONLY: round every matrix to this many bits (2 = visibly broken)")
       ->check(CLI::Range(2, 8))
+      ->group("");
+  cmd->add_flag("--test-allow-fault-injection", a->test_allow_fault_injection,
+                "TESTS ONLY: serve the request extension densa_inject_fault (the request's own KV is broken on "
+                "purpose, for the integrity checks and bench/soak.sh to catch)")
       ->group("");
   cmd->add_option("--role", a->role,
                   "both (colocated) | prefill (computes prompts, pushes KV over UCX) | decode (needs the "

@@ -124,6 +124,7 @@ Result<RequestParams> EngineImpl::validate(const GenerateRequest& request, int64
   params.export_kv = request.export_kv;
   params.constraint = request.constraint;
   params.cache_salt = request.cache_salt;
+  params.inject_fault = request.inject_fault;
   return params;
 }
 
@@ -315,6 +316,24 @@ void EngineImpl::inject_fault(const StepPlan& plan, std::span<Request* const> re
   config_.fault_injector->maybe_inject(num_steps_, pool_, cache_, targets);
 }
 
+void EngineImpl::inject_request_faults(const StepPlan& plan, std::span<Request* const> requests) {
+  bool any = false;
+  for (size_t k = 0; k < plan.chunks.size() && !any; ++k) any = requests[k]->params.inject_fault.has_value();
+  if (!any) return;  // the previous batch it remembers stays older than this one: still safe for bit flips
+  std::vector<FaultTarget> targets;
+  std::vector<std::optional<KvFault>> faults;
+  for (size_t k = 0; k < plan.chunks.size(); ++k) {
+    targets.push_back({requests[k]->id, &requests[k]->table});
+    faults.push_back(requests[k]->params.inject_fault);
+  }
+  for (size_t k : request_faults_.maybe_inject(pool_, cache_, targets, faults)) {
+    std::fprintf(stderr, "densa: injected KV fault %s into request %llu at step %lld (asked for by the request)\n",
+                 kv_fault_name(*faults[k]), static_cast<unsigned long long>(targets[k].request_id),
+                 static_cast<long long>(num_steps_));
+    requests[k]->params.inject_fault.reset();
+  }
+}
+
 StepRecord EngineImpl::step_record(const StepPlan& plan, std::span<Request* const> requests,
                                    const StepResult& result) const {
   StepRecord r;
@@ -339,6 +358,7 @@ void EngineImpl::step() {
   requests.reserve(plan.chunks.size());
   for (const ScheduledChunk& c : plan.chunks) requests.push_back(scheduler_.find(c.id));
   if (config_.fault_injector != nullptr) inject_fault(plan, requests);
+  inject_request_faults(plan, requests);
   StepResult result = runner_.run(plan, requests, pool_);
   timelines_.step(plan.chunks, requests, step_begin, std::chrono::steady_clock::now());
   StepRecord record;

@@ -84,6 +84,7 @@ class EngineImpl final : public Engine {
   void step();
   void emit(const RequestUpdate& update);
   void inject_fault(const StepPlan& plan, std::span<Request* const> requests);
+  void inject_request_faults(const StepPlan& plan, std::span<Request* const> requests);
   StepRecord step_record(const StepPlan& plan, std::span<Request* const> requests, const StepResult& result) const;
   Status audit_now() const;
   EngineStats snapshot() const;  // engine thread
@@ -103,6 +104,7 @@ class EngineImpl final : public Engine {
   std::unordered_map<RequestId, std::shared_ptr<RequestStream>> streams_;
   int64_t num_steps_ = 0;
   int64_t num_integrity_violations_ = 0;
+  RequestFaultInjector request_faults_;     // GenerateRequest::inject_fault (tests, soak)
   TimelineRecorder timelines_;             // per-request stage times (engine thread)
   std::unique_ptr<RoutingStats> routing_;  // MoE routing load; null unless EngineConfig::routing_stats
   std::unordered_map<RequestId, BlockTable> exports_;  // pinned pages handed to exporters

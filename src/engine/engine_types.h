@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "engine/request_timeline.h"
 #include "kernels/kv_view.h"
+#include "kv/fault_injection.h"
 #include "sample/sampler.h"
 #include "sample/token_constraint.h"
 
@@ -36,6 +37,10 @@ struct GenerateRequest {
   // Prefix-cache isolation (vLLM's cache_salt): only requests with the same salt share cached
   // pages; "" shares with every unsalted request.
   std::string cache_salt;
+  // Tests and soak runs only (`densa serve --test-allow-fault-injection`): break this
+  // request's own KV with this fault at the first step where it fits (kv/fault_injection.h),
+  // so the KV integrity check fails it (the error names the request). nullopt: no fault.
+  std::optional<KvFault> inject_fault;
 };
 
 // The KV of a finished export_kv request: tokens [0, num_tokens) in `pages` (token order),

@@ -75,6 +75,75 @@ void flip_one_bit(PagePool& pool, PageId page) {
   data[0] ^= 0x40;  // fp8 e4m3 (or nothing moderate found): the top exponent bit
 }
 
+// Breaks the KV of targets[victim] with `fault` if it fits now; true when it fired.
+// prev_num_tokens: each request's table size at the previous step (bit flips need a page
+// that was already full then, so its digest exists).
+bool inject_on(KvFault fault, PagePool& pool, RadixCache& cache, std::span<const FaultTarget> targets, size_t victim,
+               const std::unordered_map<uint64_t, int32_t>& prev_num_tokens) {
+  const int32_t P = pool.layout().page_size;
+  const FaultTarget& a = targets[victim];
+  BlockTable& ta = *a.table;
+  switch (fault) {
+    case KvFault::kPageReuse:
+    case KvFault::kEvictInUse: {
+      const std::optional<int32_t> i = private_full_page(pool, ta, ta.num_tokens);
+      if (!i) break;
+      const PageId page = ta.pages[*i];
+      if (fault == KvFault::kEvictInUse && !pool.held_by_cache(page)) break;
+      for (const FaultTarget& b : targets) {
+        if (b.request_id == a.request_id) continue;
+        const std::optional<int32_t> j = private_write_page(pool, *b.table);
+        if (!j) continue;
+        reallocate_under(pool, cache, page);
+        hand_to(pool, page, *b.table, *j);
+        return true;
+      }
+      break;
+    }
+    case KvFault::kLateWrite: {
+      const std::optional<int32_t> i = private_full_page(pool, ta, ta.num_tokens);
+      if (!i) break;
+      const PageId page = ta.pages[*i];
+      reallocate_under(pool, cache, page);
+      std::memset(pool.page_data(page), 0x3f, static_cast<size_t>(pool.page_bytes()));
+      return true;
+    }
+    case KvFault::kStaleTable: {
+      const std::optional<int32_t> i = private_full_page(pool, ta, ta.num_tokens);
+      if (!i) break;
+      for (const FaultTarget& b : targets) {
+        if (b.request_id == a.request_id || num_full_pages(*b.table, P) == 0) continue;
+        const PageId theirs = b.table->pages[0];
+        if (theirs == ta.pages[*i]) continue;
+        pool.retain(theirs);
+        pool.release(ta.pages[*i]);
+        ta.pages[*i] = theirs;  // the tag stays: the one A got when the page was its own
+        return true;
+      }
+      break;
+    }
+    case KvFault::kOffByOne: {
+      const int32_t k = ta.num_pages() - 1;
+      if (ta.num_tokens < P || ta.num_tokens % P != 0 || k != ta.num_tokens / P) break;
+      if (pool.refcount(ta.pages[k]) != 1) break;
+      pool.retain(ta.pages[k - 1]);
+      pool.release(ta.pages[k]);
+      ta.pages[k] = ta.pages[k - 1];  // tags[k] still names the fresh page
+      return true;
+    }
+    case KvFault::kBitFlip: {
+      // A page already full at the previous step, so its digest has been taken.
+      const auto prev = prev_num_tokens.find(a.request_id);
+      if (prev == prev_num_tokens.end()) break;
+      const std::optional<int32_t> i = private_full_page(pool, ta, prev->second);
+      if (!i) break;
+      flip_one_bit(pool, ta.pages[*i]);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 const char* kv_fault_name(KvFault fault) {
@@ -118,9 +187,11 @@ bool FaultInjector::maybe_inject(int64_t step, PagePool& pool, RadixCache& cache
   bool now = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!fired_ && step >= from_step_ && inject(pool, cache, targets)) {
+    for (size_t k = 0; !fired_ && step >= from_step_ && k < targets.size(); ++k) {
+      if (!inject_on(fault_, pool, cache, targets, k, prev_num_tokens_)) continue;
       fired_ = true;
       fired_step_ = step;
+      victims_.push_back(targets[k].request_id);
       now = true;
     }
   }
@@ -129,75 +200,16 @@ bool FaultInjector::maybe_inject(int64_t step, PagePool& pool, RadixCache& cache
   return now;
 }
 
-bool FaultInjector::inject(PagePool& pool, RadixCache& cache, std::span<const FaultTarget> targets) {
-  const int32_t P = pool.layout().page_size;
-  for (const FaultTarget& a : targets) {
-    BlockTable& ta = *a.table;
-    switch (fault_) {
-      case KvFault::kPageReuse:
-      case KvFault::kEvictInUse: {
-        const std::optional<int32_t> i = private_full_page(pool, ta, ta.num_tokens);
-        if (!i) break;
-        const PageId page = ta.pages[*i];
-        if (fault_ == KvFault::kEvictInUse && !pool.held_by_cache(page)) break;
-        for (const FaultTarget& b : targets) {
-          if (b.request_id == a.request_id) continue;
-          const std::optional<int32_t> j = private_write_page(pool, *b.table);
-          if (!j) continue;
-          reallocate_under(pool, cache, page);
-          hand_to(pool, page, *b.table, *j);
-          victims_.push_back(a.request_id);
-          return true;
-        }
-        break;
-      }
-      case KvFault::kLateWrite: {
-        const std::optional<int32_t> i = private_full_page(pool, ta, ta.num_tokens);
-        if (!i) break;
-        const PageId page = ta.pages[*i];
-        reallocate_under(pool, cache, page);
-        std::memset(pool.page_data(page), 0x3f, static_cast<size_t>(pool.page_bytes()));
-        victims_.push_back(a.request_id);
-        return true;
-      }
-      case KvFault::kStaleTable: {
-        const std::optional<int32_t> i = private_full_page(pool, ta, ta.num_tokens);
-        if (!i) break;
-        for (const FaultTarget& b : targets) {
-          if (b.request_id == a.request_id || num_full_pages(*b.table, P) == 0) continue;
-          const PageId theirs = b.table->pages[0];
-          if (theirs == ta.pages[*i]) continue;
-          pool.retain(theirs);
-          pool.release(ta.pages[*i]);
-          ta.pages[*i] = theirs;  // the tag stays: the one A got when the page was its own
-          victims_.push_back(a.request_id);
-          return true;
-        }
-        break;
-      }
-      case KvFault::kOffByOne: {
-        const int32_t k = ta.num_pages() - 1;
-        if (ta.num_tokens < P || ta.num_tokens % P != 0 || k != ta.num_tokens / P) break;
-        if (pool.refcount(ta.pages[k]) != 1) break;
-        pool.retain(ta.pages[k - 1]);
-        pool.release(ta.pages[k]);
-        ta.pages[k] = ta.pages[k - 1];  // tags[k] still names the fresh page
-        victims_.push_back(a.request_id);
-        return true;
-      }
-      case KvFault::kBitFlip: {
-        // A page already full at the previous step, so its digest has been taken.
-        const auto prev = prev_num_tokens_.find(a.request_id);
-        if (prev == prev_num_tokens_.end()) break;
-        const std::optional<int32_t> i = private_full_page(pool, ta, prev->second);
-        if (!i) break;
-        flip_one_bit(pool, ta.pages[*i]);
-        victims_.push_back(a.request_id);
-        return true;
-      }
-    }
+std::vector<size_t> RequestFaultInjector::maybe_inject(PagePool& pool, RadixCache& cache,
+                                                       std::span<const FaultTarget> targets,
+                                                       std::span<const std::optional<KvFault>> faults) {
+  std::vector<size_t> fired;
+  for (size_t k = 0; k < targets.size() && k < faults.size(); ++k) {
+    if (faults[k] && inject_on(*faults[k], pool, cache, targets, k, prev_num_tokens_)) fired.push_back(k);
   }
-  return false;
+  prev_num_tokens_.clear();
+  for (const FaultTarget& t : targets) prev_num_tokens_[t.request_id] = t.table->num_tokens;
+  return fired;
 }
 
 }  // namespace densa

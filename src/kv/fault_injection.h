@@ -40,6 +40,7 @@ struct FaultTarget {
   BlockTable* table = nullptr;
 };
 
+// One-shot fault for tests: the first request of a batch it fits breaks.
 class FaultInjector {
  public:
   // Fires once, at the first step >= from_step where some request of the batch fits `fault`.
@@ -55,8 +56,6 @@ class FaultInjector {
   std::vector<uint64_t> victims() const;  // requests whose KV the fault made wrong
 
  private:
-  bool inject(PagePool& pool, RadixCache& cache, std::span<const FaultTarget> targets);
-
   const KvFault fault_;
   const int64_t from_step_;
   std::unordered_map<uint64_t, int32_t> prev_num_tokens_;  // request -> table.num_tokens last call
@@ -64,6 +63,23 @@ class FaultInjector {
   bool fired_ = false;
   int64_t fired_step_ = -1;
   std::vector<uint64_t> victims_;
+};
+
+// Faults the requests ask for themselves (GenerateRequest::inject_fault; `densa serve
+// --test-allow-fault-injection` and the soak harness): request k of a batch that still asks
+// for a fault is the victim of that fault at the first step where it fits with k as the
+// victim (B, when the kind needs one, is any other request of the batch, and is left
+// intact). Engine thread only. The previous step's batch is remembered so a bit flip lands
+// on a page already digested.
+class RequestFaultInjector {
+ public:
+  // faults[k]: the fault targets[k] still asks for, or nullopt. Returns the indices of the
+  // targets whose fault fired in this call (each is now a victim).
+  std::vector<size_t> maybe_inject(PagePool& pool, RadixCache& cache, std::span<const FaultTarget> targets,
+                                   std::span<const std::optional<KvFault>> faults);
+
+ private:
+  std::unordered_map<uint64_t, int32_t> prev_num_tokens_;  // request -> table.num_tokens last call
 };
 
 }  // namespace densa

@@ -20,6 +20,7 @@
 
 #include "core/ids.h"
 #include "kv/block_table.h"
+#include "kv/fault_injection.h"
 #include "sample/sampler.h"
 #include "sample/token_constraint.h"
 
@@ -48,6 +49,9 @@ struct RequestParams {
   // Prefix-cache namespace (RadixCache): requests share cached pages only with requests of
   // the same salt; "" is the shared namespace.
   std::string cache_salt;
+  // Tests and soak runs only: the KV fault this request still asks to be the victim of
+  // (GenerateRequest::inject_fault); cleared once it fired.
+  std::optional<KvFault> inject_fault;
 };
 
 struct Request {

@@ -85,6 +85,12 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
   Plan plan;
   const Tokenizer& tok = ctx.tokenizer;
   const char* prompt_param = request.kind == ApiKind::kChat ? "messages" : "prompt";
+  if (request.inject_fault && !ctx.allow_fault_injection) {
+    error = api_error(invalid_argument("'densa_inject_fault' breaks the request's KV on purpose and is served only by "
+                                       "a server started with --test-allow-fault-injection"),
+                      "densa_inject_fault");
+    return std::nullopt;
+  }
   if (request.kind == ApiKind::kChat) {
     // Refused by name until this model has what they need, never answered as plain text.
     if (!request.tools.empty() && request.tool_choice != ToolChoiceKind::kNone && ctx.chat.tool_parser.empty()) {
@@ -192,6 +198,7 @@ std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingCont
       g.num_top_logprobs = r.num_top_logprobs;
       g.kv_integrity = r.kv_integrity;
       g.cache_salt = r.cache_salt;
+      g.inject_fault = r.inject_fault;
       g.constraint = ctx.constraints->make(plan.constraint);
       plan.seeds.push_back(g.sampling.seed);
       // A decode worker gets the prompt's KV from the prefill worker the request names.

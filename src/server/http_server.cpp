@@ -63,6 +63,7 @@ HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerCo
                                            config_.disagg_ucx_workers);
   if (config_.role == ServeRole::kDecode) ctx_->disagg = disagg_.get();
   ctx_->prefill_only = config_.role == ServeRole::kPrefill;
+  ctx_->allow_fault_injection = config_.allow_fault_injection;
   const size_t threads = static_cast<size_t>(std::max(8, config_.num_http_threads));
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(64u << 20);

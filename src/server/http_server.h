@@ -43,6 +43,7 @@ struct HttpServerConfig {
   int disagg_timeout_ms = 30000;            // every wait of a KV transfer
   int disagg_ucx_workers = 16;              // idle UCX workers pooled between transfers
   ChatFormatOptions chat;                   // --chat-template, --tool-parser, --reasoning-parser
+  bool allow_fault_injection = false;       // tests / soak: serve the densa_inject_fault extension
 };
 
 class HttpServer {

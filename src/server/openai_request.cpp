@@ -322,7 +322,7 @@ bool read_response_format(Reader& r, OpenAiRequest& req) {
 bool check_known_fields(Reader& r, ApiKind kind) {
   static const char* const kCommon[] = {
       "model", "max_tokens", "temperature", "top_p", "min_p", "top_k", "seed", "n", "stop", "logprobs",
-      "stream", "stream_options", "ignore_eos", "densa_timing", "densa_kv_integrity", "presence_penalty",
+      "stream", "stream_options", "ignore_eos", "densa_timing", "densa_kv_integrity", "densa_inject_fault", "presence_penalty",
       "frequency_penalty", "logit_bias", "skip_special_tokens", "logprobs_mode", "cache_salt", "max_completion_tokens"};
   static const char* const kCompletionOnly[] = {"prompt", "echo", "best_of", "suffix"};
   static const char* const kChatOnly[] = {"messages", "top_logprobs", "tools",
@@ -400,6 +400,14 @@ bool read_fields(Reader& r, OpenAiRequest& req) {
     bool on = false;
     if (!r.read_bool("densa_kv_integrity", on)) return false;
     req.kv_integrity = on;
+  }
+  if (const json* f = r.field("densa_inject_fault")) {
+    const std::optional<KvFault> fault = f->is_string() ? kv_fault_from_name(f->get<std::string>()) : std::nullopt;
+    if (!fault)
+      return r.fail("densa_inject_fault",
+                    "'densa_inject_fault' must name a KV fault: page-reuse, late-write, evict-in-use, stale-table, "
+                    "off-by-one or bit-flip");
+    req.inject_fault = fault;
   }
   if (const json* so = r.field("stream_options")) {
     if (!so->is_object()) return r.fail("stream_options", "'stream_options' must be an object");

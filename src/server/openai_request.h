@@ -15,6 +15,7 @@
 
 #include "core/ids.h"
 #include "core/status.h"
+#include "kv/fault_injection.h"
 #include "sample/sampler.h"
 
 namespace densa::server {
@@ -67,6 +68,9 @@ struct OpenAiRequest {
   bool ignore_eos = false;             // extension (as in vLLM): keep generating past EOS
   std::optional<bool> kv_integrity;    // extension densa_kv_integrity: override the KV check
   bool timing = false;                 // extension densa_timing: per-choice stage times in the response
+  // Extension densa_inject_fault (tests and soak runs; refused unless the server runs with
+  // --test-allow-fault-injection): each choice's engine request is the victim of this KV fault.
+  std::optional<KvFault> inject_fault;
   // Chat only. tools: [{"type":"function","function":{name, description, parameters}}], as sent.
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // key order as sent (templates print them)
   ToolChoiceKind tool_choice = ToolChoiceKind::kAuto;  // the OpenAI default with tools

@@ -29,6 +29,7 @@ struct ServingContext {
   bool prefill_only = false;          // prefill role: OpenAI requests are refused
   DisaggMetrics disagg_metrics;
   RequestLog* request_log = nullptr;  // structured request log; null: off. Owned by HttpServer.
+  bool allow_fault_injection = false;  // --test-allow-fault-injection: densa_inject_fault is served
 
   // Grammars for structured outputs and tool calls over this tokenizer's vocabulary.
   std::unique_ptr<OutputConstraints> constraints;

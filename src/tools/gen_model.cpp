@@ -10,8 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "io/gguf_file.h"
+#include "model/gguf_config.h"
 #include "quant/fp8_block.h"
 #include "quant/quantize_matrix.h"
+#include "text/tokenizer_loader.h"
+#include "tools/gguf_model_writer.h"
+#include "tools/gguf_writer.h"
 
 namespace densa {
 namespace {
@@ -21,44 +25,111 @@ using Json = nlohmann::ordered_json;
 
 // ---- the tensors of a model, independent of the file format ----
 
-enum class Role { kMatrix, kEmbedding, kHead, kRouter, kNorm };
+enum class Role { kMatrix, kEmbedding, kHead, kRouter, kNorm, kBias };
 
-// One logical tensor (Hugging Face naming; a norm is rows = 1).
+// A GGUF tensor computed from another tensor's values (deepseek2's split kv_b_proj).
+enum class Derive { kNone, kKB, kVB };
+
+// One logical tensor (Hugging Face naming; a norm or bias is rows = 1).
 struct LogicalTensor {
-  std::string hf_name;   // without ".weight"
-  std::string gguf_name; // with ".weight"; stacked experts share it
+  std::string hf_name;   // without ".weight" (a kBias: the whole name); names the value stream
+  std::string gguf_name; // with ".weight"; stacked experts share it; "" = HF only
   int64_t rows = 0, cols = 0;
   Role role = Role::kMatrix;
   int expert_idx = -1;       // >= 0: slice expert_idx of a GGUF stacked tensor
   int gguf_permute_heads = 0;  // Q/K: heads whose rows GGUF interleaves
   int head_dim = 0;
+  Derive derive = Derive::kNone;  // != kNone: GGUF only, values derived from hf_name's
+  std::vector<int64_t> gguf_ne;   // the GGUF shape when not [cols, rows]
 };
+
+bool hf_only(const LogicalTensor& t) { return t.gguf_name.empty(); }
+bool gguf_only(const LogicalTensor& t) { return t.derive != Derive::kNone; }
+
+void add_experts(std::vector<LogicalTensor>& t, const std::string& p, const std::string& g, const std::string& prefix,
+                 const char* gate, const char* up, const char* down, int experts, int64_t f, int64_t h) {
+  for (int e = 0; e < experts; ++e) {
+    const std::string x = p + prefix + std::to_string(e) + ".";
+    t.push_back({x + gate, g + "ffn_gate_exps.weight", f, h, Role::kMatrix, e});
+    t.push_back({x + up, g + "ffn_up_exps.weight", f, h, Role::kMatrix, e});
+    t.push_back({x + down, g + "ffn_down_exps.weight", h, f, Role::kMatrix, e});
+  }
+}
+
+void add_dense_ffn(std::vector<LogicalTensor>& t, const std::string& p, const std::string& g, const std::string& mlp,
+                   const std::string& suffix, int64_t f, int64_t h) {
+  t.push_back({p + mlp + "gate_proj", g + "ffn_gate" + suffix + ".weight", f, h, Role::kMatrix});
+  t.push_back({p + mlp + "up_proj", g + "ffn_up" + suffix + ".weight", f, h, Role::kMatrix});
+  t.push_back({p + mlp + "down_proj", g + "ffn_down" + suffix + ".weight", h, f, Role::kMatrix});
+}
+
+// DeepSeek-V3's attention: q_a / q_b (or q_proj), kv_a_proj_with_mqa, kv_b_proj (HF) whose
+// GGUF form is attn_k_b [heads, kv_lora, nope] + attn_v_b [heads, v, kv_lora], o_proj.
+void add_mla(std::vector<LogicalTensor>& t, const ModelConfig& c, const std::string& p, const std::string& g) {
+  const MlaConfig& m = c.mla;
+  const int64_t h = c.hidden_size, heads = c.num_heads, C = m.kv_lora_rank, nope = m.qk_nope_head_dim;
+  const int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim, v = m.v_head_dim;
+  if (m.q_lora_rank > 0) {
+    t.push_back({p + "self_attn.q_a_proj", g + "attn_q_a.weight", m.q_lora_rank, h, Role::kMatrix});
+    t.push_back({p + "self_attn.q_a_layernorm", g + "attn_q_a_norm.weight", 1, m.q_lora_rank, Role::kNorm});
+    t.push_back({p + "self_attn.q_b_proj", g + "attn_q_b.weight", heads * qk, m.q_lora_rank, Role::kMatrix});
+  } else {
+    t.push_back({p + "self_attn.q_proj", g + "attn_q.weight", heads * qk, h, Role::kMatrix});
+  }
+  t.push_back({p + "self_attn.kv_a_proj_with_mqa", g + "attn_kv_a_mqa.weight", C + m.qk_rope_head_dim, h, Role::kMatrix});
+  t.push_back({p + "self_attn.kv_a_layernorm", g + "attn_kv_a_norm.weight", 1, C, Role::kNorm});
+  const std::string kv_b = p + "self_attn.kv_b_proj";
+  t.push_back({kv_b, "", heads * (nope + v), C, Role::kMatrix});
+  LogicalTensor k_b{kv_b, g + "attn_k_b.weight", heads * C, nope, Role::kMatrix};
+  k_b.derive = Derive::kKB;
+  k_b.gguf_ne = {nope, C, heads};
+  t.push_back(k_b);
+  LogicalTensor v_b{kv_b, g + "attn_v_b.weight", heads * v, C, Role::kMatrix};
+  v_b.derive = Derive::kVB;
+  v_b.gguf_ne = {C, v, heads};
+  t.push_back(v_b);
+  t.push_back({p + "self_attn.o_proj", g + "attn_output.weight", h, heads * v, Role::kMatrix});
+}
 
 std::vector<LogicalTensor> model_tensors(const ModelConfig& c) {
   std::vector<LogicalTensor> t;
   const int64_t h = c.hidden_size, q = int64_t{c.num_heads} * c.head_dim, kv = int64_t{c.num_kv_heads} * c.head_dim;
-  const int64_t f = c.intermediate_size;
+  const int64_t f = c.intermediate_size, fe = c.moe_intermediate_size;
+  const bool mixtral = c.architecture == "MixtralForCausalLM", llama_gguf = mixtral || c.architecture == "LlamaForCausalLM";
   t.push_back({"model.embed_tokens", "token_embd.weight", c.vocab_size, h, Role::kEmbedding});
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
     t.push_back({p + "input_layernorm", g + "attn_norm.weight", 1, h, Role::kNorm});
-    t.push_back({p + "self_attn.q_proj", g + "attn_q.weight", q, h, Role::kMatrix, -1, c.num_heads, c.head_dim});
-    t.push_back({p + "self_attn.k_proj", g + "attn_k.weight", kv, h, Role::kMatrix, -1, c.num_kv_heads, c.head_dim});
-    t.push_back({p + "self_attn.v_proj", g + "attn_v.weight", kv, h, Role::kMatrix});
-    t.push_back({p + "self_attn.o_proj", g + "attn_output.weight", h, q, Role::kMatrix});
+    if (c.is_mla()) {
+      add_mla(t, c, p, g);
+    } else {
+      const int permute = llama_gguf ? 1 : 0;  // only llama.cpp's "llama" permutes Q/K rows
+      t.push_back({p + "self_attn.q_proj", g + "attn_q.weight", q, h, Role::kMatrix, -1, permute * c.num_heads, c.head_dim});
+      t.push_back({p + "self_attn.k_proj", g + "attn_k.weight", kv, h, Role::kMatrix, -1, permute * c.num_kv_heads, c.head_dim});
+      t.push_back({p + "self_attn.v_proj", g + "attn_v.weight", kv, h, Role::kMatrix});
+      t.push_back({p + "self_attn.o_proj", g + "attn_output.weight", h, q, Role::kMatrix});
+      if (c.qk_norm) {
+        t.push_back({p + "self_attn.q_norm", g + "attn_q_norm.weight", 1, c.head_dim, Role::kNorm});
+        t.push_back({p + "self_attn.k_norm", g + "attn_k_norm.weight", 1, c.head_dim, Role::kNorm});
+      }
+    }
     t.push_back({p + "post_attention_layernorm", g + "ffn_norm.weight", 1, h, Role::kNorm});
-    if (!c.is_moe()) {
-      t.push_back({p + "mlp.gate_proj", g + "ffn_gate.weight", f, h, Role::kMatrix});
-      t.push_back({p + "mlp.up_proj", g + "ffn_up.weight", f, h, Role::kMatrix});
-      t.push_back({p + "mlp.down_proj", g + "ffn_down.weight", h, f, Role::kMatrix});
+    if (!c.is_moe_layer(i)) {
+      add_dense_ffn(t, p, g, "mlp.", "", f, h);
       continue;
     }
-    t.push_back({p + "block_sparse_moe.gate", g + "ffn_gate_inp.weight", c.num_experts, h, Role::kRouter});
-    for (int e = 0; e < c.num_experts; ++e) {
-      const std::string x = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
-      t.push_back({x + "w1", g + "ffn_gate_exps.weight", f, h, Role::kMatrix, e});
-      t.push_back({x + "w3", g + "ffn_up_exps.weight", f, h, Role::kMatrix, e});
-      t.push_back({x + "w2", g + "ffn_down_exps.weight", h, f, Role::kMatrix, e});
+    if (mixtral) {
+      t.push_back({p + "block_sparse_moe.gate", g + "ffn_gate_inp.weight", c.num_experts, h, Role::kRouter});
+      add_experts(t, p, g, "block_sparse_moe.experts.", "w1", "w3", "w2", c.num_experts, f, h);
+      continue;
+    }
+    t.push_back({p + "mlp.gate", g + "ffn_gate_inp.weight", c.num_experts, h, Role::kRouter});
+    if (c.moe_routing == MoeRouting::kSigmoidGrouped) {
+      t.push_back({p + "mlp.gate.e_score_correction_bias", g + "exp_probs_b.bias", 1, c.num_experts, Role::kBias});
+    }
+    add_experts(t, p, g, "mlp.experts.", "gate_proj", "up_proj", "down_proj", c.num_experts, fe, h);
+    if (c.shared_expert_intermediate_size > 0) {
+      add_dense_ffn(t, p, g, "mlp.shared_experts.", "_shexp", c.shared_expert_intermediate_size, h);
     }
   }
   t.push_back({"model.norm", "output_norm.weight", 1, h, Role::kNorm});
@@ -99,7 +170,11 @@ std::vector<float> tensor_values(const LogicalTensor& t, uint64_t seed, BaseType
     std::fill(v.begin(), v.end(), 1.0f);
     return v;
   }
-  const double stddev = t.role == Role::kEmbedding ? 1.0 : 1.0 / std::sqrt(static_cast<double>(t.cols));
+  // A correction bias is stored in F32 in both formats (as DeepSeek-V3 ships it); 0.1 moves
+  // the sigmoid scores' ranking without swamping it.
+  if (t.role == Role::kBias) base = BaseType::kF32;
+  const double stddev = t.role == Role::kEmbedding ? 1.0 : t.role == Role::kBias ? 0.1
+                                                                                 : 1.0 / std::sqrt(static_cast<double>(t.cols));
   const float a = static_cast<float>(stddev * std::sqrt(3.0));  // uniform(-a, a) has this stddev
   uint64_t s = seed ^ name_hash(t.hf_name);
   for (float& x : v) {
@@ -107,6 +182,28 @@ std::vector<float> tensor_values(const LogicalTensor& t, uint64_t seed, BaseType
     x = round_to(base, (2.0f * u - 1.0f) * a);
   }
   return v;
+}
+
+// The values of any logical tensor: a derived one from its source's stream, rearranged as
+// llama.cpp's converter splits kv_b_proj [heads * (nope + v), kv_lora]: attn_k_b holds each
+// head's nope rows transposed ([heads][kv_lora][nope]), attn_v_b its v rows ([heads][v][kv_lora]).
+std::vector<float> logical_values(const LogicalTensor& t, const ModelConfig& c, uint64_t seed, BaseType base) {
+  if (t.derive == Derive::kNone) return tensor_values(t, seed, base);
+  const int64_t heads = c.num_heads, C = c.mla.kv_lora_rank, nope = c.mla.qk_nope_head_dim, vd = c.mla.v_head_dim;
+  LogicalTensor src{t.hf_name, "", heads * (nope + vd), C, Role::kMatrix};
+  const std::vector<float> f = tensor_values(src, seed, base);
+  std::vector<float> out(static_cast<size_t>(t.rows * t.cols));
+  for (int64_t hd = 0; hd < heads; ++hd) {
+    const float* rows = f.data() + hd * (nope + vd) * C;
+    if (t.derive == Derive::kKB) {
+      for (int64_t d = 0; d < nope; ++d) {
+        for (int64_t col = 0; col < C; ++col) out[static_cast<size_t>((hd * C + col) * nope + d)] = rows[d * C + col];
+      }
+    } else {
+      std::copy(rows + nope * C, rows + (nope + vd) * C, out.begin() + hd * vd * C);
+    }
+  }
+  return out;
 }
 
 // ---- encodings ----
@@ -127,7 +224,11 @@ struct Target {
   std::optional<DType> head;    // lm_head, when chosen apart (GenModelOptions::lm_head_dtype)
   int group_size = 32;
   bool byte_vocab = false;      // GenModelOptions::tokenizer == "bytes"
+  const Tokenizer* tokenizer = nullptr;  // a real tokenizer for GGUF's tokenizer.ggml.*
+  std::string chat_template;             // with it: tokenizer.chat_template
 };
+
+bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 const char* st_name_of(DType t) {
   switch (t) {
@@ -153,7 +254,15 @@ DType base_dtype(BaseType b) {
 // The dtype a logical tensor is stored in.
 DType stored_dtype(const Target& tg, const LogicalTensor& t) {
   switch (t.role) {
-    case Role::kMatrix: return tg.matrix;
+    case Role::kMatrix:
+      // A derived GGUF tensor whose rows a block format cannot split stays F32 (as
+      // densa quantize writes it); every other matrix must fit (checked up front).
+      if (gguf_only(t) && !is_float(tg.matrix) &&
+          !check_quant_target(WeightQuantSpec{tg.matrix, tg.group_size}, t.rows, t.cols).is_ok()) {
+        return DType::kF32;
+      }
+      return tg.matrix;
+    case Role::kBias: return DType::kF32;
     case Role::kHead:
       if (tg.head) return *tg.head;
       return tg.gguf ? tg.matrix : base_dtype(tg.base);
@@ -166,7 +275,7 @@ DType stored_dtype(const Target& tg, const LogicalTensor& t) {
 }
 
 std::vector<int64_t> st_shape(const LogicalTensor& t) {
-  return t.role == Role::kNorm ? std::vector<int64_t>{t.cols} : std::vector<int64_t>{t.rows, t.cols};
+  return t.role == Role::kNorm || t.role == Role::kBias ? std::vector<int64_t>{t.cols} : std::vector<int64_t>{t.rows, t.cols};
 }
 
 // The parts `t` is stored as (sizes only; encode() fills the bytes in the same order).
@@ -186,7 +295,7 @@ std::vector<Part> parts_of(const Target& tg, const LogicalTensor& t) {
               Part{".weight_shape", "I32", 0, {2}, 8}};
     }
     case DType::kF32: case DType::kF16: case DType::kBF16:
-      return {Part{".weight", st_name_of(d), 0, st_shape(t), t.rows * t.cols * static_cast<int64_t>(d == DType::kF32 ? 4 : 2)}};
+      return {Part{t.role == Role::kBias ? "" : ".weight", st_name_of(d), 0, st_shape(t), t.rows * t.cols * static_cast<int64_t>(d == DType::kF32 ? 4 : 2)}};
     case DType::kQ8_0: case DType::kQ4_0: case DType::kI8: case DType::kI32: case DType::kU8: break;
   }
   return {};
@@ -248,14 +357,6 @@ std::vector<std::vector<uint8_t>> encode(const Target& tg, const LogicalTensor& 
 
 // ---- files ----
 
-template <typename T>
-void put(std::string& s, T v) {
-  s.append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-void put_str(std::string& s, const std::string& v) {
-  put<uint64_t>(s, v.size());
-  s += v;
-}
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 Status write_at(std::fstream& f, const fs::path& path, int64_t offset, const std::vector<uint8_t>& bytes) {
@@ -267,25 +368,61 @@ Status write_at(std::fstream& f, const fs::path& path, int64_t offset, const std
 
 Json config_json(const ModelConfig& c, const Target& tg, const std::string& dtype) {
   Json j;
+  const bool qwen3 = c.architecture == "Qwen3MoeForCausalLM", deepseek = c.architecture == "DeepseekV3ForCausalLM";
+  const bool mixtral = c.architecture == "MixtralForCausalLM";
   j["architectures"] = {c.architecture};
-  j["model_type"] = c.is_moe() ? "mixtral" : "llama";
+  j["model_type"] = qwen3 ? "qwen3_moe" : deepseek ? "deepseek_v3" : mixtral ? "mixtral" : "llama";
   j["vocab_size"] = c.vocab_size;
   j["hidden_size"] = c.hidden_size;
   j["intermediate_size"] = c.intermediate_size;
   j["num_hidden_layers"] = c.num_layers;
   j["num_attention_heads"] = c.num_heads;
   j["num_key_value_heads"] = c.num_kv_heads;
-  j["head_dim"] = c.head_dim;
+  if (!deepseek) j["head_dim"] = c.head_dim;
   j["hidden_act"] = "silu";
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["rms_norm_eps"] = c.rms_norm_eps;
   j["rope_theta"] = c.rope_theta;
   j["tie_word_embeddings"] = false;
+  j["attention_bias"] = false;
   j["bos_token_id"] = c.bos_token_id;
   j["eos_token_id"] = c.eos_token_id;
-  if (c.is_moe()) {
+  if (mixtral) {
     j["num_local_experts"] = c.num_experts;
     j["num_experts_per_tok"] = c.num_experts_per_tok;
+  }
+  if (qwen3) {
+    j["num_experts"] = c.num_experts;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["norm_topk_prob"] = c.norm_topk_prob;
+    j["decoder_sparse_step"] = 1;
+    j["mlp_only_layers"] = Json::array();
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+    j["rope_scaling"] = nullptr;
+  }
+  if (deepseek) {
+    const MlaConfig& m = c.mla;
+    j["q_lora_rank"] = m.q_lora_rank > 0 ? Json(m.q_lora_rank) : Json(nullptr);
+    j["kv_lora_rank"] = m.kv_lora_rank;
+    j["qk_nope_head_dim"] = m.qk_nope_head_dim;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
+    j["v_head_dim"] = m.v_head_dim;
+    j["n_routed_experts"] = c.num_experts;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["n_shared_experts"] = c.moe_intermediate_size > 0 ? c.shared_expert_intermediate_size / c.moe_intermediate_size : 0;
+    j["first_k_dense_replace"] = c.first_k_dense_replace;
+    j["moe_layer_freq"] = 1;
+    j["n_group"] = c.n_group;
+    j["topk_group"] = c.topk_group;
+    j["topk_method"] = "noaux_tc";
+    j["scoring_func"] = "sigmoid";
+    j["norm_topk_prob"] = c.norm_topk_prob;
+    j["routed_scaling_factor"] = c.routed_scaling_factor;
+    j["num_nextn_predict_layers"] = 0;
+    j["rope_scaling"] = nullptr;
   }
   j["torch_dtype"] = tg.base == BaseType::kF32 ? "float32" : tg.base == BaseType::kF16 ? "float16" : "bfloat16";
   if (dtype == "fp8") {
@@ -295,11 +432,11 @@ Json config_json(const ModelConfig& c, const Target& tg, const std::string& dtyp
     Json w = {{"num_bits", 4}, {"type", "int"}, {"symmetric", true}, {"strategy", "group"},
               {"group_size", tg.group_size}, {"dynamic", false}, {"actorder", nullptr}, {"observer", "minmax"}};
     const bool head_int4 = tg.head == DType::kI4;  // then "Linear" covers lm_head too
+    const std::string router = mixtral ? "re:.*block_sparse_moe.gate$" : "re:.*mlp.gate$";
     j["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"format", "pack-quantized"},
                                 {"quantization_status", "compressed"},
                                 {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", w}}}}},
-                                {"ignore", head_int4 ? Json{"re:.*block_sparse_moe.gate$"}
-                                                     : Json{"lm_head", "re:.*block_sparse_moe.gate$"}}};
+                                {"ignore", head_int4 ? Json{router} : Json{"lm_head", router}}};
   }
   j["densa_generated"] = "random weights from densa gen-model";
   return j;
@@ -338,105 +475,124 @@ ByteVocab byte_vocab(const ModelConfig& c) {
   return v;
 }
 
+using Metadata = std::vector<std::pair<std::string, GgufValue>>;
+
+GgufValue gguf_u32(int64_t v) {
+  GgufValue g;
+  g.type = GgufType::kU32;
+  g.integer = v;
+  return g;
+}
+GgufValue gguf_f32(double v) {
+  GgufValue g;
+  g.type = GgufType::kF32;
+  g.real = v;
+  return g;
+}
+GgufValue gguf_str(std::string v) {
+  GgufValue g;
+  g.type = GgufType::kString;
+  g.str = std::move(v);
+  return g;
+}
+
+// The "llama" architecture's metadata (model/gguf_config.h does not write it: its Q/K rows
+// must be permuted, which only this writer does).
+Metadata llama_metadata(const ModelConfig& c, uint32_t file_type) {
+  Metadata md;
+  md.emplace_back("general.architecture", gguf_str("llama"));
+  md.emplace_back("general.file_type", gguf_u32(file_type));
+  for (const auto& [k, v] : std::initializer_list<std::pair<const char*, int64_t>>{
+           {"vocab_size", c.vocab_size}, {"context_length", c.max_position_embeddings},
+           {"embedding_length", c.hidden_size}, {"block_count", c.num_layers},
+           {"feed_forward_length", c.intermediate_size}, {"attention.head_count", c.num_heads},
+           {"attention.head_count_kv", c.num_kv_heads}, {"attention.key_length", c.head_dim},
+           {"attention.value_length", c.head_dim}, {"rope.dimension_count", c.head_dim}}) {
+    md.emplace_back(std::string("llama.") + k, gguf_u32(v));
+  }
+  md.emplace_back("llama.rope.freq_base", gguf_f32(c.rope_theta));
+  md.emplace_back("llama.attention.layer_norm_rms_epsilon", gguf_f32(c.rms_norm_eps));
+  if (c.is_moe()) {
+    md.emplace_back("llama.expert_count", gguf_u32(c.num_experts));
+    md.emplace_back("llama.expert_used_count", gguf_u32(c.num_experts_per_tok));
+  }
+  md.emplace_back("tokenizer.ggml.bos_token_id", gguf_u32(c.bos_token_id));
+  md.emplace_back("tokenizer.ggml.eos_token_id", gguf_u32(c.eos_token_id));
+  return md;
+}
+
 // GGUF v3: header, metadata, tensor directory, data (each tensor aligned to 32 bytes).
 // Experts are stacked [num_experts, rows, cols] per layer, as llama.cpp stores them.
 Result<int64_t> write_gguf_model(const fs::path& path, const ModelConfig& c, const Target& tg, uint32_t file_type,
                                  const std::vector<LogicalTensor>& tensors, uint64_t seed,
                                  const std::function<void(int, int)>& progress) {
   constexpr int64_t kAlign = 32;
-  std::string head;
-  int num_kv = 0;
-  std::string kv;
-  auto key = [&](const std::string& k, GgufType type) {
-    put_str(kv, k);
-    put<uint32_t>(kv, static_cast<uint32_t>(type));
-    ++num_kv;
-  };
-  auto u32 = [&](const std::string& k, int64_t v) { key(k, GgufType::kU32); put<uint32_t>(kv, static_cast<uint32_t>(v)); };
-  auto f32 = [&](const std::string& k, double v) { key(k, GgufType::kF32); put<float>(kv, static_cast<float>(v)); };
-  auto str = [&](const std::string& k, const std::string& v) { key(k, GgufType::kString); put_str(kv, v); };
-  str("general.architecture", "llama");
-  str("general.name", "densa gen-model random weights");
-  u32("general.file_type", file_type);
-  u32("general.alignment", kAlign);
-  u32("llama.vocab_size", c.vocab_size);
-  u32("llama.context_length", c.max_position_embeddings);
-  u32("llama.embedding_length", c.hidden_size);
-  u32("llama.block_count", c.num_layers);
-  u32("llama.feed_forward_length", c.intermediate_size);
-  u32("llama.attention.head_count", c.num_heads);
-  u32("llama.attention.head_count_kv", c.num_kv_heads);
-  u32("llama.attention.key_length", c.head_dim);
-  u32("llama.attention.value_length", c.head_dim);
-  u32("llama.rope.dimension_count", c.head_dim);
-  f32("llama.rope.freq_base", c.rope_theta);
-  f32("llama.attention.layer_norm_rms_epsilon", c.rms_norm_eps);
-  if (c.is_moe()) {
-    u32("llama.expert_count", c.num_experts);
-    u32("llama.expert_used_count", c.num_experts_per_tok);
+  Metadata md;
+  if (c.architecture == "LlamaForCausalLM" || c.architecture == "MixtralForCausalLM") {
+    md = llama_metadata(c, file_type);
+  } else {
+    DENSA_ASSIGN_OR_RETURN(md, gguf_model_metadata(c, file_type));
   }
-  u32("tokenizer.ggml.bos_token_id", c.bos_token_id);
-  u32("tokenizer.ggml.eos_token_id", c.eos_token_id);
+  md.insert(md.begin() + 1, {"general.name", gguf_str("densa gen-model random weights")});
+  md.emplace_back("general.alignment", gguf_u32(kAlign));
   if (tg.byte_vocab) {
     const ByteVocab v = byte_vocab(c);
-    str("tokenizer.ggml.model", "llama");
-    u32("tokenizer.ggml.unknown_token_id", 0);
-    const uint64_t n = v.pieces.size();
-    key("tokenizer.ggml.tokens", GgufType::kArray);
-    put<uint32_t>(kv, static_cast<uint32_t>(GgufType::kString));
-    put<uint64_t>(kv, n);
-    for (const std::string& p : v.pieces) put_str(kv, p);
-    key("tokenizer.ggml.scores", GgufType::kArray);
-    put<uint32_t>(kv, static_cast<uint32_t>(GgufType::kF32));
-    put<uint64_t>(kv, n);
-    for (float x : v.scores) put<float>(kv, x);
-    key("tokenizer.ggml.token_type", GgufType::kArray);
-    put<uint32_t>(kv, static_cast<uint32_t>(GgufType::kI32));
-    put<uint64_t>(kv, n);
-    for (int32_t t : v.types) put<int32_t>(kv, t);
+    md.emplace_back("tokenizer.ggml.model", gguf_str("llama"));
+    md.emplace_back("tokenizer.ggml.unknown_token_id", gguf_u32(0));
+    GgufValue tokens;
+    tokens.type = GgufType::kArray;
+    tokens.elem_type = GgufType::kString;
+    tokens.strings = v.pieces;
+    md.emplace_back("tokenizer.ggml.tokens", std::move(tokens));
+    GgufValue scores;
+    scores.type = GgufType::kArray;
+    scores.elem_type = GgufType::kF32;
+    scores.reals.assign(v.scores.begin(), v.scores.end());
+    md.emplace_back("tokenizer.ggml.scores", std::move(scores));
+    GgufValue types;
+    types.type = GgufType::kArray;
+    types.elem_type = GgufType::kI32;
+    types.integers.assign(v.types.begin(), v.types.end());
+    md.emplace_back("tokenizer.ggml.token_type", std::move(types));
+  }
+  if (tg.tokenizer) {
+    DENSA_RETURN_IF_ERROR(append_tokenizer_metadata(*tg.tokenizer, md));
+    if (!tg.chat_template.empty()) md.emplace_back("tokenizer.chat_template", gguf_str(tg.chat_template));
   }
 
   // Directory: one entry per GGUF name (stacked experts share one); offsets per logical tensor.
-  std::string dir;
-  int num_gguf = 0;
-  int64_t offset = 0;
-  std::vector<int64_t> where(tensors.size());
+  std::vector<GgufOutInfo> dir;
+  std::vector<size_t> entry(tensors.size());
+  std::vector<int64_t> slice(tensors.size(), 0);  // bytes into the entry
   for (size_t i = 0; i < tensors.size(); ++i) {
     const LogicalTensor& t = tensors[i];
+    if (hf_only(t)) continue;
     const Part p = parts_of(tg, t)[0];
     if (t.expert_idx > 0) {  // a later expert of a stack already listed
       size_t first = i;
       while (tensors[first].expert_idx != 0 || tensors[first].gguf_name != t.gguf_name) --first;
-      where[i] = where[first] + t.expert_idx * p.nbytes;
+      entry[i] = entry[first];
+      slice[i] = t.expert_idx * p.nbytes;
       continue;
     }
     const int64_t count = t.expert_idx == 0 ? c.num_experts : 1;
-    std::vector<int64_t> ne(p.shape.rbegin(), p.shape.rend());
+    std::vector<int64_t> ne = t.gguf_ne.empty() ? std::vector<int64_t>(p.shape.rbegin(), p.shape.rend()) : t.gguf_ne;
     if (t.expert_idx == 0) ne.push_back(count);
-    put_str(dir, t.gguf_name);
-    put<uint32_t>(dir, static_cast<uint32_t>(ne.size()));
-    for (int64_t d : ne) put<uint64_t>(dir, static_cast<uint64_t>(d));
-    put<uint32_t>(dir, p.ggml_type);
-    put<uint64_t>(dir, static_cast<uint64_t>(offset));
-    where[i] = offset;
-    offset = align_up(offset + count * p.nbytes, kAlign);
-    ++num_gguf;
+    entry[i] = dir.size();
+    dir.push_back({t.gguf_name, p.ggml_type, ne, static_cast<uint64_t>(count * p.nbytes)});
   }
-  put<uint32_t>(head, 0x46554747u);  // "GGUF"
-  put<uint32_t>(head, 3);
-  put<uint64_t>(head, static_cast<uint64_t>(num_gguf));
-  put<uint64_t>(head, static_cast<uint64_t>(num_kv));
-  head += kv;
-  head += dir;
-  head.append(static_cast<size_t>(align_up(static_cast<int64_t>(head.size()), kAlign)) - head.size(), '\0');
-  const int64_t data_start = static_cast<int64_t>(head.size());
+  const GgufLayout layout = gguf_layout(md, dir, kAlign);
+  const int64_t data_start = static_cast<int64_t>(layout.header.size());
 
   std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out | std::ios::trunc);
   if (!f) return not_found(path.string() + ": cannot create");
-  f.write(head.data(), static_cast<std::streamsize>(head.size()));
+  f.write(layout.header.data(), static_cast<std::streamsize>(layout.header.size()));
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const std::vector<float> values = tensor_values(tensors[i], seed, tg.base);
-    DENSA_RETURN_IF_ERROR(write_at(f, path, data_start + where[i], encode(tg, tensors[i], values)[0]));
+    if (!hf_only(tensors[i])) {
+      const std::vector<float> values = logical_values(tensors[i], c, seed, tg.base);
+      const int64_t at = data_start + static_cast<int64_t>(layout.offsets[entry[i]]) + slice[i];
+      DENSA_RETURN_IF_ERROR(write_at(f, path, at, encode(tg, tensors[i], values)[0]));
+    }
     if (progress) progress(static_cast<int>(i + 1), static_cast<int>(tensors.size()));
   }
   // Pad the last tensor to the alignment, as llama.cpp's writer does.
@@ -461,6 +617,7 @@ Result<int64_t> write_safetensors_model(const fs::path& path, const Target& tg, 
   struct Entry { size_t tensor; size_t part; Part p; };
   std::vector<Entry> entries;
   for (size_t i = 0; i < tensors.size(); ++i) {
+    if (gguf_only(tensors[i])) continue;
     const std::vector<Part> parts = parts_of(tg, tensors[i]);
     for (size_t j = 0; j < parts.size(); ++j) entries.push_back({i, j, parts[j]});
   }
@@ -487,6 +644,7 @@ Result<int64_t> write_safetensors_model(const fs::path& path, const Target& tg, 
   f.write(reinterpret_cast<const char*>(&n), 8);
   f.write(text.data(), static_cast<std::streamsize>(text.size()));
   for (size_t i = 0; i < tensors.size(); ++i) {
+    if (gguf_only(tensors[i])) continue;
     const std::vector<float> values = tensor_values(tensors[i], seed, tg.base);
     const std::vector<std::vector<uint8_t>> bytes = encode(tg, tensors[i], values);
     for (size_t j = 0; j < bytes.size(); ++j) DENSA_RETURN_IF_ERROR(write_at(f, path, data_start + where[i][j], bytes[j]));
@@ -522,58 +680,128 @@ Status apply_gen_model_preset(const std::string& preset, GenModelOptions& o) {
 
 Result<ModelConfig> gen_model_config(const GenModelOptions& o) {
   ModelConfig c;
-  if (o.arch != "llama" && o.arch != "mixtral") return invalid_argument("--arch '" + o.arch + "': expected llama or mixtral");
+  const bool mixtral = o.arch == "mixtral", qwen3 = o.arch == "qwen3_moe", deepseek = o.arch == "deepseek_v3";
+  if (o.arch != "llama" && !mixtral && !qwen3 && !deepseek) {
+    return invalid_argument("--arch '" + o.arch + "': expected llama, mixtral, qwen3_moe or deepseek_v3");
+  }
   for (const auto& [name, v] : {std::pair<const char*, int>{"--hidden", o.hidden_size}, {"--layers", o.num_layers},
-                                {"--heads", o.num_heads}, {"--kv-heads", o.num_kv_heads}, {"--ffn", o.intermediate_size},
+                                {"--heads", o.num_heads}, {"--ffn", o.intermediate_size},
                                 {"--vocab", o.vocab_size}, {"--max-context", o.max_context}}) {
     if (v <= 0) return invalid_argument(std::string(name) + " must be positive (got " + std::to_string(v) + ")");
   }
-  if (o.hidden_size % o.num_heads != 0 || (o.hidden_size / o.num_heads) % 2 != 0) {
-    return invalid_argument("--hidden " + std::to_string(o.hidden_size) + " must be a multiple of --heads " +
-                            std::to_string(o.num_heads) + " with an even head dim");
-  }
-  if (o.num_heads % o.num_kv_heads != 0) return invalid_argument("--heads must be a multiple of --kv-heads");
-  if (o.arch == "mixtral") {
+  const bool moe = mixtral || qwen3 || deepseek;
+  if (moe) {
     if (o.num_experts < 1 || o.num_experts_per_tok < 1 || o.num_experts_per_tok > o.num_experts) {
-      return invalid_argument("mixtral needs --experts E >= 1 and 1 <= --top-k <= E");
+      return invalid_argument(o.arch + " needs --experts E >= 1 and 1 <= --top-k <= E");
     }
   } else if (o.num_experts != 0) {
-    return invalid_argument("--experts is for --arch mixtral");
+    return invalid_argument("--experts is for --arch mixtral, qwen3_moe or deepseek_v3");
   }
-  c.architecture = o.arch == "mixtral" ? "MixtralForCausalLM" : "LlamaForCausalLM";
+  if (o.moe_intermediate_size < 0) return invalid_argument("--moe-ffn must be positive (or 0: --ffn)");
   c.vocab_size = o.vocab_size;
   c.hidden_size = o.hidden_size;
   c.num_layers = o.num_layers;
   c.num_heads = o.num_heads;
-  c.num_kv_heads = o.num_kv_heads;
-  c.head_dim = o.hidden_size / o.num_heads;
   c.intermediate_size = o.intermediate_size;
-  c.num_experts = o.arch == "mixtral" ? o.num_experts : 0;
-  c.num_experts_per_tok = o.arch == "mixtral" ? o.num_experts_per_tok : 0;
+  c.num_experts = moe ? o.num_experts : 0;
+  c.num_experts_per_tok = moe ? o.num_experts_per_tok : 0;
+  c.moe_intermediate_size = mixtral ? o.intermediate_size : moe ? (o.moe_intermediate_size > 0 ? o.moe_intermediate_size : o.intermediate_size) : 0;
   c.max_position_embeddings = o.max_context;
+  if (deepseek) {
+    c.architecture = "DeepseekV3ForCausalLM";
+    MlaConfig& m = c.mla;
+    const int base = o.hidden_size / o.num_heads;
+    m.q_lora_rank = o.q_lora_rank < 0 ? o.hidden_size / 2 : o.q_lora_rank;
+    m.kv_lora_rank = o.kv_lora_rank > 0 ? o.kv_lora_rank : o.hidden_size / 4;
+    m.qk_nope_head_dim = o.qk_nope_head_dim > 0 ? o.qk_nope_head_dim : base;
+    m.qk_rope_head_dim = o.qk_rope_head_dim > 0 ? o.qk_rope_head_dim : m.qk_nope_head_dim / 2;
+    m.v_head_dim = o.v_head_dim > 0 ? o.v_head_dim : m.qk_nope_head_dim;
+    m.rope_interleave = true;
+    if (m.kv_lora_rank <= 0 || m.qk_nope_head_dim <= 0 || m.qk_rope_head_dim <= 0 || m.qk_rope_head_dim % 2 != 0 ||
+        m.v_head_dim <= 0) {
+      return invalid_argument("deepseek_v3 needs positive --kv-lora-rank, --qk-nope-dim, --v-head-dim and an even "
+                              "--qk-rope-dim (got " + std::to_string(m.kv_lora_rank) + ", " +
+                              std::to_string(m.qk_nope_head_dim) + ", " + std::to_string(m.v_head_dim) + ", " +
+                              std::to_string(m.qk_rope_head_dim) + ")");
+    }
+    c.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    c.num_kv_heads = c.num_heads;
+    c.rms_norm_eps = 1e-6f;
+    c.moe_routing = MoeRouting::kSigmoidGrouped;
+    c.norm_topk_prob = true;
+    c.routed_scaling_factor = static_cast<float>(o.routed_scaling_factor);
+    c.first_k_dense_replace = o.first_k_dense_replace;
+    c.n_group = o.n_group;
+    c.topk_group = o.topk_group;
+    if (o.num_shared_experts < 0) return invalid_argument("--shared-experts must be >= 0");
+    c.shared_expert_intermediate_size = o.num_shared_experts * c.moe_intermediate_size;
+    if (o.first_k_dense_replace < 0 || o.first_k_dense_replace > o.num_layers) {
+      return invalid_argument("--dense-layers must be within 0..--layers");
+    }
+    const int group_size = c.n_group > 0 ? c.num_experts / c.n_group : 0;
+    if (c.n_group <= 0 || c.num_experts % c.n_group != 0 || group_size < 2 || c.topk_group <= 0 ||
+        c.topk_group > c.n_group || c.topk_group * group_size < c.num_experts_per_tok) {
+      return invalid_argument("--expert-groups " + std::to_string(c.n_group) + " / --topk-groups " +
+                              std::to_string(c.topk_group) + " do not fit " + std::to_string(c.num_experts) +
+                              " experts with top-" + std::to_string(c.num_experts_per_tok) +
+                              " (groups of at least 2 experts; the kept groups must hold top-k)");
+    }
+    if (!(o.routed_scaling_factor > 0)) return invalid_argument("--routed-scale must be positive");
+    return c;
+  }
+  if (o.num_kv_heads <= 0) return invalid_argument("--kv-heads must be positive (got " + std::to_string(o.num_kv_heads) + ")");
+  c.head_dim = o.head_dim > 0 ? o.head_dim : o.hidden_size / o.num_heads;
+  if ((o.head_dim <= 0 && o.hidden_size % o.num_heads != 0) || c.head_dim % 2 != 0) {
+    return invalid_argument("--hidden " + std::to_string(o.hidden_size) + " must be a multiple of --heads " +
+                            std::to_string(o.num_heads) + " with an even head dim (or give an even --head-dim)");
+  }
+  if (o.num_heads % o.num_kv_heads != 0) return invalid_argument("--heads must be a multiple of --kv-heads");
+  c.num_kv_heads = o.num_kv_heads;
+  if (qwen3) {
+    c.architecture = "Qwen3MoeForCausalLM";
+    c.qk_norm = true;
+    c.norm_topk_prob = true;
+    c.rope_theta = 1e6f;
+    c.rms_norm_eps = 1e-6f;
+  } else {
+    c.architecture = mixtral ? "MixtralForCausalLM" : "LlamaForCausalLM";
+  }
   return c;
 }
 
+// Every tensor of the HF form counts (deepseek2's split kv_b is the same parameters again).
 int64_t count_total_params(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, q = int64_t{c.num_heads} * c.head_dim, kv = int64_t{c.num_kv_heads} * c.head_dim;
-  const int64_t attn = 2 * h * q + 2 * h * kv, ffn = 3 * h * c.intermediate_size;
-  const int64_t per_layer = attn + 2 * h + (c.is_moe() ? c.num_experts * ffn + c.num_experts * h : ffn);
-  return 2 * int64_t{c.vocab_size} * h + h + c.num_layers * per_layer;
+  int64_t n = 0;
+  for (const LogicalTensor& t : model_tensors(c)) {
+    if (!gguf_only(t)) n += t.rows * t.cols;
+  }
+  return n;
 }
 
 int64_t count_active_params(const ModelConfig& c) {
   if (!c.is_moe()) return count_total_params(c);
-  const int64_t unused = int64_t{c.num_experts - c.num_experts_per_tok} * 3 * c.hidden_size * c.intermediate_size;
-  return count_total_params(c) - c.num_layers * unused;
+  int64_t unused = 0;  // of each MoE layer's routed experts, all but top_k
+  for (const LogicalTensor& t : model_tensors(c)) {
+    if (t.expert_idx >= c.num_experts_per_tok) unused += t.rows * t.cols;
+  }
+  return count_total_params(c) - unused;
 }
 
 Result<GenModelReport> generate_model(const GenModelOptions& options, const std::function<void(int, int)>& progress) {
   GenModelOptions opts = options;
   std::optional<TokenizerDirInfo> tokenizer_dir;
+  std::optional<LoadedTokenizer> gguf_tokenizer;
   if (opts.tokenizer != "none" && opts.tokenizer != "bytes") {
-    if (opts.format != "hf") return invalid_argument("--tokenizer DIR is copied into Hugging Face checkpoints: use --format hf");
     DENSA_ASSIGN_OR_RETURN(tokenizer_dir, inspect_tokenizer_dir(opts.tokenizer));
     opts.vocab_size = tokenizer_dir->vocab_size;
+    if (opts.format == "gguf") {
+      DENSA_ASSIGN_OR_RETURN(gguf_tokenizer, load_tokenizer(opts.tokenizer));
+      if (gguf_tokenizer->tokenizer.vocab_size() != opts.vocab_size) {
+        return invalid_argument(opts.tokenizer + ": the tokenizer holds " +
+                                std::to_string(gguf_tokenizer->tokenizer.vocab_size()) + " tokens, its files say " +
+                                std::to_string(opts.vocab_size));
+      }
+    }
   }
   DENSA_ASSIGN_OR_RETURN(ModelConfig c, gen_model_config(opts));
   if (tokenizer_dir) {
@@ -586,6 +814,10 @@ Result<GenModelReport> generate_model(const GenModelOptions& options, const std:
   tg.gguf = opts.format == "gguf";
   if (!tg.gguf && opts.format != "hf") return invalid_argument("--format '" + opts.format + "': expected gguf or hf");
   tg.group_size = opts.group_size;
+  if (gguf_tokenizer) {
+    tg.tokenizer = &gguf_tokenizer->tokenizer;
+    tg.chat_template = gguf_tokenizer->assets.chat_template;
+  }
   const std::string& d = opts.dtype;
   uint32_t file_type = 0;  // GGUF general.file_type (llama_ftype)
   if (d == "f32") { tg.base = BaseType::kF32; tg.matrix = DType::kF32; file_type = 0; }
@@ -626,6 +858,7 @@ Result<GenModelReport> generate_model(const GenModelOptions& options, const std:
   }
   const std::vector<LogicalTensor> tensors = model_tensors(c);
   for (const LogicalTensor& t : tensors) {
+    if (tg.gguf ? hf_only(t) : gguf_only(t)) continue;
     const DType sd = stored_dtype(tg, t);
     if (sd == DType::kF32 || sd == DType::kF16 || sd == DType::kBF16) continue;
     if (Status s = check_quant_target(WeightQuantSpec{sd, tg.group_size}, t.rows, t.cols); !s.is_ok()) {

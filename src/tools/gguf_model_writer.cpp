@@ -193,9 +193,8 @@ Status add_layer(TensorList& t, const ModelWeights& w, int i) {
 }
 
 
-// tokenizer.ggml.* for the model's tokenizer, as llama.cpp reads them: "gpt2" (byte-level BPE
-// from a tokenizer.json whose split patterns are a known pre type) or "llama" (SentencePiece).
-// Other tokenizers are refused by name rather than written without a vocabulary.
+}  // namespace
+
 Status append_tokenizer_metadata(const Tokenizer& tok, std::vector<std::pair<std::string, GgufValue>>& md) {
   const auto str = [&](const char* key, std::string v) {
     GgufValue g;
@@ -265,8 +264,6 @@ Status append_tokenizer_metadata(const Tokenizer& tok, std::vector<std::pair<std
   flag("tokenizer.ggml.add_eos_token", v.eos_id >= 0 && specials_only.size() > bos_count && specials_only.back() == v.eos_id);
   return Status::ok();
 }
-
-}  // namespace
 
 Result<GgufWriteReport> write_model_gguf(const ModelWeights& w, const std::filesystem::path& path, DType matrix_dtype,
                                          const std::function<void(int, int)>& progress,

@@ -17,9 +17,14 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
+#include "io/gguf_file.h"
 #include "model/model_weights.h"
+#include "text/tokenizer.h"
 
 namespace densa {
 
@@ -27,6 +32,11 @@ struct GgufWriteReport {
   int num_converted = 0;  // matrices converted to matrix_dtype
   int num_kept = 0;       // every other tensor written
 };
+
+// Appends tokenizer.ggml.* for `tok` as llama.cpp reads them: "gpt2" (byte-level BPE whose
+// split patterns are a known pre type) or "llama" (SentencePiece); BOS / EOS ids already in
+// `md` are replaced by the tokenizer's. unimplemented for tokenizers with no GGUF form.
+Status append_tokenizer_metadata(const Tokenizer& tok, std::vector<std::pair<std::string, GgufValue>>& md);
 
 // progress(done, total) after each tensor is prepared.
 Result<GgufWriteReport> write_model_gguf(const ModelWeights& w, const std::filesystem::path& path, DType matrix_dtype,

@@ -66,9 +66,10 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 }  // namespace
 
-Status write_gguf(const std::filesystem::path& path, const std::vector<std::pair<std::string, GgufValue>>& metadata,
-                  const std::vector<GgufOutTensor>& tensors, uint64_t alignment) {
-  std::string head;
+GgufLayout gguf_layout(const std::vector<std::pair<std::string, GgufValue>>& metadata,
+                       const std::vector<GgufOutInfo>& tensors, uint64_t alignment) {
+  GgufLayout l;
+  std::string& head = l.header;
   put<uint32_t>(head, 0x46554747u);  // "GGUF"
   put<uint32_t>(head, 3);
   put<uint64_t>(head, tensors.size());
@@ -79,18 +80,28 @@ Status write_gguf(const std::filesystem::path& path, const std::vector<std::pair
     put_value(head, value);
   }
   uint64_t offset = 0;
-  for (const GgufOutTensor& t : tensors) {
+  for (const GgufOutInfo& t : tensors) {
     put_str(head, t.name);
     put<uint32_t>(head, static_cast<uint32_t>(t.ne.size()));
     for (int64_t d : t.ne) put<uint64_t>(head, static_cast<uint64_t>(d));
     put<uint32_t>(head, t.ggml_type);
     put<uint64_t>(head, offset);
-    offset = align_up(offset + t.bytes.size(), alignment);
+    l.offsets.push_back(offset);
+    offset = align_up(offset + t.nbytes, alignment);
   }
   head.append(align_up(head.size(), alignment) - head.size(), '\0');
+  l.data_bytes = offset;
+  return l;
+}
+
+Status write_gguf(const std::filesystem::path& path, const std::vector<std::pair<std::string, GgufValue>>& metadata,
+                  const std::vector<GgufOutTensor>& tensors, uint64_t alignment) {
+  std::vector<GgufOutInfo> infos;
+  for (const GgufOutTensor& t : tensors) infos.push_back({t.name, t.ggml_type, t.ne, t.bytes.size()});
+  const GgufLayout layout = gguf_layout(metadata, infos, alignment);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return not_found(path.string() + ": cannot create");
-  out.write(head.data(), static_cast<std::streamsize>(head.size()));
+  out.write(layout.header.data(), static_cast<std::streamsize>(layout.header.size()));
   const std::string zeros(alignment, '\0');
   for (const GgufOutTensor& t : tensors) {
     out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));

@@ -97,6 +97,45 @@ TEST(ServeIntegrityE2e, AdminEndpointReportsAndSwitchesThePolicy) {
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
+// densa_inject_fault (bench/soak.sh's faults): served only with --test-allow-fault-injection;
+// there the asking request fails with the violation's code, and the server goes on answering.
+TEST(ServeIntegrityE2e, RequestAskedFaultsFailThatRequestOnlyWhereAllowed) {
+  const std::string prompt = prompts().front() + " " + prompts().back();  // more than one 16-token page
+  const auto body = [&](const char* fault) {
+    json b = {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}};
+    if (fault != nullptr) b["densa_inject_fault"] = fault;
+    return b.dump();
+  };
+  {
+    ServerProcess plain({"--kv-integrity", "on"});
+    ASSERT_TRUE(plain.wait_ready());
+    const CurlResponse r = plain.post("/v1/completions", body("late-write"));
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["param"], "densa_inject_fault") << r.body;
+    EXPECT_EQ(plain.stop(), 0) << plain.log();
+  }
+  ServerProcess server({"--kv-integrity", "digest", "--test-allow-fault-injection"});
+  ASSERT_TRUE(server.wait_ready());
+  const auto text = [&](const CurlResponse& r) {
+    const json j = json::parse(r.body, nullptr, false);
+    return r.status == 200 && j.is_object() ? j["choices"][0]["text"].get<std::string>() : "<" + r.body + ">";
+  };
+  const std::string want = text(server.post("/v1/completions", body(nullptr)));
+  ASSERT_NE(want.substr(0, 1), "<") << want;
+  for (const char* fault : {"late-write", "off-by-one", "bit-flip"}) {  // the kinds one request alone fits
+    const CurlResponse r = server.post("/v1/completions", body(fault));
+    EXPECT_EQ(r.status, 500) << fault << ": " << r.body;
+    const json err = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(err.is_object()) << r.body;
+    EXPECT_EQ(err["error"]["code"], "kv_integrity_violation") << fault << ": " << r.body;
+    EXPECT_EQ(text(server.post("/v1/completions", body(nullptr))), want) << "after " << fault;
+  }
+  EXPECT_EQ(metric(server.get("/metrics").body, "densa_kv_integrity_violations_total"), 3.0);
+  const CurlResponse health = server.get("/health?audit=1");
+  EXPECT_EQ(health.status, 200) << health.body;
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
 TEST(ServeIntegrityE2e, BadPolicyIsRefusedAtStartup) {
   int rc = 0;
   const std::string out = run_command(std::string(DENSA_BINARY) + " serve -m " + shell_quote(fixture_model_path()) +

@@ -203,5 +203,51 @@ TEST(IntegrityFaultEngine, PerRequestOverrideAndRuntimeSwitch) {
   EXPECT_EQ(fixed->set_kv_integrity({KvIntegrityMode::kTags, 1, 1}).code(), StatusCode::kUnimplemented);
 }
 
+// Faults asked for by the requests themselves (GenerateRequest::inject_fault, what
+// `densa serve --test-allow-fault-injection` and bench/soak.sh use): of 16 concurrent greedy
+// requests, two ask for the fault. Each of the two that it fired on fails with a violation
+// naming it, having emitted only fault-free tokens; every other request equals the fault-free
+// run; the pool audits clean.
+class RequestFaultTest : public ::testing::TestWithParam<KvFault> {};
+
+TEST_P(RequestFaultTest, OnlyTheAskingRequestsFail) {
+  const KvFault fault = GetParam();
+  std::vector<GenerateRequest> reqs = load();
+  const auto& want = fault_free();
+  const std::set<size_t> asking = {3, 11};
+  for (size_t i : asking) reqs[i].inject_fault = fault;
+  EngineConfig c = base_config();
+  const KvIntegrityMode mode = fault == KvFault::kBitFlip ? KvIntegrityMode::kDigest : KvIntegrityMode::kTags;
+  c.kv_integrity = KvIntegrityPolicy{mode, 1, 1};
+  const EngineRun r = run_load(c, reqs);
+  int num_errors = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Collected& got = r.out[i];
+    EXPECT_TRUE(is_prefix(got.tokens, want[i])) << "request " << i << " emitted a token from a wrong page";
+    if (asking.count(i) == 0) {
+      EXPECT_EQ(got.tokens, want[i]) << "unaffected request " << i;
+      EXPECT_EQ(got.finish, FinishReason::kLength) << "unaffected request " << i;
+      continue;
+    }
+    // Every fault kind fits these requests (prompts of 10-40 tokens on 8-token pages, 12
+    // generated, 15 others in the batch), so each asking request is a victim.
+    ASSERT_EQ(got.finish, FinishReason::kError) << "asking request " << i << " (" << kv_fault_name(fault) << ")";
+    const Status& e = got.events.back().error;
+    EXPECT_TRUE(is_kv_integrity_violation(e)) << e.to_string();
+    EXPECT_NE(e.message().find("request " + std::to_string(r.ids[i])), std::string::npos) << e.message();
+    ++num_errors;
+  }
+  EXPECT_EQ(num_errors, 2);
+  EXPECT_EQ(r.stats.kv_integrity_violations, 2);
+  EXPECT_TRUE(r.audit.is_ok()) << r.audit.to_string();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFaults, RequestFaultTest, ::testing::ValuesIn(kAllKvFaults),
+                         [](const ::testing::TestParamInfo<KvFault>& info) {
+                           std::string name = kv_fault_name(info.param);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
 }  // namespace
 }  // namespace densa

@@ -131,6 +131,15 @@ TEST(OpenAiRequest, NoFieldIsSilentlyIgnored) {
   EXPECT_EQ(error_param(c, R"({"prompt":"x","cache_salt":""})"), "cache_salt");
   EXPECT_EQ(error_param(c, R"({"prompt":"x","cache_salt":5})"), "cache_salt");
   EXPECT_EQ(error_param(c, R"({"prompt":"x","cache_salt":")" + std::string(300, 's') + R"("})"), "cache_salt");
+  // densa_inject_fault: the name of a KV fault kind (served only by a server that allows it).
+  auto faulty = parse(c, R"({"prompt":"x","densa_inject_fault":"page-reuse"})");
+  ASSERT_TRUE(faulty);
+  ASSERT_TRUE(faulty->inject_fault.has_value());
+  EXPECT_EQ(*faulty->inject_fault, KvFault::kPageReuse);
+  EXPECT_FALSE(parse(c, R"({"prompt":"x"})")->inject_fault.has_value());
+  EXPECT_EQ(error_param(c, R"({"prompt":"x","densa_inject_fault":"gremlins"})"), "densa_inject_fault");
+  EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":"x"}],"densa_inject_fault":true})"),
+            "densa_inject_fault");
   // Unknown message fields too.
   EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":"x","audio":{}}]})"), "messages");
   EXPECT_EQ(error_param(chat, R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"),

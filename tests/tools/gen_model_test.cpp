@@ -368,12 +368,29 @@ TEST_F(GenModelTest, BadOptionsAreClearErrors) {
   r = generate_model(o);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("--vocab >= 260"), std::string::npos) << r.status().message();
-  // Anything but none / bytes names a tokenizer directory: HF checkpoints only, and it must exist.
+  // Anything but none / bytes names a tokenizer directory, which must exist (either format).
   o = tiny(false, "bf16", "gguf", "x.gguf");
   o.tokenizer = "bpe";
   r = generate_model(o);
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("use --format hf"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("bpe: not a directory"), std::string::npos) << r.status().message();
+  // The new families' own constraints.
+  o = tiny(true, "bf16", "hf", "x-ds");
+  o.arch = "deepseek_v3";
+  o.n_group = 3;  // 4 experts do not split into 3 groups
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("--expert-groups 3"), std::string::npos) << r.status().message();
+  o.n_group = 1;
+  o.qk_rope_head_dim = 7;
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("even --qk-rope-dim"), std::string::npos) << r.status().message();
+  o = tiny(false, "bf16", "hf", "x-q");
+  o.arch = "qwen3_moe";
+  r = generate_model(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("qwen3_moe needs --experts"), std::string::npos) << r.status().message();
   o = tiny(false, "bf16", "hf", "x-hf");
   o.tokenizer = "bpe";
   r = generate_model(o);
