@@ -14,6 +14,11 @@ namespace {
 
 using json = nlohmann::json;
 
+// Ids a vocabulary may leave unused beyond the tokens it lists (real files are dense, or pad
+// a few ids); an id far past the listed count would only allocate the ids between (one
+// token with id 10^9 asked for tens of GB).
+constexpr size_t kMaxUnusedIds = size_t{1} << 16;
+
 // Errors carry "origin: where: what".
 struct Ctx {
   std::string origin;
@@ -353,6 +358,7 @@ Status parse_added_tokens(const Ctx& c, const json& j, std::vector<AddedToken>& 
       return c.fail(where, "needs an integer 'id' and a string 'content'");
     }
     AddedToken a;
+    if (t["id"].get<int64_t>() >= (1 << 30)) return c.fail(where, "id " + t["id"].dump() + " is out of range");
     a.id = t["id"].get<TokenId>();
     a.content = t["content"].get<std::string>();
     if (a.id < 0) return c.fail(where, "negative id");
@@ -397,6 +403,11 @@ Status parse_model(const Ctx& c, const json& m, BpeModel& bpe, ModelOut& out) {
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
     if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= (1 << 30)) {
       return c.fail("model.vocab", "'" + it.key() + "' has no valid id");
+    }
+    if (it.value().get<uint64_t>() >= vocab->size() + kMaxUnusedIds) {
+      return c.fail("model.vocab", "'" + it.key() + "' has id " + it.value().dump() + ", far past the " +
+                                       std::to_string(vocab->size()) + " tokens listed (more than " +
+                                       std::to_string(kMaxUnusedIds) + " unused ids)");
     }
     const auto id = it.value().get<TokenId>();
     ids.emplace(it.key(), id);
@@ -489,6 +500,14 @@ Result<TokenizerParts> hf_tokenizer_parts(const json& j, const std::string& orig
     TokenizerParts parts;
     parts.kind = "hf-bpe";
     std::vector<std::string>& pieces = model.pieces;
+    const size_t listed = pieces.size() + added.size();
+    for (const AddedToken& a : added) {
+      if (static_cast<size_t>(a.id) >= listed + kMaxUnusedIds) {
+        return c.fail("added_tokens", "'" + a.content + "' has id " + std::to_string(a.id) + ", far past the " +
+                                          std::to_string(listed) + " tokens listed (more than " +
+                                          std::to_string(kMaxUnusedIds) + " unused ids)");
+      }
+    }
     for (const AddedToken& a : added) {
       if (static_cast<size_t>(a.id) >= pieces.size()) pieces.resize(static_cast<size_t>(a.id) + 1);
     }

@@ -1,5 +1,6 @@
 #include "text/tiktoken.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -38,6 +39,11 @@ bool base64_decode(std::string_view in, std::string& out) {
   return true;
 }
 
+// Ids the rank file (and the special tokens) may leave unused beyond the tokens listed. Real
+// files are dense or nearly so (cl100k leaves one hole); a rank far past the file's length
+// would only allocate the ids between (a 1-line file ranked 10^9 asked for tens of GB).
+constexpr size_t kMaxUnusedIds = size_t{1} << 16;
+
 }  // namespace
 
 Result<TokenizerParts> tiktoken_parts(std::string_view text, const TiktokenSpec& spec, const std::string& origin) {
@@ -49,6 +55,7 @@ Result<TokenizerParts> tiktoken_parts(std::string_view text, const TiktokenSpec&
   std::vector<std::string> bytes_of;
   size_t line_no = 0;
   std::string bytes;
+  const size_t max_ids = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1 + kMaxUnusedIds;
   for (size_t pos = 0; pos < text.size();) {
     size_t eol = text.find('\n', pos);
     if (eol == std::string_view::npos) eol = text.size();
@@ -68,7 +75,10 @@ Result<TokenizerParts> tiktoken_parts(std::string_view text, const TiktokenSpec&
       if (c < '0' || c > '9') return data_loss(where + ": bad rank '" + std::string(rank_text) + "'");
       rank = rank * 10 + (c - '0');
     }
-    if (rank >= (1 << 30)) return data_loss(where + ": rank too large");
+    if (static_cast<size_t>(rank) >= max_ids) {
+      return data_loss(where + ": rank " + std::to_string(rank) + " is far past the file's length (more than " +
+                       std::to_string(kMaxUnusedIds) + " unused ids)");
+    }
     if (!bpe.tokens.emplace(bytes, static_cast<TokenId>(rank)).second) return data_loss(where + ": token listed twice");
     if (static_cast<size_t>(rank) >= bytes_of.size()) bytes_of.resize(static_cast<size_t>(rank) + 1);
     if (!bytes_of[rank].empty()) return data_loss(where + ": rank " + std::to_string(rank) + " listed twice");
@@ -89,7 +99,15 @@ Result<TokenizerParts> tiktoken_parts(std::string_view text, const TiktokenSpec&
   TokenizerParts parts;
   parts.kind = "tiktoken";
   size_t n = bytes_of.size();
-  for (const AddedToken& t : spec.special_tokens) n = std::max(n, static_cast<size_t>(t.id) + 1);
+  for (const AddedToken& t : spec.special_tokens) {
+    if (t.id < 0 || t.content.empty()) return invalid_argument(origin + ": special token '" + t.content + "' has no id or text");
+    if (static_cast<size_t>(t.id) >= bytes_of.size() + spec.special_tokens.size() + kMaxUnusedIds) {
+      return invalid_argument(origin + ": special token '" + t.content + "' id " + std::to_string(t.id) + " is far past the " +
+                              std::to_string(bytes_of.size()) + " ranked tokens (more than " + std::to_string(kMaxUnusedIds) +
+                              " unused ids)");
+    }
+    n = std::max(n, static_cast<size_t>(t.id) + 1);
+  }
   TokenizerVocab& v = parts.vocab;
   v.pieces.resize(n);
   v.types.assign(n, TokenType::kUnused);

@@ -1,8 +1,10 @@
 #include "text/tokenizer_loader.h"
 
+#include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "io/gguf_file.h"
 #include "text/gguf_bpe.h"
@@ -113,19 +115,38 @@ Result<TiktokenSpec> kimi_spec(const json& cfg, const fs::path& rank_file) {
     if (!d.is_object()) return data_loss(rank_file.string() + ": tokenizer_config.json added_tokens_decoder is not an object");
     for (auto it = d.begin(); it != d.end(); ++it) {
       AddedToken t;
-      try {
-        t.id = static_cast<TokenId>(std::stoll(it.key()));
-      } catch (const std::exception&) {
-        return data_loss("tokenizer_config.json: added_tokens_decoder key '" + it.key() + "' is not an id");
+      // The key is the id in decimal; Kimi's named specials live in the reserved range after
+      // the ranked tokens (an id below it is a ranked token, refused by tiktoken_parts).
+      const std::string& key = it.key();
+      int64_t id = 0;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (ec != std::errc() || end != key.data() + key.size() || id < 0) {
+        return data_loss("tokenizer_config.json: added_tokens_decoder key '" + key + "' is not an id");
       }
+      if (id >= static_cast<int64_t>(base) + kKimiReservedSpecials) {
+        return data_loss("tokenizer_config.json: added_tokens_decoder id " + key + " is past the " +
+                         std::to_string(kKimiReservedSpecials) + " reserved special ids after the " + std::to_string(base) +
+                         " ranked tokens of " + rank_file.string());
+      }
+      t.id = static_cast<TokenId>(id);
       if (!it.value().is_object() || !it.value().contains("content") || !it.value()["content"].is_string()) {
         return data_loss("tokenizer_config.json: added_tokens_decoder " + it.key() + " has no string content");
       }
       t.content = it.value()["content"].get<std::string>();
-      t.special = it.value().value("special", true);
-      t.lstrip = it.value().value("lstrip", false);
-      t.rstrip = it.value().value("rstrip", false);
-      t.single_word = it.value().value("single_word", false);
+      // json::value() throws on a type mismatch; a flag that is not a boolean is an error.
+      const json& e = it.value();
+      for (auto [flag, field, fallback] : {std::tuple{"special", &t.special, true}, std::tuple{"lstrip", &t.lstrip, false},
+                                           std::tuple{"rstrip", &t.rstrip, false},
+                                           std::tuple{"single_word", &t.single_word, false}}) {
+        auto f = e.find(flag);
+        if (f == e.end() || f->is_null()) {
+          *field = fallback;
+        } else if (f->is_boolean()) {
+          *field = f->get<bool>();
+        } else {
+          return data_loss("tokenizer_config.json: added_tokens_decoder " + key + " '" + flag + "' is not a boolean");
+        }
+      }
       t.normalized = false;
       named[t.id] = t;
     }

@@ -221,6 +221,33 @@ TEST(JinjaEngine, LoopsHitTheStepLimit) {
   EXPECT_TRUE(render_status("{% for i in range(100) %}{{ i }}{% endfor %}", limits).is_ok());
 }
 
+// Sizes computed before anything is built: a product that wraps 64 bits, widths of 10**12,
+// and the empty-string repeat that builds nothing but would loop 10**18 times.
+TEST(JinjaEngine, HugeRepeatsAndWidthsHitTheSizeLimitBeforeAllocating) {
+  expect_error(render_status("{{ 'abcd' * 4611686018427387904 }}"), StatusCode::kResourceExhausted, "size limit");
+  expect_error(render_status("{% set x = range(1000) | list %}{{ (x * 4611686018427387904) | length }}"),
+               StatusCode::kResourceExhausted, "size limit");
+  Result<Template> empty = Template::parse("{{ ('' * 1000000000000000000) | length }}");
+  ASSERT_TRUE(empty.is_ok());
+  Result<std::string> r = empty->render(nlohmann::ordered_json::object());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(*r, "0");
+  for (const char* src : {"{{ 'a' | center(1000000000000) }}", "{{ 'a\nb' | indent(1000000000000) }}",
+                          "{{ [1] | tojson(indent=1000000000000) }}"}) {
+    expect_error(render_status(src), StatusCode::kResourceExhausted, "size limit");
+  }
+}
+
+TEST(JinjaEngine, RangeNearInt64BoundsStops) {
+  Result<Template> t = Template::parse(
+      "{{ range(9223372036854775800, 9223372036854775807, 100) | list }} "
+      "{{ range(-9223372036854775800, -9223372036854775807 - 1, -100) | list }}");
+  ASSERT_TRUE(t.is_ok());
+  Result<std::string> r = t->render(nlohmann::ordered_json::object());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(*r, "[9223372036854775800] [-9223372036854775800]");
+}
+
 TEST(JinjaEngine, OutputHitsTheSizeLimit) {
   RenderLimits limits;
   limits.max_output_bytes = 1000;

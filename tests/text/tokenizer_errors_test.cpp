@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/hf_tokenizer.h"
+#include "text/tiktoken.h"
 #include "text/tokenizer_loader.h"
 #include "tokenizer_oracle_util.h"
 
@@ -125,6 +126,61 @@ TEST(TokenizerErrors, TruncatedFilesAndDirs) {
   r = load_tokenizer(dir);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("bad base64"), std::string::npos) << r.status().message();
+}
+
+// Ids far past the tokens a file lists would only allocate the ids between: refused by name.
+TEST(TokenizerErrors, IdsFarPastTheListedTokensAreRefused) {
+  json j = tiny_tokenizer_json();
+  j["model"]["vocab"]["b"] = 1000000000;
+  EXPECT_NE(error_of(j).find("'b' has id 1000000000, far past the 4 tokens listed"), std::string::npos) << error_of(j);
+  j = tiny_tokenizer_json();
+  j["added_tokens"] = json::array({{{"id", 900000000}, {"content", "<x>"}, {"special", true}}});
+  EXPECT_NE(error_of(j).find("'<x>' has id 900000000, far past"), std::string::npos) << error_of(j);
+  j = tiny_tokenizer_json();
+  j["added_tokens"] = json::array({{{"id", int64_t{1} << 40}, {"content", "<x>"}}});
+  EXPECT_NE(error_of(j).find("is out of range"), std::string::npos) << error_of(j);
+
+  std::string ranks;  // every single byte, then one rank far past the file
+  for (int b = 0; b < 256; ++b) {
+    static const char* const k64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    ranks += std::string{k64[b >> 2], k64[(b & 3) << 4], '=', '='} + " " + std::to_string(b) + "\n";
+  }
+  TiktokenSpec spec;
+  spec.pattern = R"(\S+|\s+)";
+  EXPECT_TRUE(tiktoken_parts(ranks, spec, "t.model").is_ok());
+  auto far = tiktoken_parts(ranks + "YWI= 1073741000\n", spec, "t.model");
+  ASSERT_FALSE(far.is_ok());
+  EXPECT_NE(far.status().message().find("line 257: rank 1073741000 is far past the file's length"), std::string::npos)
+      << far.status().message();
+  AddedToken special;
+  special.content = "<|end|>";
+  special.id = 2000000000;
+  spec.special_tokens.push_back(special);
+  auto far_special = tiktoken_parts(ranks, spec, "t.model");
+  ASSERT_FALSE(far_special.is_ok());
+  EXPECT_NE(far_special.status().message().find("special token '<|end|>' id 2000000000 is far past the 256 ranked tokens"),
+            std::string::npos)
+      << far_special.status().message();
+
+  // Kimi's added_tokens_decoder: ids in the 256 reserved after the ranks, flags booleans.
+  const auto dir = oracle_tmp("kimi_bad_config");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tiktoken.model") << ranks;
+  const auto error_for = [&](const std::string& cfg) {
+    std::ofstream(dir / "tokenizer_config.json") << cfg;
+    auto r = load_tokenizer(dir);
+    return r.is_ok() ? std::string("(loaded)") : r.status().message();
+  };
+  EXPECT_EQ(error_for(R"({"added_tokens_decoder": {"256": {"content": "[BOS]"}}})"), "(loaded)");
+  EXPECT_NE(error_for(R"({"added_tokens_decoder": {"512": {"content": "[BOS]"}}})").find("id 512 is past the 256 reserved"),
+            std::string::npos);
+  EXPECT_NE(error_for(R"({"added_tokens_decoder": {"2000000000000": {"content": "[BOS]"}}})").find("is past the 256 reserved"),
+            std::string::npos);
+  EXPECT_NE(error_for(R"({"added_tokens_decoder": {"256x": {"content": "[BOS]"}}})").find("key '256x' is not an id"),
+            std::string::npos);
+  EXPECT_NE(error_for(R"({"added_tokens_decoder": {"256": {"content": "[BOS]", "special": "yes"}}})")
+                .find("256 'special' is not a boolean"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -345,9 +345,10 @@ Value g_range(Interp& in, CallArgs& a) {
   if (a.pos.size() == 3) step = a.pos[2].as_int();
   if (step == 0) throw Error("range() arg 3 must not be zero");
   List out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     in.step();
     out.push_back(Value::integer(i));
+    if (__builtin_add_overflow(i, step, &i)) break;  // the next value would pass INT64 bounds, so also stop
   }
   return Value::list(std::move(out));
 }

@@ -12,6 +12,13 @@
 namespace densa::jinja {
 namespace {
 
+// n spaces (none for n <= 0); a width past the output limit fails before allocating.
+std::string spaces(Interp& in, int64_t n) {
+  if (n <= 0) return {};
+  in.check_size(static_cast<size_t>(n));
+  return std::string(static_cast<size_t>(n), ' ');
+}
+
 std::string soft_str(const Value& v) { return v.is_string() ? v.str() : v.to_str(); }
 bool given(const Value& v) { return !v.is_undefined(); }
 
@@ -23,7 +30,7 @@ Value f_tojson(Interp& in, const Value& v, CallArgs& a) {
   const std::string* ind_p = nullptr;
   if (given(indent) && !indent.is_none()) {
     if (indent.is_string()) ind = indent.str();
-    else if (indent.is_int()) ind = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.as_int())), ' ');
+    else if (indent.is_int()) ind = spaces(in, indent.as_int());
     else throw Error("tojson: indent must be an int or a string");
     ind_p = &ind;
   }
@@ -394,7 +401,7 @@ std::vector<std::string> split_lines(const std::string& s) {
 Value f_indent(Interp& in, const Value& v, CallArgs& a) {
   const Value width = a.take(0, "width"), first = a.take(1, "first"), blank = a.take(2, "blank");
   a.finish("filter 'indent'");
-  const std::string ind = !given(width) ? "    " : width.is_string() ? width.str() : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
+  const std::string ind = !given(width) ? "    " : width.is_string() ? width.str() : spaces(in, width.as_int());
   const std::vector<std::string> lines = split_lines(soft_str(v) + "\n");
   std::string rv;
   if (given(blank) && blank.truthy()) {
@@ -469,12 +476,13 @@ Value min_max(Interp& in, const Value& v, CallArgs& a, bool want_max) {
 Value f_min(Interp& in, const Value& v, CallArgs& a) { return min_max(in, v, a, false); }
 Value f_max(Interp& in, const Value& v, CallArgs& a) { return min_max(in, v, a, true); }
 
-Value f_center(Interp&, const Value& v, CallArgs& a) {
+Value f_center(Interp& in, const Value& v, CallArgs& a) {
   const Value width = a.take(0, "width");
   a.finish("filter 'center'");
   const std::string s = soft_str(v);
   const int64_t w = given(width) ? width.as_int() : 80, n = static_cast<int64_t>(code_point_count(s));
   if (w <= n) return Value::string(s);
+  in.check_size(static_cast<size_t>(w - n) + s.size());  // center(10**12) must not allocate first
   const int64_t marg = w - n, left = marg / 2 + (marg & w & 1);
   return Value::string(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(marg - left), ' '));
 }

@@ -1,6 +1,7 @@
 // Python operator semantics on engine values: arithmetic, ordering, membership, iteration,
 // len() and slicing, with Python's error messages for type errors.
 #include <cmath>
+#include <cstdint>
 
 #include "text/jinja/internal.h"
 #include "text/jinja/ops.h"
@@ -30,16 +31,25 @@ bool add_ov(int64_t x, int64_t y, int64_t* r) { return __builtin_add_overflow(x,
 bool sub_ov(int64_t x, int64_t y, int64_t* r) { return __builtin_sub_overflow(x, y, r); }
 bool mul_ov(int64_t x, int64_t y, int64_t* r) { return __builtin_mul_overflow(x, y, r); }
 
+// a * b * c, saturated at SIZE_MAX (so a product that wraps still fails the size check).
+size_t saturating_product(size_t a, size_t b, size_t c = 1) {
+  size_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r)) return SIZE_MAX;
+  return r;
+}
+
 Value repeat(Interp& in, const Value& seq, int64_t n) {
   if (n < 0) n = 0;
   if (seq.is_string()) {
-    in.check_size(seq.str().size() * static_cast<size_t>(n));
+    // Checked before any byte is built: 'abcd' * 2**62 is 2**64 bytes, which wraps to 0.
+    in.check_size(saturating_product(seq.str().size(), static_cast<size_t>(n)));
+    if (seq.str().empty()) return Value::string("");  // '' * 10**18 would loop 10**18 times
     std::string out;
     out.reserve(seq.str().size() * static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) out += seq.str();
     return Value::string(std::move(out));
   }
-  in.check_size(seq.items().size() * static_cast<size_t>(n) * sizeof(Value));
+  in.check_size(saturating_product(seq.items().size(), static_cast<size_t>(n), sizeof(Value)));
   List out;
   for (int64_t k = 0; k < n; ++k) {
     in.step();

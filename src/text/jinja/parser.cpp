@@ -589,8 +589,15 @@ class Parser {
     return e;
   }
 
+  // A postfix chain nests each link inside the next (evaluated and freed recursively), so its
+  // length counts toward the nesting limit: 10,000 chained filters overflowed the stack.
+  void check_chain(int links, const Token& at) {
+    if (depth_ + links > kMaxNesting) fail("template nests deeper than " + std::to_string(kMaxNesting) + " levels", at);
+  }
+
   ExprPtr parse_filter_expr(ExprPtr e) {
-    while (true) {
+    for (int links = 1;; ++links) {
+      check_chain(links, cur());
       if (is_op("|")) {
         e = parse_filter_chain(std::move(e));
       } else if (is_name("is")) {
@@ -606,10 +613,12 @@ class Parser {
   // One or more `| name(args)` applied to `operand` (null in a filter block / set block).
   ExprPtr parse_filter_chain(ExprPtr operand, bool leading_pipe = true) {
     bool first = true;
+    int links = 0;
     while (first ? (!leading_pipe || is_op("|")) : is_op("|")) {
       if (leading_pipe || !first) expect_op("|");
       first = false;
       const Token& at = cur();
+      check_chain(++links, at);
       std::string name = expect_name();
       while (skip_op(".")) name.append(".").append(expect_name());
       ExprPtr f = node(ExprKind::kFilter, at);

@@ -1,5 +1,8 @@
 #include "text/jinja/template.h"
 
+#include <exception>
+#include <new>
+
 #include "text/jinja/ast.h"
 #include "text/jinja/internal.h"
 
@@ -20,6 +23,11 @@ Result<Template> Template::parse(std::string_view source) {
     return t;
   } catch (const Error& e) {
     return invalid_argument("chat template syntax error: " + e.message() + where(e));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("chat template: out of memory while parsing");
+  } catch (const std::exception& e) {
+    // A bug (every template error is an Error): reported, never a crash of the server.
+    return Status(StatusCode::kInternal, std::string("chat template parser: internal error: ") + e.what());
   }
 }
 
@@ -39,6 +47,11 @@ Result<std::string> Template::render(const nlohmann::ordered_json& vars, const R
       case Error::Kind::kTemplate: break;
     }
     return invalid_argument("chat template error: " + e.message() + where(e));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("chat template: out of memory while rendering");
+  } catch (const std::exception& e) {
+    // A bug (the limits and every template error are Errors): reported, never a crash.
+    return Status(StatusCode::kInternal, std::string("chat template: internal error: ") + e.what());
   }
 }
 
