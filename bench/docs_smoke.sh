@@ -82,7 +82,7 @@ if want llamacpp; then
   if [ -d "$ROOT/bench/llamacpp/node_modules/node-llama-cpp" ]; then
     run llamacpp_compare 'densa / llama.cpp' env MODEL_DIR="$MD" "$ROOT/bench/llamacpp/compare.sh" "$DENSA" "$OUT/llamacpp" 1 --quick
   else
-    fail "llamacpp: node-llama-cpp is not installed (run 'npm install' in bench/llamacpp, or leave the step out with --only)"
+    fail "llamacpp: node-llama-cpp is not installed (run bench/llamacpp/install.sh, or leave the step out with --only)"
   fi
 fi
 if want decode; then

@@ -156,7 +156,7 @@ if want llamacpp; then
     [ "$QUICK" = 1 ] && extra=(1 --quick)
     MEMBW=$BUILD/membw_bench "$ROOT/bench/llamacpp/compare.sh" "$DENSA" "$IMG/llamacpp/all-rows" "${extra[@]}"
   else
-    log "skip llamacpp: run 'npm install' in bench/llamacpp first (needs the npm registry)"
+    log "skip llamacpp: run bench/llamacpp/install.sh first (needs the npm registry)"
   fi
 fi
 log "done: $IMG"

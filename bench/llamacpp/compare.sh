@@ -6,7 +6,7 @@
 #   (reused when present): GGUF Q4_0 / Q8_0 / F16 with `--tokenizer bytes` (llama.cpp needs a
 #   vocabulary to load a file), both engines reading the same files, plus densa's own INT4 g32
 #   and FP8 Hugging Face checkpoints. THREADS (default 2).
-# Needs node and `npm install` run once in bench/llamacpp (node-llama-cpp's prebuilt CPU
+# Needs node and bench/llamacpp/install.sh run once (node-llama-cpp's prebuilt CPU
 # binaries from the npm registry: upstream llama.cpp with ggml's per-CPU variants).
 #
 # Each round runs every row's llama.cpp and densa configurations back to back, llama.cpp first
@@ -41,7 +41,7 @@ OUT=$(realpath "$OUT")
 rm -rf "$OUT"/round-*  # a fresh run replaces the last one's results
 : > "$OUT/load.txt"
 : > "$OUT/membw.txt"
-[ -d "$HERE/node_modules/node-llama-cpp" ] || { echo "run 'npm install' in $HERE first" >&2; exit 2; }
+[ -d "$HERE/node_modules/node-llama-cpp" ] || { echo "run $HERE/install.sh first" >&2; exit 2; }
 log() { echo "== compare: $*" >&2; }
 
 # shellcheck source=bench/perf_common.sh

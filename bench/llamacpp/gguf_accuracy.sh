@@ -5,7 +5,7 @@
 # fixture scores every file against the F16 file (baseline F16 on the exact fp32-activation
 # kernels, F32 KV) on the fixture's validation ids. Writes OUT_DIR/<model>.md and .json.
 #
-# Usage: bench/llamacpp/gguf_accuracy.sh DENSA OUT_DIR   (npm install in bench/llamacpp first)
+# Usage: bench/llamacpp/gguf_accuracy.sh DENSA OUT_DIR   (bench/llamacpp/install.sh first)
 set -euo pipefail
 DENSA=$(realpath "$1")
 OUT=$(mkdir -p "$2" && realpath "$2")

@@ -1,7 +1,7 @@
 // llama.cpp's perplexity of a GGUF on token ids, windowed like densa's tools/perplexity.h
 // (non-overlapping windows of --ctx tokens, the first replaced by BOS, each window from
 // position 0 on a fresh sequence, NLL from a double log-softmax of the fp32 logits), through
-// node-llama-cpp's prebuilt CPU llama.cpp (npm install in bench/llamacpp first).
+// node-llama-cpp's prebuilt CPU llama.cpp (bench/llamacpp/install.sh first).
 // Usage: node llamacpp_ppl.mjs MODEL.gguf IDS.u16.bin CTX [MAX_WINDOWS]  -> one JSON line
 import {readFileSync} from "node:fs";
 import {getLlama} from "node-llama-cpp";
