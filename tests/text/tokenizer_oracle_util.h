@@ -1,6 +1,7 @@
 #pragma once
 // Runs tests/text/tokenizer_oracle.cjs (node, the pinned npm oracles) over strings.
 #include <gtest/gtest.h>
+#include <utf8proc.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +58,32 @@ inline std::vector<std::string> read_lines_text(const std::string& path) {
   for (std::string line; std::getline(f, line);)
     if (!line.empty()) out.push_back(line);
   return out;
+}
+
+// The tokenizer test set: the generated strings (tests/data/text/tokenizer_strings.jsonl), the
+// corpus lines, and multi-line paragraphs of the corpus (newlines and their merges with the
+// text that follows).
+inline std::vector<std::string> tokenizer_test_inputs() {
+  std::vector<std::string> in = read_lines_json(std::string(DENSA_SOURCE_DIR) + "/tests/data/text/tokenizer_strings.jsonl");
+  EXPECT_GE(in.size(), 2000u);
+  const std::vector<std::string> corpus = read_lines_text(std::string(DENSA_DATA_DIR) + "/tinystories/valid.txt");
+  EXPECT_GT(corpus.size(), 100u);
+  in.insert(in.end(), corpus.begin(), corpus.end());
+  for (size_t i = 0; i + 8 < corpus.size(); i += 40) {
+    std::string para;
+    for (size_t j = i; j < i + 8; ++j) para += corpus[j] + "\n";
+    in.push_back(para);
+  }
+  return in;
+}
+
+// NFC by utf8proc directly, independent of the tokenizer's normalizer.
+inline std::string nfc(const std::string& s) {
+  utf8proc_uint8_t* out = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
+  if (out == nullptr) return s;  // not valid UTF-8: no normalizer changes it
+  std::string r(reinterpret_cast<const char*>(out));
+  std::free(out);
+  return r;
 }
 
 }  // namespace densa
