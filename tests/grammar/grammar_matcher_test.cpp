@@ -10,6 +10,7 @@
 #include "grammar/grammar_cache.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
+#include "ajv_oracle.h"
 #include "grammar_test_util.h"
 
 namespace densa::grammar {
@@ -193,23 +194,7 @@ TEST(GrammarMatcher, RandomGenerationValidatesWithAjv) {
     ASSERT_TRUE(nlohmann::json::accept(gen.text)) << gen.text;
     cases[s]["outputs"].push_back(gen.text);
   }
-  const std::string file = ::testing::TempDir() + "/densa_grammar_ajv_cases.json";
-  {
-    std::ofstream out(file);
-    out << cases.dump();
-  }
-  const std::string cmd = "node " + std::string(DENSA_SOURCE_DIR) + "/tests/grammar/validate_with_ajv.cjs " +
-                          std::string(DENSA_ORACLES_DIR) + " " + file + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
-  ASSERT_EQ(pclose(pipe), 0) << output;
-  size_t ok = 0, pos = 0;
-  while ((pos = output.find("ok\n", pos)) != std::string::npos) ++ok, pos += 3;
-  EXPECT_NE(output.find("done " + std::to_string(kRuns)), std::string::npos) << output.substr(0, 2000);
-  EXPECT_EQ(ok, static_cast<size_t>(kRuns)) << output.substr(0, 4000);
+  expect_all_valid_with_ajv(cases, kRuns, "densa_grammar_ajv_cases");
 }
 
 Grammar tool_call_grammar() {

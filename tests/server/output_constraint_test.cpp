@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "family_tokenizer.h"
+#include "grammar/ajv_oracle.h"
 #include "server/output_constraint.h"
 #include "text/chat_parse/chat_parse.h"
 #include "text/tokenizer_loader.h"
@@ -181,20 +182,7 @@ void validate_with_ajv(const std::map<std::string, std::vector<std::string>>& ar
       for (const std::string& a : args.at(name)) outputs.push_back(a);
     cases.push_back({{"schema", t["function"]["parameters"]}, {"outputs", outputs}});
   }
-  const std::string file = ::testing::TempDir() + "/densa_call_ajv_cases.json";
-  std::ofstream(file) << cases.dump();
-  const std::string cmd = "node " + std::string(DENSA_SOURCE_DIR) + "/tests/grammar/validate_with_ajv.cjs " +
-                          std::string(DENSA_ORACLES_DIR) + " " + file + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  ASSERT_EQ(pclose(pipe), 0) << out;
-  size_t ok = 0, pos = 0;
-  while ((pos = out.find("ok\n", pos)) != std::string::npos) ++ok, pos += 3;
-  EXPECT_EQ(ok, expect) << out.substr(0, 4000);
-  EXPECT_NE(out.find("done " + std::to_string(expect)), std::string::npos) << out.substr(0, 2000);
+  expect_all_valid_with_ajv(cases, expect, "densa_call_ajv_cases");
 }
 
 TEST(OutputConstraint, ForcedCallsInEveryFamilyParseAndValidate) {
