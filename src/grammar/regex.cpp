@@ -114,6 +114,9 @@ class RegexParser {
                             std::string(p_) + "/");
   }
 
+  // One literal character: a well-formed UTF-8 sequence of a Unicode scalar value. The lead
+  // byte's shape alone admits overlong forms, surrogates and values up to 0x1FFFFF (lead bytes
+  // F5-F7), which no grammar character can be: Grammar::codepoints() has no encoding for them.
   Result<uint32_t> utf8_char() {
     const auto b0 = static_cast<uint8_t>(p_[i_]);
     int n = b0 < 0x80 ? 1 : (b0 >> 5) == 6 ? 2 : (b0 >> 4) == 14 ? 3 : (b0 >> 3) == 30 ? 4 : 0;
@@ -124,6 +127,9 @@ class RegexParser {
       if ((b & 0xC0) != 0x80) return error("invalid UTF-8");
       cp = (cp << 6) | (b & 0x3F);
     }
+    static constexpr uint32_t kShortest[5] = {0, 0, 0x80, 0x800, 0x10000};  // by length
+    if (cp < kShortest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return error("invalid UTF-8 (overlong, a surrogate or past U+10FFFF)");
     i_ += n;
     return cp;
   }

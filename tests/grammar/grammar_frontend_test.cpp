@@ -66,6 +66,20 @@ TEST(GrammarRegex, Utf8AndEscapes) {
   EXPECT_FALSE(full_match(g, "éé" "A" "\xff"));  // not UTF-8
 }
 
+// A literal character must be a well-formed UTF-8 scalar value: a 4-byte sequence past
+// U+10FFFF (lead F6) once reached Grammar::codepoints() with no encoding and aborted.
+TEST(GrammarRegex, RefusesLiteralsThatAreNotScalarValues) {
+  for (const std::string p : {"a\xf6\x9c\x9f\x9f", "[\xf4\x90\x80\x80]", "\xed\xa0\x80",
+                               "[a-\xf7\xbf\xbf\xbf]", "\xc0\xaf", "\xe0\x80\xaf", "\\\xf5\x80\x80\x80"}) {
+    auto g = grammar_from_regex(p);
+    ASSERT_FALSE(g.is_ok()) << p;
+    EXPECT_NE(g.status().message().find("invalid UTF-8"), std::string::npos) << g.status().message();
+  }
+  auto top = must_compile(grammar_from_regex("[\xf4\x8f\xbf\xbf]"));  // U+10FFFF itself is fine
+  ASSERT_NE(top, nullptr);
+  EXPECT_TRUE(full_match(top, "\xf4\x8f\xbf\xbf"));
+}
+
 TEST(GrammarRegex, RefusesUnsupportedConstructsByName) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"(a)\\1", "backreference"}, {"a(?=b)", "lookaround"}, {"\\bfoo", "word boundary"},
