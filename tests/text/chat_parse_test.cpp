@@ -162,6 +162,20 @@ TEST(ChatParseMalformed, TextInsideASectionIsContentAndNoted) {
   EXPECT_EQ(m.issues.size(), 1u);
 }
 
+// Whitespace inside section text that is not a call is that text's: a chunk ending inside the
+// text once made the next step skip the whitespace after it as if it stood between calls, so
+// the streamed content lost spaces the whole parse kept (parse() checks every split point).
+TEST(ChatParseMalformed, WhitespaceInsideSectionTextSurvivesEveryChunking) {
+  const auto m = parse("<think>Check.</think>\n\nSure.<|tool_calls_section_begin|> <|tool_cal<|x|>{\"tz\": \"UTC\"}"
+                       "<|tool_call_end|> <|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>{}"
+                       "<|tool_call_end|><|tool_calls_section_end|>",
+                       opts("kimi_k2", "kimi_k2"));
+  EXPECT_EQ(m.reasoning_content, "Check.");
+  EXPECT_EQ(m.content, "Sure.<|tool_cal<|x|>{\"tz\": \"UTC\"}<|tool_call_end|>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].error, "");
+}
+
 TEST(ChatParseReasoning, Qwen3ThinkBlockAtTheStart) {
   const auto m = parse("<think>\nStep one.\n</think>\n\nThe answer.", opts("qwen3", "qwen3"));
   EXPECT_EQ(m.reasoning_content, "Step one.");

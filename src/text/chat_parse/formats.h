@@ -74,6 +74,7 @@ class ToolEngine {
   std::vector<std::string> call_errors_;
   bool in_section_ = false;
   bool section_junk_noted_ = false;
+  bool in_section_text_ = false;  // pos_ is inside section text that is not a call
   BoundaryTrimmer content_{false, true};
 };
 

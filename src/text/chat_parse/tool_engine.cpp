@@ -81,11 +81,17 @@ bool ToolEngine::step_content(bool final, std::vector<ChatDelta>* out) {
 
 bool ToolEngine::step_section(bool final, std::vector<ChatDelta>* out, ParsedMessage* msg) {
   const std::string_view b(buf_);
-  while (pos_ < b.size() && is_space(b[pos_])) ++pos_;  // whitespace between calls is structure
+  // Whitespace between calls is structure; inside a run of text that is not a call it is that
+  // text's own (the run was cut only by the end of what has arrived so far, so skipping it
+  // here would make the content depend on the chunking).
+  if (!in_section_text_) {
+    while (pos_ < b.size() && is_space(b[pos_])) ++pos_;
+  }
   const std::string_view rest = b.substr(pos_);
   if (rest.empty()) return false;  // an unclosed section at the end is accepted (see CHAT_PARSE.md)
   const std::string_view end = format_->section_end(), call = format_->call_begin();
   if (starts_with(rest, end)) {
+    in_section_text_ = false;
     pos_ += end.size();
     in_section_ = false;
     state_ = State::kContent;
@@ -93,6 +99,7 @@ bool ToolEngine::step_section(bool final, std::vector<ChatDelta>* out, ParsedMes
     return true;
   }
   if (starts_with(rest, call)) {
+    in_section_text_ = false;
     state_ = State::kCall;
     call_open_ = pos_;
     body_start_ = pos_ = pos_ + call.size();
@@ -117,6 +124,7 @@ bool ToolEngine::step_section(bool final, std::vector<ChatDelta>* out, ParsedMes
   }
   emit_content(b.substr(pos_, stop - pos_), out);
   pos_ = stop;
+  in_section_text_ = q == npos;  // stopped short of a marker: the run goes on with the next text
   return q != npos;
 }
 
