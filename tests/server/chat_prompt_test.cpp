@@ -5,6 +5,7 @@
 #include "server/chat_prompt.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -33,7 +34,7 @@ OpenAiRequest chat(const std::string& body) {
 }
 
 std::string write_template(const std::string& name, const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("densa_chat_prompt_" + name + ".jinja")).string();
+  const std::string path = (std::filesystem::temp_directory_path() / ("densa_chat_prompt_" + name + "_" + std::to_string(::getpid()) + ".jinja")).string();
   std::ofstream(path) << text;
   return path;
 }
