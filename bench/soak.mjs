@@ -18,9 +18,16 @@
 //     crashes, a violation on a request that asked for none) is unexplained;
 //   - a mid-run pool audit (GET /health?audit=1) on every engine at every window, and after
 //     drain: idle (nothing running or waiting, no page referenced) and the audit ok;
-//   - RSS and open fds of every densa process that lived through the run (from /proc): over
-//     the samples after warm-up, max(second half) <= max(first half) + slack (RSS: the larger
-//     of --rss-slack-mib and --rss-slack-pct percent; fds: --fd-slack);
+//   - RSS of every densa process that lived through the run (from /proc): over the samples
+//     after warm-up, max(second half) <= max(first half) + the larger of --rss-slack-mib and
+//     --rss-slack-pct percent;
+//   - open fds of the same processes at two quiet points, after the references and after the
+//     drain (no request in flight, then --quiet-s seconds for idle keep-alive connections and
+//     pooled UCX workers to close: serve runs with --disagg-ucx-idle-ms --ucx-idle-ms): the
+//     second count <= the first + --fd-slack. Under load a process's fds follow its load (HTTP
+//     connections, one pooled UCX worker per concurrent transfer, each with its sockets), and
+//     a worker kill moves the killed worker's load onto the survivors, so fds under load are
+//     reported per window but judged only where they must come back;
 //   - latency drift over the windows after warm-up, median of the last third of the windows
 //     over the median of the first third: the engines' CPU time per generated token must
 //     drift <= --max-cpu-drift (robust to other processes' load on a shared machine), the
@@ -58,6 +65,8 @@ const defaults = {
   rssSlackMib: 2,
   rssSlackPct: 2,
   fdSlack: 4,
+  ucxIdleMs: 2000,         // serve --disagg-ucx-idle-ms: pooled UCX workers close this long after their last transfer
+  quietS: 5,               // the wait at each quiet point (> keep-alive 2 s, > 1.5 x ucxIdleMs)
   maxCpuDrift: 1.5,
   maxP50Drift: 3,
   maxP99Drift: 5,
@@ -229,6 +238,7 @@ function serveArgs(extra) {
   return ['serve', '-m', opt.model, '--served-model-name', 'soak', '-t', String(opt.threads),
     '--max-running-requests', String(opt.httpThreads),
     '--kv-cache-memory', opt.kvCacheMemory, '--kv-integrity', 'digest',
+    '--disagg-ucx-idle-ms', String(opt.ucxIdleMs),
     ...(opt.faultFraction > 0 ? ['--test-allow-fault-injection'] : []), ...extra];
 }
 
@@ -584,6 +594,19 @@ const quantile = (xs, q) => {
 };
 const median = (xs) => quantile(xs, 0.5);
 
+// Open fds of every live process after --quiet-s seconds with no request in flight.
+async function quietFds(what) {
+  await sleep(opt.quietS * 1000);
+  const out = new Map();
+  for (const p of procs) {
+    if (!p.child || p.child.exitCode !== null || p.child.signalCode !== null) continue;
+    const s = procSample(p.pid);
+    if (s) out.set(p.name, { pid: p.pid, fds: s.fds });
+  }
+  log(`quiet point ${what}: fds ${[...out].map(([n, v]) => `${n}=${v.fds}`).join(' ')}`);
+  return out;
+}
+
 function driftOf(values) {
   const v = values.filter((x) => x !== null && Number.isFinite(x));
   if (v.length < 2) return null;
@@ -608,7 +631,7 @@ function flatness(name, warmupEnd) {
   const slope = s.reduce((a, x) => a + (x.t - mt) * (x.rssKib - mr), 0) / Math.max(1e-9, s.reduce((a, x) => a + (x.t - mt) ** 2, 0));
   const all = samples.filter((x) => x.name === name);
   return { name, judged: true, samples: s.length, rssFirstMaxKib: rss1, rssSecondMaxKib: rss2, rssSlackKib: Math.round(rssSlack),
-    rssOk: rss2 <= rss1 + rssSlack, fdFirstMax: fd1, fdSecondMax: fd2, fdOk: fd2 <= fd1 + opt.fdSlack,
+    rssOk: rss2 <= rss1 + rssSlack, fdFirstMax: fd1, fdSecondMax: fd2,
     rssSlopeKibPerMin: Math.round(slope * 60 * 10) / 10, rssStartKib: all[0].rssKib, rssEndKib: all[all.length - 1].rssKib,
     fdStart: all[0].fds, fdEnd: all[all.length - 1].fds };
 }
@@ -629,6 +652,7 @@ async function main() {
     const { shapes, families } = await makeShapes(stacks[0].tokUrl, context);
     for (const s of stacks) await s.references(shapes);
     log(`${shapes.length} request shapes, references computed single-request`);
+    const quietBefore = await quietFds('after the references');
     if (stacks.length === 2) {
       // The same greedy answers either way (one model, one KV precision).
       const differ = shapes.filter((s) => stacks[0].refs[s.id] !== stacks[1].refs[s.id]).map((s) => s.id);
@@ -685,6 +709,7 @@ async function main() {
     log('load over; draining');
     for (const s of stacks) if (!(await s.drainAudit())) problems.push(`${s.mode}: not idle or audit failed after drain`);
     sampleAll();
+    const quietAfter = await quietFds('after the drain');
     // ---- judge
     const report = { options: opt, machine: machine(), modes: {} };
     const counts = { requests: 0, checked: 0, wrong: 0, victims: 0, killed: 0, unexplained: 0, cancels: 0, faultsAsked: 0, kills: 0 };
@@ -699,6 +724,13 @@ async function main() {
       const post = s.windows.filter((w) => w.postWarmup);
       const drift = { p50: driftOf(post.map((w) => w.p50)), p99: driftOf(post.map((w) => w.p99)), cpuPerToken: driftOf(post.map((w) => w.cpuPerKTok)) };
       const flat = s.all().filter((p) => !p.killable).map((p) => flatness(p.name, warmupEnd));
+      for (const f of flat) {
+        const b = quietBefore.get(f.name), a = quietAfter.get(f.name);
+        f.fdQuietBefore = b ? b.fds : null;
+        f.fdQuietAfter = a ? a.fds : null;
+        // The same process at both quiet points (a restarted one is not judged: reason above).
+        f.fdOk = !!(b && a && b.pid === a.pid && a.fds <= b.fds + opt.fdSlack);
+      }
       const auditFails = s.audits.filter((a) => !a.ok).length;
       const unexpected = s.all().flatMap((p) => p.unexpectedExits.map((e) => `${p.name} exited (${e.code ?? e.signal}) at ${e.t.toFixed(1)} s`));
       if (c.wrong) problems.push(`${s.mode}: ${c.wrong} wrong answers`);
@@ -707,7 +739,7 @@ async function main() {
       for (const u of unexpected) problems.push(`${s.mode}: ${u}`);
       for (const f of flat) {
         if (f.judged && !f.rssOk) problems.push(`${f.name}: RSS grew ${f.rssFirstMaxKib} -> ${f.rssSecondMaxKib} KiB (slack ${f.rssSlackKib})`);
-        if (f.judged && !f.fdOk) problems.push(`${f.name}: fds grew ${f.fdFirstMax} -> ${f.fdSecondMax}`);
+        if (f.judged && !f.fdOk) problems.push(`${f.name}: fds at the quiet points grew ${f.fdQuietBefore} -> ${f.fdQuietAfter} (slack ${opt.fdSlack})`);
         if (!f.judged) problems.push(`${f.name}: RSS / fds not judged (${f.reason})`);
       }
       if (drift.cpuPerToken === null || drift.p50 === null) problems.push(`${s.mode}: too few windows to judge drift`);

@@ -53,6 +53,7 @@ struct ServeArgs {
   std::string role = "both";
   int disagg_timeout_ms = 30000;
   int disagg_ucx_workers = 16;
+  int disagg_ucx_idle_ms = 60000;
   std::string kv_scales = "dynamic";
   std::string chat_template;
   std::string tool_parser;
@@ -215,6 +216,7 @@ int run_serve(const ServeArgs& a) {
   scfg.ucx = ucx.get();
   scfg.disagg_timeout_ms = a.disagg_timeout_ms;
   scfg.disagg_ucx_workers = a.disagg_ucx_workers;
+  scfg.disagg_ucx_idle_ms = a.disagg_ucx_idle_ms;
   scfg.chat = {a.chat_template, a.tool_parser, a.reasoning_parser, {}};
   scfg.max_body_bytes = static_cast<size_t>(*max_body);
   scfg.max_header_bytes = static_cast<size_t>(*max_header);
@@ -373,6 +375,11 @@ const CommandRegistrar kRegister([](CLI::App& app) {
                   "idle UCX workers kept between KV transfers (a prefill worker's stay connected to the "
                   "receiver they last served); 0: a fresh worker per transfer")
       ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  cmd->add_option("--disagg-ucx-idle-ms", a->disagg_ucx_idle_ms,
+                  "an idle pooled UCX worker is closed after this long, with the fds and the connections "
+                  "(to restarted peers too) it holds")
+      ->check(CLI::Range(1, 86400000))
       ->capture_default_str();
   cmd->add_option("--kv-scales", a->kv_scales,
                   "fp8 KV scales: dynamic (per token) | calibrate[=FILE] (static, from a calibration pass over "

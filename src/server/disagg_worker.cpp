@@ -79,7 +79,11 @@ std::string DisaggMetrics::render(const EngineStats& stats) const {
     metric("densa_ucx_workers_discarded_total", "counter",
            "UCX workers destroyed after a transfer instead of pooled (failed, timed out or not clean).",
            c.discarded);
+    metric("densa_ucx_workers_expired_total", "counter",
+           "Idle pooled UCX workers closed (past --disagg-ucx-idle-ms, or beyond --disagg-ucx-workers).", c.expired);
     metric("densa_ucx_workers_idle", "gauge", "UCX workers pooled for later transfers.", c.idle);
+    metric("densa_ucx_workers_live", "gauge", "UCX workers alive (idle or carrying a transfer); each holds fds.",
+           c.live());
   }
   return out;
 }
@@ -94,19 +98,20 @@ const char* serve_role_name(ServeRole role) {
 }
 
 namespace {
-disagg::UcxWorkerPool::Limits pool_limits(int idle_workers) {
+disagg::UcxWorkerPool::Limits pool_limits(int idle_workers, int idle_ms) {
   disagg::UcxWorkerPool::Limits l;
   l.max_idle = static_cast<size_t>(std::max(idle_workers, 0));
+  l.max_idle_age = std::chrono::milliseconds(std::max(idle_ms, 0));
   return l;
 }
 }  // namespace
 
 DisaggWorker::DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms,
-                           int ucx_idle_workers)
+                           int ucx_idle_workers, int ucx_idle_ms)
     : ctx_(ctx),
       role_(role),
       ucx_(ucx),
-      ucx_pool_(ucx != nullptr ? std::make_unique<disagg::UcxWorkerPool>(*ucx, pool_limits(ucx_idle_workers))
+      ucx_pool_(ucx != nullptr ? std::make_unique<disagg::UcxWorkerPool>(*ucx, pool_limits(ucx_idle_workers, ucx_idle_ms))
                                : nullptr),
       timeout_ms_(timeout_ms),
       descriptor_(disagg::describe_kv(ctx.weights, ctx.engine.kv_layout(), ctx.engine.kv_static_scales())) {

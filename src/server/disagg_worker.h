@@ -41,8 +41,8 @@ enum class ServeRole : uint8_t { kBoth, kPrefill, kDecode };
 // Transfer counters of one worker (both roles), rendered into /metrics beside Metrics:
 // densa_kv_transfer_bytes_total (bytes on the wire: sent by a prefill worker, received by a
 // decode worker), densa_kv_transfer_failures_total, the gauge densa_tokens_in_flight, and the
-// UCX worker pool's counts (densa_ucx_workers_{created,reused,discarded}_total, the gauge
-// densa_ucx_workers_idle) while a DisaggWorker with UCX is alive.
+// UCX worker pool's counts (densa_ucx_workers_{created,reused,discarded,expired}_total, the
+// gauges densa_ucx_workers_idle and densa_ucx_workers_live) while a DisaggWorker with UCX is alive.
 struct DisaggMetrics {
   std::atomic<uint64_t> kv_transfer_bytes{0};
   std::atomic<uint64_t> kv_transfer_failures{0};
@@ -60,9 +60,10 @@ inline constexpr const char* kPrefillUrlHeader = "X-Densa-Prefill-Url";
 class DisaggWorker {
  public:
   // `ucx` may be null for role kBoth (no transfers); it must outlive the worker. Up to
-  // `ucx_idle_workers` UCX workers are kept between transfers (0: fresh ones every time).
+  // `ucx_idle_workers` UCX workers are kept between transfers (0: fresh ones every time), each
+  // closed once idle for `ucx_idle_ms`.
   DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms,
-               int ucx_idle_workers = 16);
+               int ucx_idle_workers = 16, int ucx_idle_ms = 60000);
   ~DisaggWorker();  // waits for transfer threads (each bounded by the timeout)
 
   void register_routes(httplib::Server& http);

@@ -43,6 +43,7 @@ struct HttpServerConfig {
   const disagg::UcxContext* ucx = nullptr;  // prefill / decode roles; must outlive the server
   int disagg_timeout_ms = 30000;            // every wait of a KV transfer
   int disagg_ucx_workers = 16;              // idle UCX workers pooled between transfers
+  int disagg_ucx_idle_ms = 60000;           // an idle pooled UCX worker older than this is closed
   ChatFormatOptions chat;                   // --chat-template, --tool-parser, --reasoning-parser
   // Resource limits of the HTTP layer (server/README.md "Limits"). Timeouts bound each wait
   // for the client (one read or write making no progress), not a whole request.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -404,6 +405,71 @@ TEST(KvTransferOverUcxFailure, ATimedOutReceiverIsNotPooled) {
   EXPECT_EQ(pool.counts().discarded, 2u);
   EXPECT_EQ(pool.counts().idle, 0u);
 }
+
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// Waits up to 5 s for `pool` to hold no worker at all.
+bool drained(const UcxWorkerPool& pool) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (pool.counts().live() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return pool.counts().live() == 0;
+}
+
+// Pooled workers hold fds: a receiving worker one socket per sender that connected to it over
+// tcp, a restarted (dead) sender's included. With no transfer coming, the sweeper closes the
+// idle workers past max_idle_age, and the process is back to the fds it had before the burst:
+// what the soak's quiet-point fd check (docs/performance/soak.md) relies on.
+TEST(UcxWorkerPool, IdleWorkersAreClosedWithoutATransferAndTheirFdsComeBack) {
+  setenv("UCX_TLS", "tcp", 1);
+  Result<std::unique_ptr<UcxContext>> ctx = UcxContext::create();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  UcxWorkerPool::Limits limits;
+  limits.max_idle_age = std::chrono::milliseconds(200);
+  UcxWorkerPool decode(**ctx, limits);
+  // One transfer first, so whatever UCX sets up once per context is in the baseline.
+  {
+    UcxWorkerPool prefill(**ctx, limits);
+    const Transfer t = make_transfer(0xf00, 2);
+    expect_pages(pooled_transfer(decode, prefill, t, t.messages, 0xf00), t);
+  }
+  ASSERT_TRUE(drained(decode));
+  const size_t baseline = open_fds();
+
+  // Transfers from two "peer lives" (a sender pool that then goes away, as a killed prefill
+  // worker's does), then a burst: three receiving workers at once, each connected to.
+  uint64_t id = 0xf10;
+  for (int life = 0; life < 2; ++life) {
+    UcxWorkerPool prefill(**ctx, limits);
+    for (int k = 0; k < 3; ++k) {
+      const Transfer t = make_transfer(++id, 2);
+      PooledResult r = pooled_transfer(decode, prefill, t, t.messages, id);
+      expect_pages(r, t);
+    }
+  }
+  {
+    UcxWorkerPool prefill(**ctx, limits);
+    std::vector<std::unique_ptr<UcxWorker>> held;
+    for (int k = 0; k < 3; ++k) held.push_back(std::move(decode.acquire()).value());
+    for (auto& w : held) {
+      Result<std::unique_ptr<UcxWorker>> s = prefill.acquire(w->address());
+      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+      EXPECT_TRUE(prefill.release(std::move(s).value()));
+    }
+    for (auto& w : held) EXPECT_TRUE(decode.release(std::move(w)));
+    EXPECT_EQ(decode.counts().idle, 3u);
+    EXPECT_GT(open_fds(), baseline) << "three idle workers hold no fd: the check below proves nothing";
+  }
+  // No acquire or release from here on: only the sweeper can close them.
+  ASSERT_TRUE(drained(decode)) << decode.counts().idle << " idle workers left";
+  EXPECT_EQ(decode.counts().expired, decode.counts().created);
+  EXPECT_EQ(open_fds(), baseline);
+}
+
 
 TEST(UcxWorkerPool, KeepsAtMostMaxIdleAndDropsOldOnes) {
   setenv("UCX_TLS", "tcp", 1);
