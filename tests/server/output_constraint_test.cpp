@@ -158,7 +158,9 @@ void check_calls(const std::string& parser, const std::string& text, size_t min_
     const Status valid = toolparse::validate_tool_call(call, o.tools);
     EXPECT_TRUE(valid.is_ok() || (call.name == "book" && valid.code() == StatusCode::kUnimplemented))
         << where << call.arguments << ": " << valid.message();
-    if (!only_name.empty()) EXPECT_EQ(call.name, only_name) << where;
+    if (!only_name.empty()) {
+      EXPECT_EQ(call.name, only_name) << where;
+    }
     (*args)[call.name].push_back(call.arguments);
   }
   // The streaming parser, fed one byte at a time, folds to the same calls.
@@ -214,7 +216,9 @@ TEST(OutputConstraint, ForcedCallsInEveryFamilyParseAndValidate) {
         // The block opens with the family's marker token itself (hermes: its text, which
         // plain tokens may spell).
         ASSERT_FALSE(w.ids.empty());
-        if (f.parser != "qwen3") EXPECT_EQ(tok.token_bytes(w.ids[0]), f.opener) << where << text;
+        if (f.parser != "qwen3") {
+          EXPECT_EQ(tok.token_bytes(w.ids[0]), f.opener) << where << text;
+        }
         const size_t before = args["get_weather"].size() + args["book"].size();
         check_calls(f.parser, text, 1, mode.parallel ? 1000 : 1, mode.name, &args, where);
         total += args["get_weather"].size() + args["book"].size() - before;
@@ -237,7 +241,9 @@ TEST(OutputConstraint, AutoEngagesAtTheCallMarkerToken) {
     ASSERT_TRUE(plan.is_ok()) << f.parser << ": " << plan.status().message();
     const std::optional<TokenId> opener = tok.token_to_id(f.opener);
     ASSERT_TRUE(opener.has_value()) << f.parser;
-    if (f.parser != "qwen3") EXPECT_EQ(plan->trigger_token, *opener) << f.parser;
+    if (f.parser != "qwen3") {
+      EXPECT_EQ(plan->trigger_token, *opener) << f.parser;
+    }
     std::map<std::string, std::vector<std::string>> args;
     size_t total = 0;
     for (int seed = 0; seed < 6; ++seed) {
