@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 namespace densa::grammar {
 
@@ -28,7 +29,7 @@ class Lowerer {
       // Undefined rules are unreferenced (checked before); inlined rules live where used.
       if (rules[r].body < 0 || inline_[r]) continue;
       origin_ = static_cast<int32_t>(r);
-      emit(static_cast<int32_t>(r), {}, {rules[r].body}, -1);
+      emit(static_cast<int32_t>(r), {}, view(&rules[r].body, 1, nullptr), -1);
       if (!status_.is_ok()) return status_;
     }
     f_.root = g_.root();
@@ -65,85 +66,207 @@ class Lowerer {
     f_.elems.push_back(kEnd);
   }
 
-  // The rule matching `items` then `tail` (a rule id or -1), created when needed.
-  int32_t continuation(std::vector<int32_t> items, int32_t tail) {
-    if (items.empty()) return tail;
-    const int32_t c = new_rule();
-    emit(c, {}, std::move(items), tail);
-    return c;
+  // The nodes still to emit: a list of spans of node ids whose tails are shared, so "the items
+  // after this one" is O(1) to form and a sequence of n items costs O(n) memory, however many
+  // continuation rules it spawns (a vector copy per continuation was O(n^2)).
+  struct Span {
+    std::shared_ptr<const std::vector<int32_t>> own;  // the viewed ids, when the span owns them
+    const int32_t* begin = nullptr;
+    const int32_t* end = nullptr;
+    std::shared_ptr<const Span> next;
+  };
+  using Items = std::shared_ptr<const Span>;  // null: nothing left
+
+  // `count` ids at `ids` (which must outlive the lowering: node kids, rule bodies), then `next`.
+  static Items view(const int32_t* ids, size_t count, Items next) {
+    if (count == 0) return next;
+    return std::make_shared<const Span>(Span{nullptr, ids, ids + count, std::move(next)});
+  }
+  static Items owned(std::vector<int32_t> ids, Items next) {
+    if (ids.empty()) return next;
+    auto v = std::make_shared<const std::vector<int32_t>>(std::move(ids));
+    const int32_t* b = v->data();
+    return std::make_shared<const Span>(Span{v, b, b + v->size(), std::move(next)});
+  }
+  // The items after position `pos` of span `at`.
+  static Items after(const Items& at, const int32_t* pos) {
+    if (pos + 1 < at->end) return std::make_shared<const Span>(Span{at->own, pos + 1, at->end, at->next});
+    return at->next;
   }
 
-  // Adds to `rule` alternatives matching `cur` (elements), then the nodes `items`, then a
-  // tail call of `tail`.
-  void emit(int32_t rule, std::vector<int32_t> cur, std::vector<int32_t> items, int32_t tail) {
-    for (size_t i = 0; i < items.size(); ++i) {
+  // One pending emit: adds to `rule` alternatives matching `cur` (elements), then the nodes
+  // of `items`, then a tail call of `tail` (a rule id or -1). An alternative or a repetition
+  // first emits the items after it as a continuation rule, then its branches into rules that
+  // end in that continuation; those emits are frames pushed above this one, and `phase`
+  // says where this one resumes when they are done. The explicit stack replaces recursion:
+  // a grammar's items nest as deep as its source is long (a sequence of 60,000 alternatives
+  // overflowed the thread's stack).
+  struct Frame {
+    enum Phase : uint8_t {
+      kWalk,             // emitting items
+      kAltContinued,     // the continuation of an alternative is emitted
+      kAltKids,          // emitting its branches, `k` done
+      kRepeatContinued,  // the continuation of a repetition is emitted
+      kRepeatUnbounded,  // its loop rule's body is emitted
+      kRepeatBounded,    // emitting the optional copies, `k` done
+      kRepeatCopy,       // copy `pending`'s body is emitted
+    };
+    int32_t rule;
+    std::vector<int32_t> cur;
+    Items at;                      // the span holding the current item (null: none left)
+    const int32_t* pos = nullptr;  // the current item in `at`
+    int32_t tail;
+    Phase phase = kWalk;
+    const Grammar::Node* node = nullptr;  // the alternative / repetition being emitted
+    int32_t c = -1, target = -1, loop = -1, pending = -1;
+    size_t k = 0;
+  };
+
+  void push(std::vector<Frame>& stack, int32_t rule, std::vector<int32_t> cur, Items items, int32_t tail) {
+    Frame f{rule, std::move(cur), std::move(items), nullptr, tail};
+    if (f.at) f.pos = f.at->begin;
+    stack.push_back(std::move(f));
+  }
+
+  // Emits `items` into `rule` (see Frame), driving every pending emit to the end.
+  void emit(int32_t rule, std::vector<int32_t> cur, Items items, int32_t tail) {
+    std::vector<Frame> stack;
+    push(stack, rule, std::move(cur), std::move(items), tail);
+    while (!stack.empty() && status_.is_ok()) step(stack);
+  }
+
+  // Runs the top frame until it pushes a frame or ends. (References into `stack` die at a push.)
+  void step(std::vector<Frame>& stack) {
+    Frame& f = stack.back();
+    switch (f.phase) {
+      case Frame::kWalk:
+        break;
+      case Frame::kAltContinued:
+        f.target = f.cur.empty() ? f.rule : new_rule();
+        f.k = 0;
+        f.phase = Frame::kAltKids;
+        return;
+      case Frame::kAltKids: {
+        if (f.k < f.node->kids.size()) {
+          const int32_t target = f.target, c = f.c;
+          const int32_t* kid = &f.node->kids[f.k++];
+          push(stack, target, {}, view(kid, 1, nullptr), c);
+          return;
+        }
+        if (f.target != f.rule) finish(f.rule, std::move(f.cur), f.target);
+        stack.pop_back();
+        return;
+      }
+      case Frame::kRepeatContinued: {
+        const int32_t* x = &f.node->kids[0];
+        if (f.node->max == kUnbounded) {
+          f.loop = new_rule();  // loop ::= x loop | c
+          f.phase = Frame::kRepeatUnbounded;
+          const int32_t loop = f.loop;
+          push(stack, loop, {}, view(x, 1, nullptr), loop);
+        } else {
+          f.loop = f.c;  // o_j ::= x o_{j-1} | c, o_0 = c
+          f.k = 0;
+          f.phase = Frame::kRepeatBounded;
+        }
+        return;
+      }
+      case Frame::kRepeatUnbounded:
+        finish(f.loop, {}, f.c);
+        repeat_head(stack);
+        return;
+      case Frame::kRepeatBounded:
+        if (static_cast<int64_t>(f.k) < static_cast<int64_t>(f.node->max) - f.node->min && status_.is_ok()) {
+          f.pending = new_rule();
+          f.phase = Frame::kRepeatCopy;
+          const int32_t o = f.pending, loop = f.loop;
+          push(stack, o, {}, view(&f.node->kids[0], 1, nullptr), loop);
+          return;
+        }
+        repeat_head(stack);
+        return;
+      case Frame::kRepeatCopy:
+        finish(f.pending, {}, f.c);
+        f.loop = f.pending;
+        ++f.k;
+        f.phase = Frame::kRepeatBounded;
+        return;
+    }
+    // kWalk: the items one by one; a sequence or an inlined rule replaces the current item
+    // by its parts, an alternative or a repetition hands over to the frames above.
+    while (f.at != nullptr) {
+      if (f.pos == f.at->end) {
+        f.at = f.at->next;
+        if (f.at) f.pos = f.at->begin;
+        continue;
+      }
       if (!status_.is_ok()) return;
-      const Grammar::Node& n = g_.nodes()[items[i]];
+      const Grammar::Node& n = g_.nodes()[*f.pos];
       switch (n.kind) {
         case Kind::kEmpty:
+          ++f.pos;
           break;
         case Kind::kBytes:
-          cur.push_back(set_index(n.bytes));
+          f.cur.push_back(set_index(n.bytes));
+          ++f.pos;
           break;
         case Kind::kRef:
           if (inline_[n.rule]) {  // a small rule without calls: its body in place
-            std::vector<int32_t> rest = {g_.rules()[n.rule].body};
-            rest.insert(rest.end(), items.begin() + i + 1, items.end());
-            emit(rule, std::move(cur), std::move(rest), tail);
-            return;
+            f.at = view(&g_.rules()[n.rule].body, 1, after(f.at, f.pos));
+            f.pos = f.at->begin;
+            break;
           }
-          cur.push_back(ref_element(n.rule));
+          f.cur.push_back(ref_element(n.rule));
+          ++f.pos;
           break;
-        case Kind::kSeq: {
-          std::vector<int32_t> rest(n.kids);
-          rest.insert(rest.end(), items.begin() + i + 1, items.end());
-          emit(rule, std::move(cur), std::move(rest), tail);
-          return;
-        }
-        case Kind::kAlt: {
-          const int32_t c = continuation({items.begin() + i + 1, items.end()}, tail);
-          const int32_t target = cur.empty() ? rule : new_rule();
-          for (int32_t k : n.kids) emit(target, {}, {k}, c);
-          if (target != rule) finish(rule, std::move(cur), target);
-          return;
-        }
+        case Kind::kSeq:
+          f.at = view(n.kids.data(), n.kids.size(), after(f.at, f.pos));
+          if (f.at) f.pos = f.at->begin;
+          break;
+        case Kind::kAlt:
         case Kind::kRepeat: {
-          if (static_cast<size_t>(n.min) > max_elements_ ||
-              (n.max != kUnbounded && static_cast<size_t>(n.max) > max_elements_)) {
+          if (n.kind == Kind::kRepeat &&
+              (static_cast<size_t>(n.min) > max_elements_ ||
+               (n.max != kUnbounded && static_cast<size_t>(n.max) > max_elements_))) {
             status_ = out_of_range("grammar too large: repetition count " +
                                    std::to_string(n.max == kUnbounded ? n.min : n.max) +
                                    " in rule '" + f_.rule_names[origin_] + "'");
             return;
           }
-          std::vector<int32_t> rest(items.begin() + i + 1, items.end());
-          const int32_t c = continuation(std::move(rest), tail);
-          const int32_t x = n.kids[0];
-          int32_t loop;
-          if (n.max == kUnbounded) {
-            loop = new_rule();  // loop ::= x loop | c
-            emit(loop, {}, {x}, loop);
-            finish(loop, {}, c);
-          } else {
-            loop = c;  // o_j ::= x o_{j-1} | c, o_0 = c
-            for (int32_t j = 0; j < n.max - n.min && status_.is_ok(); ++j) {
-              const int32_t o = new_rule();
-              emit(o, {}, {x}, loop);
-              finish(o, {}, c);
-              loop = o;
-            }
+          // The rule matching the items after this one then `tail`, created when needed.
+          Items rest = after(f.at, f.pos);
+          f.node = &n;
+          f.phase = n.kind == Kind::kAlt ? Frame::kAltContinued : Frame::kRepeatContinued;
+          f.at = nullptr;
+          if (rest == nullptr) {
+            f.c = f.tail;
+            return;
           }
-          std::vector<int32_t> head(static_cast<size_t>(n.min), x);
-          if (head.empty()) {
-            // Nothing mandatory: the loop's alternatives belong to `rule` via a tail call.
-            finish(rule, std::move(cur), loop);
-          } else {
-            emit(rule, std::move(cur), std::move(head), loop);
-          }
+          f.c = new_rule();
+          const int32_t c = f.c, tail = f.tail;
+          push(stack, c, {}, std::move(rest), tail);
           return;
         }
       }
     }
-    finish(rule, std::move(cur), tail);
+    finish(f.rule, std::move(f.cur), f.tail);
+    stack.pop_back();
+  }
+
+  // The end of a repetition: its mandatory copies, then the loop, in the frame's own rule.
+  void repeat_head(std::vector<Frame>& stack) {
+    Frame& f = stack.back();
+    std::vector<int32_t> head(static_cast<size_t>(f.node->min), f.node->kids[0]);
+    if (head.empty()) {
+      // Nothing mandatory: the loop's alternatives belong to the rule via a tail call.
+      finish(f.rule, std::move(f.cur), f.loop);
+      stack.pop_back();
+      return;
+    }
+    f.at = owned(std::move(head), nullptr);
+    f.pos = f.at->begin;
+    f.tail = f.loop;
+    f.phase = Frame::kWalk;
   }
 
   // Rules of at most this many elements after expansion, calling no rules, are inlined where
