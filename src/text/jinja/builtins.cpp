@@ -364,8 +364,9 @@ Value g_dict(Interp&, CallArgs& a) {
   return d;
 }
 
-Value g_namespace(Interp&, CallArgs& a) {
+Value g_namespace(Interp& in, CallArgs& a) {
   Value ns = Value::new_namespace();
+  in.track_namespace(ns);
   for (const Value& p : a.pos) {
     if (!p.is_dict()) throw Error("namespace() takes mappings and keyword arguments");
     for (const auto& [k, v] : p.dict_ref().entries) ns.dict_mut().set(k, v);

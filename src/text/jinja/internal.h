@@ -71,6 +71,10 @@ class Interp {
 
   // Renders the template body with `vars` (a dict) as the context.
   void render(const ParsedTemplate& t, const Value& vars, std::string& out);
+  // Namespaces are the only values a template can mutate, so the only way to a reference
+  // cycle (`{% set ns.me = ns %}`, or a list holding ns stored in ns): render() empties every
+  // namespace this render created when it ends, error or not, so a cycle never outlives it.
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns.weak_ref()); }
 
   struct Frame {
     Frame* parent = nullptr;
@@ -112,6 +116,7 @@ class Interp {
   int64_t steps_ = 0;
   int depth_ = 0;
   Frame* root_ = nullptr;
+  std::vector<std::weak_ptr<void>> namespaces_;
 };
 
 // Raises the Undefined error that using `v` in an operation raises in Jinja2.

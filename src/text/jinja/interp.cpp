@@ -113,6 +113,19 @@ List unpack(const Value& v, size_t n) {
 }  // namespace
 
 void Interp::render(const ParsedTemplate& t, const Value& vars, std::string& out) {
+  struct BreakCycles {
+    ~BreakCycles() {
+      for (const std::weak_ptr<void>& w : in.namespaces_) {
+        if (std::shared_ptr<void> alive = w.lock()) {
+          // Moved out first: destroying an entry may free another namespace of the list.
+          auto entries = std::move(static_cast<Dict*>(alive.get())->entries);
+          static_cast<Dict*>(alive.get())->entries.clear();
+        }
+      }
+      in.namespaces_.clear();
+    }
+    Interp& in;
+  } break_cycles{*this};
   Frame frame;
   for (const auto& [k, v] : vars.dict_ref().entries) frame.vars.emplace_back(k, v);
   root_ = &frame;

@@ -108,6 +108,8 @@ class Value {
   Dict& dict_mut() const { return *static_cast<Dict*>(obj_.get()); }
   Callable& fn() const { return *static_cast<Callable*>(obj_.get()); }
   const void* identity() const { return obj_.get(); }
+  // A reference to a container that does not keep it alive (the renderer's namespace list).
+  std::weak_ptr<void> weak_ref() const { return obj_; }
   // How deeply containers nest inside this value (0 for scalars).
   int depth() const { return depth_; }
   // Recomputes a dict's / namespace's depth from its entries (after filling it); fails past
