@@ -3,6 +3,7 @@
 // std::optional<Id>, never -1.
 #include <cstdint>
 #include <functional>
+#include <ostream>
 
 namespace densa {
 
@@ -14,10 +15,18 @@ struct StrongId {
   constexpr auto operator<=>(const StrongId&) const = default;
 };
 
+// Logs and CHECK messages print the number.
+template <typename Tag, typename Rep>
+std::ostream& operator<<(std::ostream& os, const StrongId<Tag, Rep>& id) {
+  return os << id.value;
+}
+
 using PageId = StrongId<struct PageIdTag>;
 using SeqId = StrongId<struct SeqIdTag, int64_t>;
 using LayerId = StrongId<struct LayerIdTag>;
 using ExpertId = StrongId<struct ExpertIdTag>;
+// One per request the engine admits, never reused within a process.
+using RequestId = StrongId<struct RequestIdTag, uint64_t>;
 // Token ids are stored in bulk (prompts, vocab tables), so they stay a plain int32 alias.
 using TokenId = int32_t;
 

@@ -29,17 +29,6 @@ SchedulerConfig scheduler_config(const ModelConfig& model, const EngineConfig& c
   return s;
 }
 
-FinishReason to_finish_reason(FinishCause c) {
-  switch (c) {
-    case FinishCause::kNone: return FinishReason::kNone;
-    case FinishCause::kStop: return FinishReason::kStop;
-    case FinishCause::kLength: return FinishReason::kLength;
-    case FinishCause::kAborted: return FinishReason::kAborted;
-    case FinishCause::kError: return FinishReason::kError;
-  }
-  return FinishReason::kError;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights, const EngineConfig& config) {
@@ -149,7 +138,7 @@ Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest reques
     return resource_exhausted("request queue is full (" + std::to_string(config_.max_waiting_requests) +
                               " waiting)");
   }
-  const RequestId id = next_id_++;
+  const RequestId id(next_id_++);
   auto stream = std::make_shared<RequestStream>(id);
   inbox_.push_back(
       {std::make_unique<Request>(id, std::move(request.prompt), std::move(params).value()), stream});
@@ -171,7 +160,7 @@ Result<std::pair<KvImport, std::shared_ptr<RequestStream>>> EngineImpl::begin_im
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return unavailable("engine is shut down");
-    const RequestId id = next_id_++;
+    const RequestId id(next_id_++);
     stream = std::make_shared<RequestStream>(id);
     ImportBegin b;
     b.submission = {std::make_unique<Request>(id, std::move(request.prompt), std::move(params).value()), stream};
@@ -301,7 +290,7 @@ void EngineImpl::emit(const RequestUpdate& u) {
     e.logprob = u.sampled->logprob;
     e.top_logprobs = u.sampled->top_logprobs;
   }
-  e.finish = to_finish_reason(u.finish);
+  e.finish = u.finish;
   e.error = u.error;
   e.num_prompt_tokens = u.num_prompt_tokens;
   e.num_cached_tokens = u.num_cached_tokens;
@@ -319,12 +308,12 @@ void EngineImpl::emit(const RequestUpdate& u) {
   }
   timelines_.event(u.id, e);
   it->second->push(std::move(e));
-  if (u.finish != FinishCause::kNone) streams_.erase(it);
+  if (u.finish != FinishReason::kNone) streams_.erase(it);
 }
 
 void EngineImpl::inject_fault(const StepPlan& plan, std::span<Request* const> requests) {
   std::vector<FaultTarget> targets;
-  for (size_t k = 0; k < plan.chunks.size(); ++k) targets.push_back({requests[k]->id, &requests[k]->table});
+  for (size_t k = 0; k < plan.chunks.size(); ++k) targets.push_back({requests[k]->id.value, &requests[k]->table});
   config_.fault_injector->maybe_inject(num_steps_, pool_, cache_, targets);
 }
 
@@ -335,7 +324,7 @@ void EngineImpl::inject_request_faults(const StepPlan& plan, std::span<Request* 
   std::vector<FaultTarget> targets;
   std::vector<std::optional<KvFault>> faults;
   for (size_t k = 0; k < plan.chunks.size(); ++k) {
-    targets.push_back({requests[k]->id, &requests[k]->table});
+    targets.push_back({requests[k]->id.value, &requests[k]->table});
     faults.push_back(requests[k]->params.inject_fault);
   }
   for (size_t k : request_faults_.maybe_inject(pool_, cache_, targets, faults)) {
@@ -378,7 +367,7 @@ void EngineImpl::step() {
   for (size_t k = 0; k < result.outcomes.size(); ++k) {
     Status& error = result.outcomes[k].error;
     if (error.is_ok()) continue;
-    error = attribute_to_request(error, plan.chunks[k].id);
+    error = attribute_to_request(error, plan.chunks[k].id.value);
     if (result.outcomes[k].nonfinite_logits) {
       ++num_nonfinite_logit_rows_;
     } else {

@@ -69,7 +69,7 @@ class EngineImpl final : public Engine {
     std::promise<Result<KvImport>> reply;
   };
   struct ImportEnd {
-    RequestId id = 0;
+    RequestId id{};
     Status error;       // non-ok: fail the import
     KvImportData data;  // ok: the bytes to adopt
   };
@@ -125,7 +125,7 @@ class EngineImpl final : public Engine {
   bool stop_ = false;
   EngineStats published_;
 
-  std::atomic<RequestId> next_id_{1};
+  std::atomic<uint64_t> next_id_{1};  // the next RequestId
   std::thread thread_;
 };
 

@@ -15,10 +15,10 @@
 #include "kv/fault_injection.h"
 #include "sample/sampler.h"
 #include "sample/token_constraint.h"
+#include "sched/request.h"  // RequestId, FinishReason
 
 namespace densa {
 
-using RequestId = uint64_t;
 
 struct GenerateRequest {
   std::vector<TokenId> prompt;          // with BOS, already tokenized
@@ -47,7 +47,7 @@ struct GenerateRequest {
 // pinned (refcount held) so no step reallocates or writes them until Engine::release_export.
 // Readable from any thread while pinned.
 struct KvExport {
-  RequestId id = 0;
+  RequestId id{};
   KvLayout layout;
   std::vector<PageId> pages;           // [num_pages]
   int32_t num_tokens = 0;
@@ -57,7 +57,7 @@ struct KvExport {
 
 // Pages reserved for a request whose prompt KV is about to arrive (Engine::begin_import).
 struct KvImport {
-  RequestId id = 0;
+  RequestId id{};
   int32_t num_tokens = 0;              // tokens whose KV will be imported
   std::vector<PageId> pages;           // [num_pages] reserved, pinned, in token order
   std::vector<uint32_t> tags;          // [num_pages] their tags when reserved
@@ -85,14 +85,6 @@ struct KvImportData {
   const uint8_t* page(size_t k, int64_t page_bytes) const {
     return bytes.data() + offset + k * page_stride(page_bytes);
   }
-};
-
-enum class FinishReason : uint8_t {
-  kNone,     // more events follow
-  kStop,     // EOS or a stop token
-  kLength,   // max_new_tokens or the context limit
-  kAborted,  // cancelled by the client
-  kError,    // failed; TokenEvent::error says why (e.g. a KV integrity violation)
 };
 
 // One generated token, or the final event. The last event of a request has finish != kNone;

@@ -26,12 +26,16 @@
 
 namespace densa {
 
-using RequestId = uint64_t;  // same type as engine/engine_types.h
-
 enum class RequestState : uint8_t { kWaiting, kRunning, kFinished };
 
-// Why a request ended; mirrors engine's FinishReason.
-enum class FinishCause : uint8_t { kNone, kStop, kLength, kAborted, kError };
+// Why a request ended: the scheduler decides it, the engine's TokenEvent carries it out.
+enum class FinishReason : uint8_t {
+  kNone,     // more events follow
+  kStop,     // EOS or a stop token
+  kLength,   // max_new_tokens or the context limit
+  kAborted,  // cancelled by the client
+  kError,    // failed; TokenEvent::error says why (e.g. a KV integrity violation)
+};
 
 struct RequestParams {
   SamplingParams sampling;

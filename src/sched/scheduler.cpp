@@ -100,13 +100,13 @@ void Scheduler::apply(const StepPlan& plan, PagePool& pool, RadixCache& cache) {
   }
 }
 
-std::optional<FinishCause> Scheduler::stop_condition(const Request& r) const {
+std::optional<FinishReason> Scheduler::stop_condition(const Request& r) const {
   const TokenId last = r.tokens.back();
-  if (!r.params.ignore_eos && last == config_.eos_token_id) return FinishCause::kStop;
+  if (!r.params.ignore_eos && last == config_.eos_token_id) return FinishReason::kStop;
   const auto& stops = r.params.stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), last) != stops.end()) return FinishCause::kStop;
-  if (r.num_generated() >= r.params.max_new_tokens) return FinishCause::kLength;
-  if (r.num_tokens() >= config_.max_context_tokens) return FinishCause::kLength;
+  if (std::find(stops.begin(), stops.end(), last) != stops.end()) return FinishReason::kStop;
+  if (r.num_generated() >= r.params.max_new_tokens) return FinishReason::kLength;
+  if (r.num_tokens() >= config_.max_context_tokens) return FinishReason::kLength;
   return std::nullopt;
 }
 
@@ -134,12 +134,12 @@ std::vector<RequestUpdate> Scheduler::commit(const StepPlan& plan, const StepRes
     Request& r = *find(c.id);
     CHECK(r.state == RequestState::kRunning && r.num_computed_tokens == c.begin)
         << "chunk of request " << c.id << " does not continue its state";
-    RequestUpdate u{c.id, std::nullopt, FinishCause::kNone, Status::ok(), r.num_prompt_tokens,
+    RequestUpdate u{c.id, std::nullopt, FinishReason::kNone, Status::ok(), r.num_prompt_tokens,
                     r.num_cached_tokens};
     if (!out.error.is_ok()) {
       // Its KV is suspect: serve none of it again.
       cache.erase(r.table.pages, pool);
-      u.finish = FinishCause::kError;
+      u.finish = FinishReason::kError;
       u.error = out.error;
       finish(r, /*cache_kv=*/false, pool, cache);
       updates.push_back(std::move(u));
@@ -156,7 +156,7 @@ std::vector<RequestUpdate> Scheduler::commit(const StepPlan& plan, const StepRes
     r.tokens.push_back(out.sampled->token);
     ++counters_.generated_tokens;
     u.sampled = out.sampled;
-    if (const std::optional<FinishCause> cause = stop_condition(r)) {
+    if (const std::optional<FinishReason> cause = stop_condition(r)) {
       u.finish = *cause;
       if (r.params.export_kv) {
         pool.retain_all(r.table.pages);
@@ -172,7 +172,7 @@ std::vector<RequestUpdate> Scheduler::commit(const StepPlan& plan, const StepRes
 std::optional<RequestUpdate> Scheduler::abort(RequestId id, PagePool& pool, RadixCache& cache) {
   Request* r = find(id);
   if (r == nullptr) return std::nullopt;
-  RequestUpdate u{id, std::nullopt, FinishCause::kAborted, Status::ok(), r->num_prompt_tokens,
+  RequestUpdate u{id, std::nullopt, FinishReason::kAborted, Status::ok(), r->num_prompt_tokens,
                   r->num_cached_tokens};
   finish(*r, /*cache_kv=*/false, pool, cache);
   return u;

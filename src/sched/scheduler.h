@@ -86,7 +86,7 @@ class Scheduler {
   void release_pages(Request& r, bool cache_kv, PagePool& pool, RadixCache& cache);
   // Evicts cached pages until `num_pages` are free. CHECKs success (the plan promised it).
   void ensure_free(int32_t num_pages, PagePool& pool, RadixCache& cache);
-  std::optional<FinishCause> stop_condition(const Request& r) const;
+  std::optional<FinishReason> stop_condition(const Request& r) const;
 
   SchedulerConfig config_;
   std::map<RequestId, std::unique_ptr<Request>> requests_;

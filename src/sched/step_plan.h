@@ -14,7 +14,7 @@ namespace densa {
 
 // Tokens [begin, begin + num_tokens) of one request go through forward this step.
 struct ScheduledChunk {
-  RequestId id = 0;
+  RequestId id{};
   int32_t begin = 0;
   int32_t num_tokens = 0;
   bool sample = false;  // the chunk ends at the request's last token: sample the next one
@@ -22,14 +22,14 @@ struct ScheduledChunk {
 
 // A waiting request becomes running, reusing `prefix` (retained at apply time).
 struct Admission {
-  RequestId id = 0;
+  RequestId id{};
   PrefixMatch prefix;
 };
 
 // Fresh pages for one request's table (all-or-nothing; cached pages are evicted first if the
 // free list is short — plan_step has checked that free + evictable suffices).
 struct PageGrant {
-  RequestId id = 0;
+  RequestId id{};
   int32_t num_pages = 0;
 };
 
@@ -70,9 +70,9 @@ struct StepResult {
 
 // What the engine reports for a request after commit / abort.
 struct RequestUpdate {
-  RequestId id = 0;
+  RequestId id{};
   std::optional<SampledToken> sampled;
-  FinishCause finish = FinishCause::kNone;
+  FinishReason finish = FinishReason::kNone;
   Status error;
   int32_t num_prompt_tokens = 0;
   int32_t num_cached_tokens = 0;

@@ -258,7 +258,7 @@ void DisaggWorker::run_import(KvImport import, std::vector<TokenId> tokens, std:
   if (!s.is_ok()) {
     if (disagg::disagg_error_code(s).empty()) s = disagg::kv_transfer_failed(s.message());
     ctx_.disagg_metrics.count_failure();
-    std::fprintf(stderr, "densa serve: request %llu: %s\n", static_cast<unsigned long long>(import.id),
+    std::fprintf(stderr, "densa serve: request %llu: %s\n", static_cast<unsigned long long>(import.id.value),
                  s.message().c_str());
     ctx_.engine.fail_import(import.id, std::move(s));
   }
@@ -342,7 +342,7 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
   while (!reply_ready()) {
     if (Clock::now() >= deadline || ctx_.stopping.load()) {
       std::fprintf(stderr, "densa serve: request %llu: pages imported, but no answer from the prefill worker in time\n",
-                   static_cast<unsigned long long>(import.id));
+                   static_cast<unsigned long long>(import.id.value));
       return Status::ok();  // the receiver's worker is destroyed, not pooled
     }
     (*receiver)->progress();
@@ -352,7 +352,7 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
     (*receiver)->recycle();
   } else {
     std::fprintf(stderr, "densa serve: request %llu: pages imported, then the prefill worker reported: %s\n",
-                 static_cast<unsigned long long>(import.id), reply_failed().message().c_str());
+                 static_cast<unsigned long long>(import.id.value), reply_failed().message().c_str());
   }
   return Status::ok();
 }

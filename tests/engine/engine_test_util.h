@@ -51,7 +51,7 @@ inline Collected drain(RequestStream& s) {
   while (true) {
     std::optional<TokenEvent> e = s.next(std::chrono::milliseconds(60000));
     if (!e) {
-      ADD_FAILURE() << "request " << s.id() << " timed out";
+      ADD_FAILURE() << "request " << s.id().value << " timed out";
       return c;
     }
     if (e->token) c.tokens.push_back(*e->token);

@@ -110,13 +110,13 @@ TEST_P(IntegrityFaultTest, CheckOnFailsOnlyVictimsCheckOffCorrupts) {
     for (size_t i = 0; i < reqs.size(); ++i) {
       const Collected& got = r.out[i];
       EXPECT_TRUE(is_prefix(got.tokens, want[i])) << "request " << i << " emitted a token from a wrong page";
-      if (victim_set.count(r.ids[i])) {
+      if (victim_set.count(r.ids[i].value)) {
         ++num_errors;
         ASSERT_EQ(got.finish, FinishReason::kError) << "victim " << i;
         const Status& e = got.events.back().error;
         EXPECT_TRUE(is_kv_integrity_violation(e)) << e.to_string();
         EXPECT_EQ(e.code(), mode == KvIntegrityMode::kDigest ? StatusCode::kDataLoss : StatusCode::kAborted);
-        EXPECT_NE(e.message().find("request " + std::to_string(r.ids[i])), std::string::npos) << e.message();
+        EXPECT_NE(e.message().find("request " + std::to_string(r.ids[i].value)), std::string::npos) << e.message();
         EXPECT_NE(e.message().find("page history"), std::string::npos) << e.message();
         EXPECT_LT(got.tokens.size(), want[i].size());
       } else {
@@ -234,7 +234,7 @@ TEST_P(RequestFaultTest, OnlyTheAskingRequestsFail) {
     ASSERT_EQ(got.finish, FinishReason::kError) << "asking request " << i << " (" << kv_fault_name(fault) << ")";
     const Status& e = got.events.back().error;
     EXPECT_TRUE(is_kv_integrity_violation(e)) << e.to_string();
-    EXPECT_NE(e.message().find("request " + std::to_string(r.ids[i])), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("request " + std::to_string(r.ids[i].value)), std::string::npos) << e.message();
     ++num_errors;
   }
   EXPECT_EQ(num_errors, 2);

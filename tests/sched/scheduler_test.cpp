@@ -37,11 +37,11 @@ SchedulerConfig config() {
   return c;
 }
 
-std::unique_ptr<Request> request(RequestId id, std::vector<TokenId> prompt, int max_new) {
+std::unique_ptr<Request> request(uint64_t id, std::vector<TokenId> prompt, int max_new) {
   RequestParams p;
   p.sampling.temperature = 0.0f;
   p.max_new_tokens = max_new;
-  return std::make_unique<Request>(id, std::move(prompt), p);
+  return std::make_unique<Request>(RequestId(id), std::move(prompt), p);
 }
 
 // A deterministic stand-in for the model: the next token is a function of the request's
@@ -104,11 +104,11 @@ TEST(SchedulerTest, RunningCapIsFcfs) {
   SchedulerConfig cfg = config();
   cfg.max_running_requests = 2;
   Scheduler s(cfg);
-  for (RequestId id = 1; id <= 4; ++id) s.add(request(id, {1, 5, 6}, 3));
+  for (uint64_t id = 1; id <= 4; ++id) s.add(request(id, {1, 5, 6}, 3));
   const StepPlan p = s.plan_step(pool, cache);
   ASSERT_EQ(p.admit.size(), 2u);
-  EXPECT_EQ(p.admit[0].id, 1u);
-  EXPECT_EQ(p.admit[1].id, 2u);
+  EXPECT_EQ(p.admit[0].id, RequestId(1));
+  EXPECT_EQ(p.admit[1].id, RequestId(2));
 }
 
 TEST(SchedulerTest, OutOfPagesPreemptsNewestAndRecomputes) {
@@ -135,8 +135,8 @@ TEST(SchedulerTest, OutOfPagesPreemptsNewestAndRecomputes) {
   EXPECT_TRUE(s.idle());
   EXPECT_GT(preemptions_seen, 0);
   EXPECT_EQ(s.counters().preemptions, preemptions_seen);
-  EXPECT_EQ(out[1].size(), 12u);
-  EXPECT_EQ(out[2].size(), 12u);
+  EXPECT_EQ(out[RequestId(1)].size(), 12u);
+  EXPECT_EQ(out[RequestId(2)].size(), 12u);
   EXPECT_EQ(pool.num_free(), 6);
 }
 
@@ -145,7 +145,7 @@ TEST(SchedulerTest, RandomizedLoadKeepsAuditClean) {
   PagePool pool = make_pool(20);
   RadixCache cache(kPage);
   Scheduler s(config());
-  RequestId next = 1;
+  uint64_t next = 1;
   std::map<RequestId, std::vector<TokenId>> prompts, out;
   std::map<RequestId, int> max_new;
   int finished = 0, aborted = 0;
@@ -155,12 +155,12 @@ TEST(SchedulerTest, RandomizedLoadKeepsAuditClean) {
       std::vector<TokenId> prompt(len);
       for (TokenId& t : prompt) t = std::uniform_int_distribution<int>(3, 4)(rng);  // shared prefixes
       const int mn = std::uniform_int_distribution<int>(1, 20)(rng);
-      prompts[next] = prompt;
-      max_new[next] = mn;
+      prompts[RequestId(next)] = prompt;
+      max_new[RequestId(next)] = mn;
       s.add(request(next++, prompt, mn));
     }
     if (std::uniform_int_distribution<int>(0, 30)(rng) == 0 && next > 1) {
-      const RequestId victim = std::uniform_int_distribution<RequestId>(1, next - 1)(rng);
+      const RequestId victim(std::uniform_int_distribution<uint64_t>(1, next - 1)(rng));
       if (s.abort(victim, pool, cache)) {
         ++aborted;
         out.erase(victim);
@@ -170,9 +170,9 @@ TEST(SchedulerTest, RandomizedLoadKeepsAuditClean) {
     s.apply(p, pool, cache);
     for (const RequestUpdate& u : s.commit(p, fake_run(p, s), pool, cache)) {
       if (u.sampled) out[u.id].push_back(u.sampled->token);
-      if (u.finish != FinishCause::kNone) {
+      if (u.finish != FinishReason::kNone) {
         ++finished;
-        EXPECT_EQ(u.finish, FinishCause::kLength);
+        EXPECT_EQ(u.finish, FinishReason::kLength);
         EXPECT_EQ(static_cast<int>(out[u.id].size()), max_new[u.id]);
       }
     }

@@ -37,7 +37,7 @@ class ViolatingEngine final : public Engine {
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override {
     std::lock_guard<std::mutex> lock(mu_);
     last_override = request.kv_integrity;
-    auto s = std::make_shared<RequestStream>(++next_id_);
+    auto s = std::make_shared<RequestStream>(RequestId(++next_id_));
     for (TokenId t : {326, 462}) {
       TokenEvent e;
       e.token = t;
@@ -76,7 +76,7 @@ class ViolatingEngine final : public Engine {
 
  private:
   mutable std::mutex mu_;
-  RequestId next_id_ = 0;
+  uint64_t next_id_ = 0;
   int64_t violations_ = 0;
   KvIntegrityPolicy policy_;
 };

@@ -30,7 +30,7 @@ class ScriptedEngine : public Engine {
     ++active_;
     ++submitted_;
     last_request_ = request;
-    const RequestId id = next_id_++;
+    const RequestId id(next_id_++);
     auto stream = std::make_shared<RequestStream>(id);
     cancelled_[id] = false;
     threads_.emplace_back([this, id, stream, request] { run(id, *stream, request); });
@@ -128,7 +128,7 @@ class ScriptedEngine : public Engine {
   int active_ = 0;
   int submitted_ = 0;
   int64_t finished_ = 0;
-  RequestId next_id_ = 1;
+  uint64_t next_id_ = 1;
   GenerateRequest last_request_;
   std::atomic<int> num_cancelled_{0};
 };

@@ -15,14 +15,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct ScriptRun {
   int exit_code = -1;
   std::string output;
 };
 
-Run check_layers(const fs::path& root) {
+ScriptRun check_layers(const fs::path& root) {
   const std::string cmd = "/usr/bin/python3 " DENSA_SOURCE_DIR "/scripts/check-layers.py '" + root.string() + "' 2>&1";
-  Run r;
+  ScriptRun r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
   char buf[4096];
@@ -33,7 +33,7 @@ Run check_layers(const fs::path& root) {
 }
 
 TEST(Layers, MainFollowsTheLayerOrder) {
-  const Run r = check_layers(DENSA_SOURCE_DIR);
+  const ScriptRun r = check_layers(DENSA_SOURCE_DIR);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("every include follows the layer order"), std::string::npos) << r.output;
 }
@@ -45,7 +45,7 @@ TEST(Layers, AnUpwardIncludeFailsTheCheck) {
   fs::copy_file(fs::path(DENSA_SOURCE_DIR) / "CMakeLists.txt", root / "CMakeLists.txt");
   fs::copy(fs::path(DENSA_SOURCE_DIR) / "src", root / "src", fs::copy_options::recursive);
   {
-    const Run clean = check_layers(root);
+    const ScriptRun clean = check_layers(root);
     ASSERT_EQ(clean.exit_code, 0) << "the copy itself: " << clean.output;
   }
   // kv sits below engine: a KV header reaching up into the engine is what the check is for.
@@ -54,7 +54,7 @@ TEST(Layers, AnUpwardIncludeFailsTheCheck) {
   std::stringstream text;
   text << std::ifstream(victim).rdbuf();
   std::ofstream(victim) << "#include \"engine/engine.h\"\n" << text.str();
-  const Run bad = check_layers(root);
+  const ScriptRun bad = check_layers(root);
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_NE(bad.output.find("src/kv/page_pool.h:1: includes \"engine/engine.h\": layer kv links only"), std::string::npos)
       << bad.output;
@@ -63,7 +63,7 @@ TEST(Layers, AnUpwardIncludeFailsTheCheck) {
   // A folder that is no layer is refused too: it would be outside the order.
   fs::create_directories(root / "src" / "newlayer");
   std::ofstream(root / "src" / "newlayer" / "x.cpp") << "int x;\n";
-  const Run stray = check_layers(root);
+  const ScriptRun stray = check_layers(root);
   EXPECT_NE(stray.output.find("src/newlayer/: a folder that is no layer"), std::string::npos) << stray.output;
   fs::remove_all(root);
 }
