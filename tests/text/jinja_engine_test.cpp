@@ -194,6 +194,21 @@ TEST(JinjaEngine, RecursionHitsTheDepthLimitNotTheStack) {
   expect_error(parse_status(deep), StatusCode::kInvalidArgument, "nests deeper");
 }
 
+// `|int` of a float past 64 bits is the engine's integer overflow error, as for arithmetic;
+// the conversion was undefined behaviour (Clang's UBSan, fuzz/regressions/jinja/defaults_float_to_int).
+TEST(JinjaEngine, IntOfAHugeFloatIsAnOverflowError) {
+  Result<Template> ok = Template::parse("{{ 1e18 | int }} {{ -2.5 | int }} {{ '1e15' | int }}");
+  ASSERT_TRUE(ok.is_ok());
+  Result<std::string> r = ok->render(nlohmann::ordered_json::object());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(*r, "1000000000000000000 -2 1000000000000000");
+  for (const char* src : {"{{ 1e30 | int }}", "{{ -1e19 | int }}", "{{ '9.3e18' | int }}"}) {
+    const Status s = render_status(src);
+    EXPECT_FALSE(s.is_ok()) << src;
+    EXPECT_NE(s.message().find("integer overflow (beyond 64 bits)"), std::string::npos) << src << ": " << s.message();
+  }
+}
+
 TEST(JinjaEngine, DeepValuesHitTheNestingLimit) {
   // Hostile variables: JSON nested far deeper than any conversation.
   nlohmann::ordered_json deep = 1;

@@ -193,6 +193,14 @@ bool parse_float(const std::string& s, double& out) {
   return end == clean.c_str() + clean.size() && clean.find_first_of("xXpP") == std::string::npos;
 }
 
+// Python's int() of a finite float; an integer past 64 bits is an error here, as everywhere
+// in this engine (converting it would be undefined behaviour, not a wrap).
+int64_t float_to_int(double f) {
+  const double t = std::trunc(f);
+  if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0)) throw Error("integer overflow (beyond 64 bits)");
+  return static_cast<int64_t>(t);
+}
+
 Value f_int(Interp&, const Value& v, CallArgs& a) {
   const Value dflt = a.take(0, "default"), base = a.take(1, "base");
   a.finish("filter 'int'");
@@ -200,13 +208,13 @@ Value f_int(Interp&, const Value& v, CallArgs& a) {
   if (v.is_number()) {
     if (!v.is_float()) return Value::integer(v.as_int());
     if (!std::isfinite(v.as_float())) return fallback;
-    return Value::integer(static_cast<int64_t>(std::trunc(v.as_float())));
+    return Value::integer(float_to_int(v.as_float()));
   }
   if (v.is_string()) {
     int64_t i;
     if (parse_int(v.str(), given(base) ? base.as_int() : 10, i)) return Value::integer(i);
     double f;
-    if (parse_float(v.str(), f) && std::isfinite(f)) return Value::integer(static_cast<int64_t>(std::trunc(f)));
+    if (parse_float(v.str(), f) && std::isfinite(f)) return Value::integer(float_to_int(f));
   }
   return fallback;
 }
