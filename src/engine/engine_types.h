@@ -19,7 +19,6 @@
 
 namespace densa {
 
-
 struct GenerateRequest {
   std::vector<TokenId> prompt;          // with BOS, already tokenized
   SamplingParams sampling;              // temperature 0 = greedy

@@ -1,6 +1,8 @@
 #pragma once
 // Engine internals shared by the interpreter, filters, tests, methods and globals.
+#include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -74,7 +76,16 @@ class Interp {
   // Namespaces are the only values a template can mutate, so the only way to a reference
   // cycle (`{% set ns.me = ns %}`, or a list holding ns stored in ns): render() empties every
   // namespace this render created when it ends, error or not, so a cycle never outlives it.
-  void track_namespace(const Value& ns) { namespaces_.push_back(ns.weak_ref()); }
+  // A weak reference pins the allocation of a make_shared object, so the references to
+  // namespaces already gone are dropped whenever the list doubles (amortized O(1)): a loop
+  // creating namespaces keeps only the live ones' memory, as it did before the tracking.
+  void track_namespace(const Value& ns) {
+    if (namespaces_.size() >= prune_at_) {
+      std::erase_if(namespaces_, [](const std::weak_ptr<void>& w) { return w.expired(); });
+      prune_at_ = std::max<size_t>(64, 2 * namespaces_.size());
+    }
+    namespaces_.push_back(ns.weak_ref());
+  }
 
   struct Frame {
     Frame* parent = nullptr;
@@ -117,6 +128,7 @@ class Interp {
   int depth_ = 0;
   Frame* root_ = nullptr;
   std::vector<std::weak_ptr<void>> namespaces_;
+  size_t prune_at_ = 64;
 };
 
 // Raises the Undefined error that using `v` in an operation raises in Jinja2.

@@ -118,11 +118,13 @@ void Interp::render(const ParsedTemplate& t, const Value& vars, std::string& out
       for (const std::weak_ptr<void>& w : in.namespaces_) {
         if (std::shared_ptr<void> alive = w.lock()) {
           // Moved out first: destroying an entry may free another namespace of the list.
-          auto entries = std::move(static_cast<Dict*>(alive.get())->entries);
-          static_cast<Dict*>(alive.get())->entries.clear();
+          Dict& d = *static_cast<Dict*>(alive.get());
+          auto entries = std::move(d.entries);
+          d.entries.clear();
         }
       }
       in.namespaces_.clear();
+      in.prune_at_ = 64;
     }
     Interp& in;
   } break_cycles{*this};
