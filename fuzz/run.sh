@@ -10,6 +10,12 @@
 # time the fuzzer used (user + system), the coverage and the corpus size.
 # Env: FUZZ_JOBS (parallel builds and fuzzers, default nproc), CLANG (default clang-14),
 # FUZZ_BUILD (default build-fuzz).
+# FUZZ_SEED=N makes a run repeatable: libFuzzer's -seed=N, starting from the committed seed
+# corpus alone (a fresh $BUILD/corpus-seed<N>/<target>, as on a clean clone), so the inputs it
+# tries are (nearly: libFuzzer keeps a little timing-dependent state) one sequence for a given
+# tree; FUZZ_RUNS=M caps each target at M executions. A run cut short by SECONDS has tried a
+# prefix of that sequence. CI uses this, so that what it
+# executes has been executed before it lands (fuzz/README.md: "Fuzzing in CI").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:?usage: fuzz/run.sh SECONDS [TARGET...]}
@@ -50,6 +56,15 @@ fuzz_one() {
   local t=$1 bin=$BUILD/fuzz/fuzz_$1
   local corpus=$BUILD/corpus/$t crashes=$BUILD/crashes/$t log=$BUILD/fuzz-$t.log
   local summary=$BUILD/fuzz-$t.summary
+  local fixed=()
+  if [ -n "${FUZZ_SEED:-}" ]; then
+    corpus=$BUILD/corpus-seed$FUZZ_SEED/$t
+    rm -rf "$corpus"
+    # -reload=0 and -entropic=0: corpus reloads run on a timer and the entropic schedule
+    # weighs inputs by measured speed, either of which lets two runs of one seed drift apart.
+    fixed+=(-seed="$FUZZ_SEED" -reload=0 -entropic=0)
+  fi
+  if [ -n "${FUZZ_RUNS:-}" ]; then fixed+=(-runs="$FUZZ_RUNS"); fi
   mkdir -p "$corpus" "$crashes"
   rm -f "$summary"
   local regs=()
@@ -69,7 +84,7 @@ fuzz_one() {
   # less than its wall time; TIMEFORMAT makes it two numbers on one line.
   local rc=0 cpu
   cpu=$({ TIMEFORMAT='%U %S'; time "$bin" "$corpus" "fuzz/corpus/$t" -max_total_time="$SECONDS_EACH" \
-      -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      ${fixed[@]+"${fixed[@]}"} -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$crashes/" >>"$log" 2>&1; } 2>&1) || rc=$?
   cpu=$(awk '{printf "%.1f", $1 + $2}' <<<"$cpu")
   local runs cov

@@ -33,20 +33,14 @@ class Pda {
 
   // Appends to out the live stacks (and markers) that (pos, parent) expands to.
   void close(int32_t pos, int32_t parent, std::vector<int32_t>& out) {
-    const int32_t e = g_->elems[pos];
-    if (is_terminal(e)) {
-      out.push_back(make(pos, parent));
-    } else if (e == kEnd) {
-      if (parent < 0) out.push_back(parent);
-      else resume(parent, out);
-    } else {
-      expand(element_rule(e), pos + 1, parent, out);
-    }
+    begin_closure();
+    close_from(pos, parent, out);
   }
 
   // The stacks at the start of `rule` with `bottom` below it.
   void start(int32_t rule, int32_t bottom, std::vector<int32_t>& out) {
-    for (int32_t a : g_->alts[rule]) close(a, bottom, out);
+    begin_closure();
+    for (int32_t a : g_->alts[rule]) close_from(a, bottom, out);
   }
 
   // Appends to out (from index out_begin on, deduplicated) what the stacks in[begin, end)
@@ -54,11 +48,12 @@ class Pda {
   void advance(const std::vector<int32_t>& in, size_t begin, size_t end, uint8_t b,
                std::vector<int32_t>& out) {
     const size_t out_begin = out.size();
+    begin_closure();
     for (size_t i = begin; i < end; ++i) {
       const int32_t id = in[i];
       if (id < 0) continue;
       const Node n = nodes_[id];
-      if (g_->sets[g_->elems[n.pos]].has(b)) close(n.pos + 1, n.parent, out);
+      if (g_->sets[g_->elems[n.pos]].has(b)) close_from(n.pos + 1, n.parent, out);
     }
     dedupe(out, out_begin);
   }
@@ -93,6 +88,23 @@ class Pda {
   }
 
  private:
+  // One closure (close, start or advance) visits each (position, parent) once, and resumes
+  // each (position, parent) frame once: a second path to the same place adds the same stacks.
+  // Without this, empty alternatives and nested optionals (`(?:a|||)?` repeated, say) reach
+  // one place along exponentially many paths, and each path rebuilt the rest of the closure.
+  void close_from(int32_t pos, int32_t parent, std::vector<int32_t>& out) {
+    if (!first_visit(pos, parent, 0)) return;
+    const int32_t e = g_->elems[pos];
+    if (is_terminal(e)) {
+      out.push_back(make(pos, parent));
+    } else if (e == kEnd) {
+      if (parent < 0) out.push_back(parent);
+      else resume(parent, out);
+    } else {
+      expand(element_rule(e), pos + 1, parent, out);
+    }
+  }
+
   int32_t make(int32_t pos, int32_t parent) {
     nodes_.push_back(Node{pos, parent});
     return static_cast<int32_t>(nodes_.size() - 1);
@@ -101,6 +113,7 @@ class Pda {
   // Continues the stack `id` whose top is a return position.
   void resume(int32_t id, std::vector<int32_t>& out) {
     const Node n = nodes_[id];
+    if (!first_visit(n.pos, n.parent, 1)) return;
     const int32_t e = g_->elems[n.pos];
     if (is_terminal(e)) out.push_back(id);
     else expand(element_rule(e), n.pos + 1, n.parent, out);
@@ -109,11 +122,55 @@ class Pda {
   // Calls `rule` returning to position `next` over `parent`.
   void expand(int32_t rule, int32_t next, int32_t parent, std::vector<int32_t>& out) {
     const int32_t frame = g_->elems[next] == kEnd ? parent : make(next, parent);
-    for (int32_t a : g_->alts[rule]) close(a, frame, out);
+    for (int32_t a : g_->alts[rule]) close_from(a, frame, out);
+  }
+
+  // The visited set of the current closure: open addressing over keys stamped with the
+  // closure's generation, so starting a closure clears nothing.
+  void begin_closure() {
+    if (++generation_ == 0) {  // wrapped: old stamps could match again
+      std::fill(stamps_.begin(), stamps_.end(), 0u);
+      generation_ = 1;
+    }
+    used_ = 0;
+  }
+  bool first_visit(int32_t pos, int32_t parent, uint64_t kind) {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 33) | (kind << 32) |
+                         static_cast<uint32_t>(parent);
+    if ((used_ + 1) * 2 > keys_.size()) grow();
+    const size_t mask = keys_.size() - 1;
+    for (size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;; i = (i + 1) & mask) {
+      if (stamps_[i] != generation_) {
+        stamps_[i] = generation_;
+        keys_[i] = key;
+        ++used_;
+        return true;
+      }
+      if (keys_[i] == key) return false;
+    }
+  }
+  void grow() {
+    std::vector<uint64_t> old_keys = std::move(keys_);
+    std::vector<uint32_t> old_stamps = std::move(stamps_);
+    const size_t cap = std::max<size_t>(64, old_keys.size() * 2);
+    keys_.assign(cap, 0);
+    stamps_.assign(cap, 0);
+    const size_t mask = cap - 1;
+    for (size_t j = 0; j < old_keys.size(); ++j) {
+      if (old_stamps[j] != generation_) continue;
+      size_t i = static_cast<size_t>((old_keys[j] * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+      while (stamps_[i] == generation_) i = (i + 1) & mask;
+      stamps_[i] = generation_;
+      keys_[i] = old_keys[j];
+    }
   }
 
   const FlatGrammar* g_;
   std::vector<Node> nodes_;
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> stamps_;
+  uint32_t generation_ = 0;
+  size_t used_ = 0;
 };
 
 }  // namespace densa::grammar

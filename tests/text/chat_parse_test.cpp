@@ -176,6 +176,21 @@ TEST(ChatParseMalformed, WhitespaceInsideSectionTextSurvivesEveryChunking) {
   EXPECT_EQ(m.tool_calls[0].error, "");
 }
 
+// DeepSeek V3 fences its arguments; a call whose closing fence is missing ends at its own
+// call-end marker. The whole parse once ran on to a later call's fenced end (swallowing that
+// call), while a stream that had not yet seen the later call stopped at the first marker.
+TEST(ChatParseMalformed, DeepSeekV3CallWithoutClosingFenceEndsAtItsOwnMarker) {
+  const auto m = parse("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n"
+                       "{\"tz\": \"UTC\"}\nx```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+                       "get_time\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+                       opts("deepseek_v3"));
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"tz\": \"UTC\"}\nx```");
+  EXPECT_NE(m.tool_calls[0].error, "");  // not JSON
+  EXPECT_EQ(m.tool_calls[1].arguments, "{}");
+  EXPECT_EQ(m.tool_calls[1].error, "");
+}
+
 TEST(ChatParseReasoning, Qwen3ThinkBlockAtTheStart) {
   const auto m = parse("<think>\nStep one.\n</think>\n\nThe answer.", opts("qwen3", "qwen3"));
   EXPECT_EQ(m.reasoning_content, "Step one.");

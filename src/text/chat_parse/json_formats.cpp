@@ -121,12 +121,22 @@ class DeepSeekFormat : public ToolFormat {
         end = kFencedEnd;
       }
     }
-    p.done = raw_args_until(body, from, end, {end, kEnd}, final, &p.args, &p.consumed);
-    if (!p.done && end != kEnd && e != npos) {  // closing fence missing: arguments run to the end
-      p.args = std::string(body.substr(from, e - from));
+    // The first call-end marker ends the call, fenced or not: kFencedEnd ends in kEnd, so a
+    // later fenced end cannot extend it (that would make the answer depend on how much of the
+    // text has arrived). The fence is stripped only when it closes right before the marker.
+    if (e != npos) {
+      size_t stop = e;
+      if (end != kEnd && e - from >= kFencedEnd.size() - kEnd.size() &&
+          body.substr(e - (kFencedEnd.size() - kEnd.size()), kFencedEnd.size() - kEnd.size()) ==
+              kFencedEnd.substr(0, kFencedEnd.size() - kEnd.size())) {
+        stop = e - (kFencedEnd.size() - kEnd.size());
+      }
+      p.args = std::string(body.substr(from, stop - from));
       p.consumed = e + kEnd.size();
       p.done = true;
+      return p;
     }
+    raw_args_until(body, from, end, {end, kEnd}, final, &p.args, &p.consumed);
     return p;
   }
 
