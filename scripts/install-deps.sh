@@ -5,6 +5,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git curl
       libgtest-dev libgmock-dev libbenchmark-dev
       libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libxxhash-dev
       libucx-dev ucx-utils
+      libopenmpi-dev openmpi-bin
       libpcre2-dev libutf8proc-dev
       python3-jinja2 python3-regex
       ruby-mdl

@@ -12,6 +12,7 @@
 #include "cli/weight_options.h"
 #include "cli/command.h"
 #include "cli/model_path.h"
+#include "cli/parallel_options.h"
 #include "engine/engine.h"
 #include "model/model_loader.h"
 #include "server/http_server.h"
@@ -70,6 +71,7 @@ struct ServeArgs {
   int64_t grammar_max_elements = static_cast<int64_t>(grammar::CompileLimits{}.max_elements);
   int64_t grammar_max_positions = static_cast<int64_t>(grammar::CompileLimits{}.max_positions);
   WeightArgs weights;
+  ParallelArgs parallel;
 };
 
 Result<server::ServeRole> parse_role(const std::string& role) {
@@ -152,6 +154,17 @@ int run_serve(const ServeArgs& a) {
 
   Result<LoadOptions> load_opts = load_options_from(a.weights);
   if (!load_opts.is_ok()) return fail(load_opts.status().message());
+  // Tensor / expert parallel: every rank loads its slice; rank 0 serves, the others follow.
+  Result<std::unique_ptr<ParallelSetup>> parallel = setup_parallel(a.parallel);
+  if (!parallel.is_ok()) return fail(parallel.status().message());
+  const ParallelSetup& group = **parallel;
+  if (group.active()) {
+    if (a.kv_scales != "dynamic") return fail("--kv-scales " + a.kv_scales + " with --tp / --ep is not supported yet");
+    if (!a.canary.empty()) return fail("--canary with --tp / --ep is not supported yet (the probe runs one process)");
+    if (a.role != "both") return fail("--role " + a.role + " with --tp / --ep is not supported yet");
+    load_opts->parallel = group.comms.layout;
+    cfg.parallel = &group.comms;
+  }
   Result<ModelWeights> loaded = load_model(path, load_opts.value());
   if (!loaded.is_ok()) return fail(loaded.status().message());
   if (a.test_degrade_weights_bits > 0) {
@@ -162,7 +175,18 @@ int run_serve(const ServeArgs& a) {
   const ModelWeights& weights = loaded.value();
   if (!weights.tokenizer) return fail(path + ": model has no tokenizer");
   std::fprintf(stderr, "densa serve: %s\n", weight_precision_line(weights).c_str());
-  std::fprintf(stderr, "densa serve: %s\n", weight_memory_line(weights).c_str());
+  if (group.active()) {
+    const ParallelLayout& l = group.comms.layout;
+    std::fprintf(stderr, "densa serve: rank %d of %d (tp %d/%d, ep %d/%d): %s\n", l.world_rank(), l.world(),
+                 l.tp_rank, l.tp, l.ep_rank, l.ep, weight_memory_line(weights).c_str());
+    if (!group.leader()) {
+      // A follower: its slice of every batch rank 0 runs, until rank 0's engine shuts down.
+      if (Status s = run_engine_follower(weights, cfg); !s.is_ok()) return fail("rank follower: " + s.message());
+      return 0;
+    }
+  } else {
+    std::fprintf(stderr, "densa serve: %s\n", weight_memory_line(weights).c_str());
+  }
   Result<server::ServeRole> role = parse_role(a.role);
   if (!role.is_ok()) return fail(role.status().message());
   Result<std::optional<KvScales>> scales = kv_scales_from_flag(a.kv_scales, weights, cfg.kv_dtype);
@@ -311,6 +335,7 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV pool size, e.g. 64MiB, 2GiB")->capture_default_str();
   cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: bf16 | f32 | fp8 (see --kv-scales)")->capture_default_str();
   add_weight_options(cmd, a->weights);
+  add_parallel_options(cmd, a->parallel);
   cmd->add_option("--page-size", a->page_size,
                   "tokens per KV page (prefix sharing is by whole pages; larger pages decode long contexts "
                   "faster; a prefill and a decode worker must agree)")

@@ -49,6 +49,11 @@ struct EngineConfig {
   // Called on the engine thread after every step with its timing and batch (benchmarks).
   // Not owned; must outlive the engine. Null: no record built.
   StepObserver* step_observer = nullptr;
+  // Tensor / expert parallel (comm/communicator.h, model/shard.h): this process is world rank
+  // 0 of a group whose weights are sharded; every batch goes to the other ranks, which run
+  // run_engine_follower() with the same config. Not owned; must outlive the engine. Null: one
+  // process. Refused with static KV scales (their heads would need the same split).
+  const ParallelComms* parallel = nullptr;
 };
 
 // A point-in-time view for /metrics and /health.
@@ -69,6 +74,11 @@ struct EngineStats {
   int64_t tokens_in_flight = 0;  // prompt + generated tokens of live requests (incl. imports)
   int32_t kv_pages_pinned = 0;   // held by exports and import reservations
 };
+
+// A follower rank of a tensor / expert parallel group (config.parallel set, world rank > 0):
+// reserves this rank's KV shard (as many pages as the leader's pool, checked) and runs its
+// slice of every batch the leader's engine sends, until the leader's engine shuts down.
+Status run_engine_follower(const ModelWeights& weights, const EngineConfig& config);
 
 class Engine {
  public:

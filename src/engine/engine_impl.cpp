@@ -31,7 +31,10 @@ SchedulerConfig scheduler_config(const ModelConfig& model, const EngineConfig& c
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights, const EngineConfig& config) {
+namespace {
+
+// The KV pool both a leader and its followers reserve, with the checks that come before it.
+Result<PagePool> create_pool(const ModelWeights& weights, const EngineConfig& config) {
   if (config.page_size < 1) return invalid_argument("page_size must be >= 1");
   if (config.max_running_requests < 1) return invalid_argument("max_running_requests must be >= 1");
   if (config.max_waiting_requests < 0) return invalid_argument("max_waiting_requests must be >= 0");
@@ -57,9 +60,46 @@ Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights, cons
     bounds.max_step_tokens = config.max_step_tokens;
     DENSA_RETURN_IF_ERROR(check_kv_index_widths(layout, bounds));
   }
+  if (config.parallel != nullptr && config.parallel->layout.active() && config.kv_scales) {
+    return unimplemented("static fp8 KV scales with --tp / --ep: the calibration's heads are not split per rank");
+  }
   Result<PagePool> pool = PagePool::create(layout, config.kv_cache_bytes);
   if (!pool.is_ok()) return pool.status();
+  // Every rank must have the same pages: the leader's block tables name them.
+  if (config.parallel != nullptr && config.parallel->world != nullptr && config.parallel->world->size() > 1) {
+    const std::vector<int64_t> pages = config.parallel->world->all_gather(pool.value().num_total());
+    for (size_t r = 1; r < pages.size(); ++r) {
+      if (pages[r] != pages[0]) {
+        return invalid_argument("KV pools differ across ranks: rank 0 has " + std::to_string(pages[0]) +
+                                " pages, rank " + std::to_string(r) + " has " + std::to_string(pages[r]));
+      }
+    }
+  }
+  return pool;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights, const EngineConfig& config) {
+  if (config.parallel != nullptr && !config.parallel->leader()) {
+    return invalid_argument("an engine runs on world rank 0; the other ranks run run_engine_follower");
+  }
+  Result<PagePool> pool = create_pool(weights, config);
+  if (!pool.is_ok()) return pool.status();
   return std::unique_ptr<Engine>(new EngineImpl(weights, config, std::move(pool).value()));
+}
+
+Status run_engine_follower(const ModelWeights& weights, const EngineConfig& config) {
+  if (config.parallel == nullptr || config.parallel->leader()) {
+    return invalid_argument("run_engine_follower is for ranks other than world rank 0");
+  }
+  Result<PagePool> pool = create_pool(weights, config);
+  if (!pool.is_ok()) return pool.status();
+  ThreadPool threads(config.num_threads);
+  Runner runner(weights, &threads, nullptr);
+  runner.set_parallel(config.parallel);
+  runner.follow(pool.value());
+  return Status::ok();
 }
 
 EngineImpl::EngineImpl(const ModelWeights& weights, const EngineConfig& config, PagePool pool)
@@ -80,6 +120,7 @@ EngineImpl::EngineImpl(const ModelWeights& weights, const EngineConfig& config, 
       layout_(pool_.layout()),
       static_scales_(layout_.scale_mode == KvScaleMode::kStatic ? config.kv_scales->values : std::vector<float>{}) {
   runner_.set_static_kv_scales(static_scales_);
+  runner_.set_parallel(config.parallel);
   if (config.routing_stats && weights.config.is_moe()) {
     routing_ = std::make_unique<RoutingStats>(weights.config.num_layers, weights.config.num_experts,
                                               weights.config.num_experts_per_tok);
@@ -244,7 +285,10 @@ void EngineImpl::shutdown() {
     stop_ = true;
     cv_.notify_one();
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+    runner_.release_followers();  // after the last step; once, as the thread joins once
+  }
 }
 
 Status EngineImpl::audit_now() const {

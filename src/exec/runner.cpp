@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "sample/sampler.h"
@@ -64,6 +65,72 @@ KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dt
 
 Runner::Runner(const ModelWeights& weights, ThreadPool* threads, IntegrityTracker* tracker)
     : weights_(weights), threads_(threads), tracker_(tracker) {}
+
+namespace {
+
+// A batch on the wire between ranks: a kind word, then each int32 array as its length and
+// its elements (host byte order: every rank of a group runs this same binary).
+enum class BatchMessage : int32_t { kBatch = 1, kRelease = 2 };
+
+void put_array(std::vector<uint8_t>& out, std::span<const int32_t> a) {
+  const int32_t n = static_cast<int32_t>(a.size());
+  const size_t at = out.size();
+  out.resize(at + sizeof(n) + a.size_bytes());
+  std::memcpy(out.data() + at, &n, sizeof(n));
+  if (!a.empty()) std::memcpy(out.data() + at + sizeof(n), a.data(), a.size_bytes());
+}
+
+// Reads one array at *pos; false when the message is shorter than it says.
+bool get_array(const std::vector<uint8_t>& in, size_t* pos, std::vector<int32_t>* a) {
+  int32_t n = 0;
+  if (in.size() - *pos < sizeof(n)) return false;
+  std::memcpy(&n, in.data() + *pos, sizeof(n));
+  *pos += sizeof(n);
+  if (n < 0 || (in.size() - *pos) / sizeof(int32_t) < static_cast<size_t>(n)) return false;
+  a->resize(static_cast<size_t>(n));
+  if (n > 0) std::memcpy(a->data(), in.data() + *pos, static_cast<size_t>(n) * sizeof(int32_t));
+  *pos += static_cast<size_t>(n) * sizeof(int32_t);
+  return true;
+}
+
+}  // namespace
+
+void Runner::follow(PagePool& pool) {
+  CHECK(parallel_ != nullptr && parallel_->world != nullptr && !parallel_->leader()) << "follow() is a follower's";
+  Communicator& world = *parallel_->world;
+  for (;;) {
+    world.broadcast(&message_, 0, /*wait_forever=*/true);
+    int32_t kind = 0;
+    if (message_.size() < sizeof(kind)) world.abort_group("a batch message of " + std::to_string(message_.size()) + " bytes");
+    std::memcpy(&kind, message_.data(), sizeof(kind));
+    if (kind == static_cast<int32_t>(BatchMessage::kRelease)) return;
+    size_t pos = sizeof(kind);
+    if (kind != static_cast<int32_t>(BatchMessage::kBatch) || !get_array(message_, &pos, &tokens_) ||
+        !get_array(message_, &pos, &positions_) || !get_array(message_, &pos, &seq_idx_) ||
+        !get_array(message_, &pos, &block_table_) || !get_array(message_, &pos, &block_offsets_) ||
+        pos != message_.size() || positions_.size() != tokens_.size() || seq_idx_.size() != tokens_.size()) {
+      world.abort_group("a malformed batch message from the leader");
+    }
+    for (int32_t p : block_table_) {
+      if (p < 0 || p >= pool.num_total()) world.abort_group("page " + std::to_string(p) + " outside this rank's pool");
+    }
+    KvView kv;
+    kv.layout = pool.layout();
+    kv.pool = pool.base();
+    kv.block_table = block_table_;
+    kv.block_offsets = block_offsets_;
+    kv.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
+    forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, {}}, kv, scratch_, threads_, nullptr);
+  }
+}
+
+void Runner::release_followers() {
+  if (parallel_ == nullptr || parallel_->world == nullptr || !parallel_->leader()) return;
+  message_.assign(sizeof(int32_t), 0);
+  const int32_t kind = static_cast<int32_t>(BatchMessage::kRelease);
+  std::memcpy(message_.data(), &kind, sizeof(kind));
+  parallel_->world->broadcast(&message_, 0);
+}
 
 StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests, PagePool& pool) {
   const size_t num_chunks = plan.chunks.size();
@@ -132,6 +199,17 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
   kv.block_table = block_table_;
   kv.block_offsets = block_offsets_;
   kv.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
+  if (parallel_ != nullptr && parallel_->world != nullptr && parallel_->world->size() > 1) {
+    message_.assign(sizeof(int32_t), 0);
+    const int32_t kind = static_cast<int32_t>(BatchMessage::kBatch);
+    std::memcpy(message_.data(), &kind, sizeof(kind));
+    put_array(message_, tokens_);
+    put_array(message_, positions_);
+    put_array(message_, seq_idx_);
+    put_array(message_, block_table_);
+    put_array(message_, block_offsets_);
+    parallel_->world->broadcast(&message_, 0);
+  }
   const Clock::time_point forward_begin = routing_ != nullptr ? Clock::now() : Clock::time_point{};
   scratch_.time_experts = routing_ != nullptr;
   forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_,

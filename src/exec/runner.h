@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "core/thread_pool.h"
 #include "exec/integrity_tracker.h"
 #include "exec/routing_stats.h"
@@ -36,6 +37,21 @@ class Runner {
   // fp8 static KV: the scales [layer][k|v][kv_head] every batch's KvView carries (copied).
   void set_static_kv_scales(std::span<const float> scales) { static_scales_.assign(scales.begin(), scales.end()); }
 
+  // Tensor / expert parallel (comm/communicator.h): `comms` (not owned, outlives the runner)
+  // names this rank's groups. On the leader (world rank 0) run() sends each batch (tokens,
+  // positions, sequences, block tables) to the other ranks before its forward pass; the
+  // others sit in follow(). Only the leader samples: the followers' passes produce no logits.
+  void set_parallel(const ParallelComms* comms) {
+    parallel_ = comms;
+    scratch_.parallel = comms;
+  }
+  // A follower's loop: receives each batch from the leader and runs its slice of the forward
+  // pass over `pool` (this rank's KV shard, the same page ids as the leader's), until the
+  // leader calls release_followers(). Idles without the communicator's timeout between batches.
+  void follow(PagePool& pool);
+  // The leader's last word: the followers' follow() returns. Call once, after the last run().
+  void release_followers();
+
  private:
   const ModelWeights& weights_;
   ThreadPool* threads_;
@@ -55,6 +71,8 @@ class Runner {
   std::vector<int32_t> mask_row_;       // [num_logits] row of mask_ of each logit row; -1 unconstrained
   std::vector<float> masked_;           // [vocab] its logits with the forbidden ones at -inf
   std::vector<float> static_scales_;    // [layer][k|v][kv_head]; empty unless fp8 static KV
+  const ParallelComms* parallel_ = nullptr;
+  std::vector<uint8_t> message_;        // a batch as sent to the followers
 };
 
 }  // namespace densa

@@ -81,7 +81,15 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
     }
   }
   const bool shared = !lw.shared_gate.empty();
-  const int64_t I = lw.expert_gate.empty() ? 0 : lw.expert_gate[0].rows;
+  // Experts held by another expert-parallel rank are empty views (model/shard.h): their rows
+  // are skipped here and summed in by the rank that holds them.
+  int64_t I = 0;
+  for (const WeightView& g : lw.expert_gate) {
+    if (!g.empty()) {
+      I = g.rows;
+      break;
+    }
+  }
   const int64_t Is = shared ? lw.shared_gate.rows : 0;
   float* in = grow(s.expert_in, M * H);
   for (int64_t j = 0; j < M; ++j) std::copy_n(xn + s.expert_rows[j] * H, H, in + j * H);
@@ -99,7 +107,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   jobs.clear();
   for (int e = 0; e < E; ++e) {
     const int64_t m = first[e + 1] - first[e];
-    if (m == 0) continue;
+    if (m == 0 || lw.expert_gate[e].empty()) continue;
     CHECK(lw.expert_gate[e].rows == I) << "expert " << e << " intermediate size";
     jobs.push_back({lw.expert_gate[e], in + first[e] * H, m, gate + first[e] * I});
     jobs.push_back({lw.expert_up[e], in + first[e] * H, m, up + first[e] * I});
@@ -114,7 +122,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   jobs.clear();
   for (int e = 0; e < E; ++e) {
     const int64_t m = first[e + 1] - first[e];
-    if (m > 0) jobs.push_back({lw.expert_down[e], gate + first[e] * I, m, y + first[e] * H});
+    if (m > 0 && !lw.expert_down[e].empty()) jobs.push_back({lw.expert_down[e], gate + first[e] * I, m, y + first[e] * H});
   }
   if (shared) jobs.push_back({lw.shared_down, shared_gate, n, shared_y});
   matmul_many(jobs, pool);
@@ -122,11 +130,14 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
     s.expert_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - gemm_begin).count();
 
   std::fill_n(out, n * H, 0.0f);
-  for (int64_t j = 0; j < M; ++j) {
-    float* o = out + s.expert_rows[j] * H;
-    const float wj = s.expert_weight[j];
-    const float* yj = y + j * H;
-    for (int d = 0; d < H; ++d) o[d] += wj * yj[d];
+  for (int e = 0; e < E; ++e) {
+    if (lw.expert_down[e].empty()) continue;
+    for (int64_t j = first[e]; j < first[e + 1]; ++j) {
+      float* o = out + s.expert_rows[j] * H;
+      const float wj = s.expert_weight[j];
+      const float* yj = y + j * H;
+      for (int d = 0; d < H; ++d) o[d] += wj * yj[d];
+    }
   }
   if (!shared) return;
   for (int64_t t = 0; t < n; ++t) {
@@ -146,10 +157,12 @@ void ffn_sublayer(const ModelConfig& cfg, const LayerWeights& lw, int l, float* 
   rmsnorm(x, lw.ffn_norm.data(), n, H, cfg.rms_norm_eps, xn);
   if (cfg.is_moe_layer(l)) {
     moe_ffn(cfg, lw, xn, n, s, selected, pool, proj);
+    if (s.parallel != nullptr && s.parallel->world != nullptr) s.parallel->world->all_reduce_sum(proj, n * H);
   } else {
     std::fill_n(selected, n * std::max(1, cfg.num_experts_per_tok), -1);
     const int64_t I = cfg.intermediate_size;
     swiglu_ffn(lw.w_gate, lw.w_up, lw.w_down, xn, n, grow(s.gate, n * I), grow(s.up, n * I), proj, pool);
+    if (s.parallel != nullptr && s.parallel->tp != nullptr) s.parallel->tp->all_reduce_sum(proj, n * H);
   }
   for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
 }

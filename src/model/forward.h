@@ -49,9 +49,13 @@ struct ForwardScratch {
   // in the experts' SwiGLU GEMMs (two clock reads per expert and layer; off: none).
   bool time_experts = false;
   double expert_seconds = 0;
+  // Tensor / expert parallel (model/shard.h): the weights are one rank's slice, and forward()
+  // completes each row-parallel product with a sum over the group: after the attention output
+  // projection and a dense FFN over `tp`, after a MoE FFN over `world`. Null: one process.
+  const ParallelComms* parallel = nullptr;
 };
 
-// logits: [batch.logit_rows.size(), vocab] fp32. Stores K/V of every token of the batch.
+// logits: [batch.logit_rows.size(), vocab] fp32 (may be null when there are no logit rows). Stores K/V of every token of the batch.
 // Precondition: every token's page is mapped in kv, and all positions before a token's
 // position in its sequence are already stored (earlier steps or earlier in this batch).
 void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,

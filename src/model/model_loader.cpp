@@ -16,6 +16,7 @@
 #include "kernels/matmul.h"
 #include "model/arch_deepseek_v3.h"
 #include "model/gguf_config.h"
+#include "model/shard.h"
 #include "model/hf_moe_names.h"
 #include "model/hf_quantized.h"
 #include "model/hf_tensor_inventory.h"
@@ -494,6 +495,7 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
     }
   }
   DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path));
+  DENSA_RETURN_IF_ERROR(shard_weights(w, options.parallel));
   // Set before any conversion, so quantize-on-load and repacking write tiles directly.
   w.int4_tiles = options.prepare_for_kernels && options.int4_tiles && matmul_prefers_int4_tiles();
   w.int8_tiles = options.prepare_for_kernels && options.int8_tiles && matmul_prefers_int8_tiles();

@@ -36,6 +36,9 @@ struct LoadOptions {
   // (WeightLayout::kInt8Tiles16) where the kernels read them (matmul_prefers_int8_tiles); false
   // keeps them row-major. The two layouts' kernels round differently (kernels/matmul.h).
   bool int8_tiles = true;
+  // Keep only this rank's slice of a tensor- / expert-parallel layout (model/shard.h), cut
+  // from the stored tensors before any conversion.
+  ParallelLayout parallel;
 };
 
 Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOptions& options = {});

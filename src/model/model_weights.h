@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "core/huge_page_arena.h"
 #include "core/tensor_view.h"
 #include "io/mapped_file.h"
@@ -84,6 +85,9 @@ struct ModelWeights {
                                  // tokenizer_config.json); empty if none
   TextAssets text_assets;        // every template, bos / eos token text, all eos ids
   SkippedTensors skipped;        // what the checkpoint holds that the loader left unread
+  // The slice of a tensor- / expert-parallel layout these weights are (model/shard.h); config
+  // then describes the slice (heads and FFN widths divided by tp).
+  ParallelLayout parallel;
 
   // Storage behind the views above.
   std::vector<std::unique_ptr<MappedFile>> files;

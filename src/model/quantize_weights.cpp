@@ -36,6 +36,7 @@ void for_each_quantizable_matrix(ModelWeights& w, const std::function<void(const
       fn(p + "mlp.down_proj", l.w_down);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {
+      if (l.expert_gate[e].empty()) continue;  // held by another expert-parallel rank
       const std::string ep = p + moe.expert_prefix + std::to_string(e) + ".";
       fn(ep + moe.expert_gate, l.expert_gate[e]);
       fn(ep + moe.expert_down, l.expert_down[e]);

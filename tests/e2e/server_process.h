@@ -141,9 +141,12 @@ inline CurlResponse curl_request(const std::string& method, const std::string& u
   return r;
 }
 
-// A child process running DENSA_BINARY with `args`, stdout+stderr to `log_path`.
-inline pid_t spawn_densa(const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<std::string> argv_s = {DENSA_BINARY};
+// A child process running DENSA_BINARY with `args`, stdout+stderr to `log_path`; with a
+// `launcher` (mpirun and its flags, looked up on PATH) the child is the launcher running it.
+inline pid_t spawn_densa(const std::vector<std::string>& args, const std::string& log_path,
+                         const std::vector<std::string>& launcher = {}) {
+  std::vector<std::string> argv_s = launcher;
+  argv_s.push_back(DENSA_BINARY);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   // Empty before the child exists: the parent reads the log for the port as soon as fork returns.
   std::ofstream(log_path, std::ios::trunc).flush();
@@ -157,7 +160,7 @@ inline pid_t spawn_densa(const std::vector<std::string>& args, const std::string
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
-    execv(argv[0], argv.data());
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   return pid;
@@ -183,11 +186,12 @@ inline int stop_child(pid_t& pid, int sig = SIGTERM) {
 
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> extra_args, const std::string& model = fixture_model_path()) {
+  explicit ServerProcess(std::vector<std::string> extra_args, const std::string& model = fixture_model_path(),
+                         const std::vector<std::string>& launcher = {}) {
     log_path_ = child_log_path("serve");
-    std::vector<std::string> args = {"serve", "-m", model, "--port", "0", "--threads", "2"};
+    std::vector<std::string> args = {"serve", "-m", model, "--port", "0", "--threads", launcher.empty() ? "2" : "1"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    pid_ = spawn_densa(args, log_path_);
+    pid_ = spawn_densa(args, log_path_, launcher);
   }
   ~ServerProcess() { stop(); }
 

@@ -1,0 +1,211 @@
+// Tensor and expert parallelism over real MPI ranks (`mpirun -n 2` and `-n 4`, ctest runs both;
+// tests/mpi/CMakeLists: the filters pick each world size's suites). Each test is one SPMD
+// program: every rank loads its slice of a fixture (model/shard.h); rank 0 runs the engine and
+// asserts, the others run run_engine_follower until rank 0's engine shuts down.
+//  - greedy continuations equal the fixtures' golden ones (fp32 KV, the fp32-activation path
+//    of the golden engine test), and each token's logprob is within kLogprobTolerance of one
+//    process running the same requests (the split sums add in another order);
+//  - bit-identical logprobs run to run, and with the four prompts batched or one at a time;
+//  - each rank holds 1/tp of the attention matrices and 1/(tp x ep) of the routed experts'.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/engine_test_util.h"
+#include "model/model_loader.h"
+#include "mpi_test_util.h"
+#include "test_util.h"
+
+namespace densa {
+namespace {
+
+using testing::drain;
+using testing::model_dir;
+using testing::read_json;
+using testing::world;
+
+// fp32 sums in another order (attention output and FFN down split over ranks): logprobs move
+// by ~1e-6 on these fixtures; a wrong slice moves them by whole units.
+constexpr double kLogprobTolerance = 1e-3;
+
+struct Run {
+  std::vector<std::vector<TokenId>> tokens;  // per prompt
+  std::vector<std::vector<float>> logprobs;  // per prompt, per token
+};
+
+std::vector<GenerateRequest> golden_requests(const nlohmann::json& golden) {
+  std::vector<GenerateRequest> out;
+  for (const auto& p : golden["prompts"]) {
+    GenerateRequest r;
+    r.prompt = p["prompt_ids"].get<std::vector<TokenId>>();
+    r.sampling.temperature = 0.0f;
+    r.max_new_tokens = 48;
+    r.ignore_eos = true;
+    r.num_top_logprobs = 0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The requests submitted together (batched) or each after the previous finished.
+Run run(Engine& engine, const std::vector<GenerateRequest>& requests, bool batched) {
+  Run out;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  auto collect = [&](RequestStream& s) {
+    const testing::Collected c = drain(s);
+    out.tokens.push_back(c.tokens);
+    std::vector<float> lp;
+    for (const TokenEvent& e : c.events) {
+      if (e.token) lp.push_back(e.logprob);
+    }
+    out.logprobs.push_back(lp);
+  };
+  for (const GenerateRequest& r : requests) {
+    auto s = engine.submit(r);
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    if (!s.is_ok()) return out;
+    if (batched) {
+      streams.push_back(*s);
+    } else {
+      collect(**s);
+    }
+  }
+  for (auto& s : streams) collect(*s);
+  return out;
+}
+
+EngineConfig engine_config() {
+  EngineConfig c;
+  c.kv_dtype = DType::kF32;
+  c.chunked_prefill_size = 8;  // prompts split across steps, mixed with the others' decodes
+  c.num_threads = 1;           // ranks share the machine's cores
+  return c;
+}
+
+struct Group {
+  std::unique_ptr<Communicator> tp;
+  ParallelComms comms;
+};
+
+Group make_group(int tp, int ep) {
+  Group g;
+  const ParallelLayout layout = ParallelLayout::of_rank(tp, ep, world().rank());
+  g.tp = world().split(layout.ep_rank, layout.tp_rank);
+  g.comms = ParallelComms{layout, &world(), g.tp.get()};
+  return g;
+}
+
+// Bytes of the attention matrices and of the routed experts' matrices this process holds.
+struct MatrixBytes {
+  int64_t attention = 0;
+  int64_t experts = 0;
+};
+
+MatrixBytes matrix_bytes(const ModelWeights& w) {
+  auto b = [](const WeightView& v) { return v.empty() ? int64_t{0} : v.bytes() + v.scale_bytes(); };
+  MatrixBytes m;
+  for (const LayerWeights& l : w.layers) {
+    m.attention += b(l.wq) + b(l.wk) + b(l.wv) + b(l.wo);
+    for (size_t e = 0; e < l.expert_gate.size(); ++e) m.experts += b(l.expert_gate[e]) + b(l.expert_up[e]) + b(l.expert_down[e]);
+    m.experts += b(l.w_gate) + b(l.w_up) + b(l.w_down);  // dense FFNs are split tp ways like experts
+  }
+  return m;
+}
+
+// One fixture at one layout, checked against its golden continuations and one process.
+void check_layout(const std::string& model, int tp, int ep) {
+  ASSERT_EQ(world().size(), tp * ep) << "run under mpirun -n " << tp * ep;
+  testing::ExactBf16Matmul exact_half;  // fp32 activations on F16 matrices, as the golden test
+  Group group = make_group(tp, ep);
+  const auto path = model_dir(model) / "gguf" / (model + "-f16.gguf");
+  LoadOptions opts;
+  opts.parallel = group.comms.layout;
+  auto loaded = load_model(path, opts);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EngineConfig cfg = engine_config();
+  cfg.parallel = &group.comms;
+
+  // Memory: every rank's share, gathered (before the engines, so every rank takes part).
+  const MatrixBytes mine = matrix_bytes(loaded.value());
+  const std::vector<int64_t> attention = world().all_gather(mine.attention);
+  const std::vector<int64_t> experts = world().all_gather(mine.experts);
+
+  if (!group.comms.leader()) {
+    Status s = run_engine_follower(loaded.value(), cfg);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    return;
+  }
+  auto whole = load_model(path);
+  ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
+  const MatrixBytes full = matrix_bytes(whole.value());
+  for (int r = 0; r < tp * ep; ++r) {
+    EXPECT_EQ(attention[r] * tp, full.attention) << "rank " << r << " attention bytes";
+    EXPECT_EQ(experts[r] * tp * ep, full.experts) << "rank " << r << " expert bytes";
+  }
+  std::printf("[ note ] %s tp %d ep %d: rank 0 holds %lld of %lld attention bytes, %lld of %lld FFN bytes\n",
+              model.c_str(), tp, ep, static_cast<long long>(attention[0]), static_cast<long long>(full.attention),
+              static_cast<long long>(experts[0]), static_cast<long long>(full.experts));
+
+  const auto golden = read_json(model_dir(model) / "golden" / "golden.json");
+  const std::vector<GenerateRequest> requests = golden_requests(golden);
+  Run batched, single, again;
+  {
+    auto engine = Engine::create(loaded.value(), cfg);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    batched = run(**engine, requests, true);
+    single = run(**engine, requests, false);
+    again = run(**engine, requests, true);
+  }  // shut down: the followers return
+  Run reference;
+  {
+    EngineConfig one = engine_config();
+    auto engine = Engine::create(whole.value(), one);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    reference = run(**engine, requests, true);
+  }
+  ASSERT_EQ(batched.tokens.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const auto want = golden["prompts"][i]["greedy_ids"].get<std::vector<TokenId>>();
+    EXPECT_EQ(batched.tokens[i], want) << "prompt " << i << " (golden)";
+    EXPECT_EQ(batched.tokens[i], reference.tokens[i]) << "prompt " << i << " (one process)";
+    EXPECT_EQ(single.tokens[i], batched.tokens[i]) << "prompt " << i << " batch 1 vs batched";
+    // Bit for bit: the same sums in the same order whatever the batch or the run.
+    EXPECT_EQ(single.logprobs[i], batched.logprobs[i]) << "prompt " << i << " batch 1 vs batched";
+    EXPECT_EQ(again.logprobs[i], batched.logprobs[i]) << "prompt " << i << " run to run";
+    ASSERT_EQ(batched.logprobs[i].size(), reference.logprobs[i].size());
+    double worst = 0;
+    for (size_t t = 0; t < batched.logprobs[i].size(); ++t) {
+      worst = std::max(worst, std::abs(double{batched.logprobs[i][t]} - reference.logprobs[i][t]));
+    }
+    EXPECT_LE(worst, kLogprobTolerance) << "prompt " << i << " logprobs vs one process";
+    std::printf("[ note ] %s tp %d ep %d prompt %zu: largest logprob difference from one process %.3g\n",
+                model.c_str(), tp, ep, i, worst);
+  }
+}
+
+TEST(World2, LlamaTensorParallel2) { check_layout("tinystories-llama-1m", 2, 1); }
+TEST(World2, MixtralTensorParallel2) { check_layout("tinystories-mixtral-3.6m", 2, 1); }
+TEST(World2, MixtralExpertParallel2) { check_layout("tinystories-mixtral-3.6m", 1, 2); }
+TEST(World4, MixtralTensor2xExpert2) { check_layout("tinystories-mixtral-3.6m", 2, 2); }
+TEST(World4, LlamaTensorParallel4) { check_layout("tinystories-llama-1m", 4, 1); }
+
+// The all-reduce leaves the same bits on every rank: the sum of rank 0's and rank 1's values.
+TEST(World2, AllReduceGivesEveryRankTheSameSum) {
+  const float mine[3] = {0.1f, 1e8f, -3.0f};
+  std::vector<float> v(3);
+  for (int i = 0; i < 3; ++i) v[i] = mine[i] * static_cast<float>(world().rank() + 1);
+  world().all_reduce_sum(v.data(), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(v[i], mine[i] + mine[i] * 2.0f) << i;
+  const std::vector<int64_t> bits = world().all_gather(static_cast<int64_t>(std::bit_cast<uint32_t>(v[0])));
+  EXPECT_EQ(bits[0], bits[1]);
+}
+
+}  // namespace
+}  // namespace densa
