@@ -76,6 +76,11 @@ TEST(Shard, LayoutsTheModelCannotTakeAreRefusedByName) {
   auto dense_ep = load_at("tinystories-llama-1m", ParallelLayout{1, 2, 0, 0});
   ASSERT_FALSE(dense_ep.is_ok());
   EXPECT_NE(dense_ep.status().message().find("needs a mixture-of-experts model"), std::string::npos);
+  LoadOptions mla_tp;
+  mla_tp.parallel = ParallelLayout{2, 1, 0, 0};
+  auto mla = load_model(std::filesystem::path(DENSA_SOURCE_DIR) / "tests/data/reference/deepseek_v3", mla_tp);
+  ASSERT_FALSE(mla.is_ok());
+  EXPECT_NE(mla.status().message().find("with MLA attention"), std::string::npos) << mla.status().message();
   auto bad_experts = load_at("tinystories-mixtral-3.6m", ParallelLayout{1, 3, 0, 0});
   ASSERT_FALSE(bad_experts.is_ok());
   EXPECT_NE(bad_experts.status().message().find("routed experts (8) is not divisible by --ep 3"), std::string::npos)

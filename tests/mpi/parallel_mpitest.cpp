@@ -13,6 +13,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,7 +47,7 @@ std::vector<GenerateRequest> golden_requests(const nlohmann::json& golden) {
     GenerateRequest r;
     r.prompt = p["prompt_ids"].get<std::vector<TokenId>>();
     r.sampling.temperature = 0.0f;
-    r.max_new_tokens = 48;
+    r.max_new_tokens = static_cast<int>(p["greedy_ids"].size());
     r.ignore_eos = true;
     r.num_top_logprobs = 0;
     out.push_back(r);
@@ -102,29 +103,41 @@ Group make_group(int tp, int ep) {
   return g;
 }
 
-// Bytes of the attention matrices and of the routed experts' matrices this process holds.
+// Bytes of the matrices this process holds, by how they are split: attention (tp ways; MLA's
+// projections are replicated), dense FFNs (tp ways), routed experts (tp x ep ways), the shared
+// expert (tp ways, in expert group 0 only).
 struct MatrixBytes {
   int64_t attention = 0;
+  int64_t dense = 0;
   int64_t experts = 0;
+  int64_t shared = 0;
 };
 
 MatrixBytes matrix_bytes(const ModelWeights& w) {
   auto b = [](const WeightView& v) { return v.empty() ? int64_t{0} : v.bytes() + v.scale_bytes(); };
   MatrixBytes m;
   for (const LayerWeights& l : w.layers) {
-    m.attention += b(l.wq) + b(l.wk) + b(l.wv) + b(l.wo);
+    m.attention += b(l.wq) + b(l.wk) + b(l.wv) + b(l.wo) + b(l.q_a) + b(l.q_b) + b(l.kv_a) + b(l.kv_b);
     for (size_t e = 0; e < l.expert_gate.size(); ++e) m.experts += b(l.expert_gate[e]) + b(l.expert_up[e]) + b(l.expert_down[e]);
-    m.experts += b(l.w_gate) + b(l.w_up) + b(l.w_down);  // dense FFNs are split tp ways like experts
+    m.dense += b(l.w_gate) + b(l.w_up) + b(l.w_down);
+    m.shared += b(l.shared_gate) + b(l.shared_up) + b(l.shared_down);
   }
   return m;
 }
 
-// One fixture at one layout, checked against its golden continuations and one process.
-void check_layout(const std::string& model, int tp, int ep) {
+int64_t sum(const std::vector<int64_t>& v) {
+  int64_t s = 0;
+  for (int64_t x : v) s += x;
+  return s;
+}
+
+// A model (GGUF file or HF directory) at one layout, checked against its golden continuations
+// (golden.json: prompts' prompt_ids and greedy_ids) and against one process.
+void check_model(const std::string& model, const std::filesystem::path& path, const std::filesystem::path& golden_path,
+                 int tp, int ep) {
   ASSERT_EQ(world().size(), tp * ep) << "run under mpirun -n " << tp * ep;
-  testing::ExactBf16Matmul exact_half;  // fp32 activations on F16 matrices, as the golden test
+  testing::ExactBf16Matmul exact_half;  // fp32 activations on F16 / BF16 matrices, as the golden tests
   Group group = make_group(tp, ep);
-  const auto path = model_dir(model) / "gguf" / (model + "-f16.gguf");
   LoadOptions opts;
   opts.parallel = group.comms.layout;
   auto loaded = load_model(path, opts);
@@ -135,7 +148,9 @@ void check_layout(const std::string& model, int tp, int ep) {
   // Memory: every rank's share, gathered (before the engines, so every rank takes part).
   const MatrixBytes mine = matrix_bytes(loaded.value());
   const std::vector<int64_t> attention = world().all_gather(mine.attention);
+  const std::vector<int64_t> dense = world().all_gather(mine.dense);
   const std::vector<int64_t> experts = world().all_gather(mine.experts);
+  const std::vector<int64_t> shared = world().all_gather(mine.shared);
 
   if (!group.comms.leader()) {
     Status s = run_engine_follower(loaded.value(), cfg);
@@ -145,15 +160,21 @@ void check_layout(const std::string& model, int tp, int ep) {
   auto whole = load_model(path);
   ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
   const MatrixBytes full = matrix_bytes(whole.value());
+  const bool mla = whole->config.is_mla();  // its attention is replicated (tp 1 only)
   for (int r = 0; r < tp * ep; ++r) {
-    EXPECT_EQ(attention[r] * tp, full.attention) << "rank " << r << " attention bytes";
-    EXPECT_EQ(experts[r] * tp * ep, full.experts) << "rank " << r << " expert bytes";
+    EXPECT_EQ(attention[r] * (mla ? 1 : tp), full.attention) << "rank " << r << " attention bytes";
+    EXPECT_EQ(dense[r] * tp, full.dense) << "rank " << r << " dense FFN bytes";
+    EXPECT_EQ(experts[r] * tp * ep, full.experts) << "rank " << r << " routed expert bytes";
   }
-  std::printf("[ note ] %s tp %d ep %d: rank 0 holds %lld of %lld attention bytes, %lld of %lld FFN bytes\n",
-              model.c_str(), tp, ep, static_cast<long long>(attention[0]), static_cast<long long>(full.attention),
-              static_cast<long long>(experts[0]), static_cast<long long>(full.experts));
+  EXPECT_EQ(sum(shared), full.shared) << "shared expert bytes, over all ranks";
+  const int64_t rank0 = attention[0] + dense[0] + experts[0] + shared[0];
+  const int64_t whole_bytes = full.attention + full.dense + full.experts + full.shared;
+  std::printf("[ note ] %s tp %d ep %d: rank 0 holds %lld of %lld matrix bytes (%.3f); routed experts %lld of %lld\n",
+              model.c_str(), tp, ep, static_cast<long long>(rank0), static_cast<long long>(whole_bytes),
+              static_cast<double>(rank0) / static_cast<double>(whole_bytes), static_cast<long long>(experts[0]),
+              static_cast<long long>(full.experts));
 
-  const auto golden = read_json(model_dir(model) / "golden" / "golden.json");
+  const auto golden = read_json(golden_path);
   const std::vector<GenerateRequest> requests = golden_requests(golden);
   Run batched, single, again;
   {
@@ -190,11 +211,33 @@ void check_layout(const std::string& model, int tp, int ep) {
   }
 }
 
+// A trained fixture (tinystories-*: F16 GGUF, golden from the fixture's PyTorch run).
+void check_layout(const std::string& model, int tp, int ep) {
+  check_model(model, model_dir(model) / "gguf" / (model + "-f16.gguf"), model_dir(model) / "golden" / "golden.json", tp,
+              ep);
+}
+
+// A family's tiny random-weight checkpoint (tests/data/reference/<arch>: HF BF16, golden from
+// the PyTorch reference in tests/reference).
+void check_family(const std::string& arch, int tp, int ep) {
+  const std::filesystem::path dir = std::filesystem::path(DENSA_SOURCE_DIR) / "tests" / "data" / "reference" / arch;
+  check_model(arch, dir, dir / "golden.json", tp, ep);
+}
+
 TEST(World2, LlamaTensorParallel2) { check_layout("tinystories-llama-1m", 2, 1); }
 TEST(World2, MixtralTensorParallel2) { check_layout("tinystories-mixtral-3.6m", 2, 1); }
 TEST(World2, MixtralExpertParallel2) { check_layout("tinystories-mixtral-3.6m", 1, 2); }
+TEST(World2, Qwen3MoeTensorParallel2) { check_family("qwen3_moe", 2, 1); }
+TEST(World2, Qwen3MoeExpertParallel2) { check_family("qwen3_moe", 1, 2); }
+TEST(World2, Qwen2MoeTensorParallel2) { check_family("qwen2_moe", 2, 1); }  // gated shared expert, qkv bias
+TEST(World2, Qwen2MoeExpertParallel2) { check_family("qwen2_moe", 1, 2); }
+TEST(World2, Glm4MoeTensorParallel2) { check_family("glm4_moe", 2, 1); }  // dense first layer, grouped sigmoid routing
+TEST(World2, Glm4MoeExpertParallel2) { check_family("glm4_moe", 1, 2); }
+TEST(World2, DeepSeekV3ExpertParallel2) { check_family("deepseek_v3", 1, 2); }  // MLA: attention replicated
 TEST(World4, MixtralTensor2xExpert2) { check_layout("tinystories-mixtral-3.6m", 2, 2); }
 TEST(World4, LlamaTensorParallel4) { check_layout("tinystories-llama-1m", 4, 1); }
+TEST(World4, Qwen2MoeTensor2xExpert2) { check_family("qwen2_moe", 2, 2); }
+TEST(World4, Glm4MoeTensor2xExpert2) { check_family("glm4_moe", 2, 2); }
 
 // The all-reduce leaves the same bits on every rank: the sum of rank 0's and rank 1's values.
 TEST(World2, AllReduceGivesEveryRankTheSameSum) {
