@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/model_path.h"
+#include "cli/parallel_options.h"
 #include "cli/weight_options.h"
 #include "model/model_loader.h"
 #include "tools/bench_offline.h"
@@ -23,6 +24,7 @@ struct BenchOfflineArgs {
   std::string json;
   bench::BenchOfflineConfig config;
   bool no_routing = false;
+  ParallelArgs parallel;
 };
 
 int run_bench_offline(BenchOfflineArgs& a) {
@@ -38,8 +40,22 @@ int run_bench_offline(BenchOfflineArgs& a) {
   Result<LoadOptions> opts = load_options_from(a.weights);
   if (!opts.is_ok()) return fail(opts.status().message());
   const std::string path = a.model.empty() ? default_model_path() : a.model;
+  // Tensor / expert parallel: every rank loads its slice; rank 0 measures, the others follow.
+  Result<std::unique_ptr<ParallelSetup>> parallel = setup_parallel(a.parallel);
+  if (!parallel.is_ok()) return fail(parallel.status().message());
+  const ParallelSetup& group = **parallel;
+  if (group.active()) {
+    opts->parallel = group.comms.layout;
+    a.config.parallel = &group.comms;
+  }
   Result<ModelWeights> w = load_model(path, *opts);
   if (!w.is_ok()) return fail(w.status().message());
+  if (group.active() && !group.leader()) {
+    if (Status s = run_engine_follower(*w, bench::bench_offline_engine_config(*w, a.config)); !s.is_ok()) {
+      return fail("rank follower: " + s.message());
+    }
+    return 0;
+  }
   Result<bench::BenchOfflineReport> r = bench::run_bench_offline(*w, a.config);
   if (!r.is_ok()) return fail(r.status().message());
   std::printf("%s", bench::bench_offline_summary(*r).c_str());
@@ -60,6 +76,7 @@ void add_bench_offline_command(CLI::App* bench) {
   cmd->add_option("-m,--model", a->model,
                   "GGUF file or Hugging Face directory (no tokenizer needed; default: the MoE fixture in models/)");
   add_weight_options(cmd, a->weights);
+  add_parallel_options(cmd, a->parallel);
   cmd->add_option("--batch", c.batch, "requests submitted together")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--prompt-len", c.prompt_len, "prompt tokens per request")->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

@@ -22,6 +22,7 @@ struct CapacityFlags {
   int32_t page_size = 16;
   int tp = 1;
   int ep = 1;
+  std::string layout = "sglang";
   bool json = false;
 };
 
@@ -62,7 +63,8 @@ void run_capacity(const CapacityFlags& f) {
   if (f.context < 0) fail("--context must be positive", 2);
   req.kv.page_size = f.page_size;
   req.context_tokens = f.context;
-  req.parallel = Parallelism{f.tp, f.ep};
+  req.parallel = Parallelism{f.tp, f.ep,
+                             f.layout == "densa" ? ParallelLayoutKind::kTpTimesEp : ParallelLayoutKind::kEpWithinTp};
   if (Status s = check_parallelism(req.parallel); !s.is_ok()) fail(s.message(), 2);
 
   Result<CapacityModel> model = load_capacity_model(f.model);
@@ -92,7 +94,14 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--tp", f->tp,
                   "tensor-parallel ranks: weights and KV are given per rank, --memory is one rank's "
                   "(attention heads, dense / shared FFN and the vocab split; MLA latent KV replicated)");
-  cmd->add_option("--ep", f->ep, "expert-parallel ranks (divides --tp): routed experts split over them");
+  cmd->add_option("--ep", f->ep,
+                  "expert-parallel ranks (--layout sglang: divides --tp) or groups (--layout densa): routed experts "
+                  "split over them");
+  cmd->add_option("--layout", f->layout,
+                  "sglang: EP inside the TP group, tp ranks, vocab split (SGLang / vLLM) | densa: tp x ep ranks as "
+                  "`densa serve --tp --ep` runs them, embeddings and lm_head replicated, each expert split over tp")
+      ->check(CLI::IsMember({"sglang", "densa"}))
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f] { run_capacity(*f); });
 });

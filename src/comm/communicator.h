@@ -40,6 +40,10 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   // Prints `why` naming this rank and ends the whole group with a non-zero exit.
   [[noreturn]] virtual void abort_group(const std::string& why) = 0;
+  // Wall time this rank has spent inside collectives on this communicator (waiting for the
+  // slowest rank included; a follower's idle wait for the next batch excluded): the
+  // communication share of a step, for benchmarks. Two clock reads per collective.
+  virtual double busy_seconds() const = 0;
 };
 
 // How one model is laid out over the ranks of a job: world = tp x ep ranks. World rank r holds

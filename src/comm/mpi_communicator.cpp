@@ -50,8 +50,11 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int world_rank() const override { return world_rank_; }
 
+  double busy_seconds() const override { return busy_s_; }
+
   void all_reduce_sum(float* data, int64_t n) override {
     if (size_ == 1 || n == 0) return;
+    const Busy busy(this);
     if (n > INT_MAX) abort_group("all_reduce_sum of " + std::to_string(n) + " floats: more than MPI's int count");
     gathered_.resize(static_cast<size_t>(n) * static_cast<size_t>(size_));
     MPI_Request req;
@@ -73,6 +76,7 @@ class MpiCommunicator final : public Communicator {
     MPI_Request req;
     check(MPI_Ibcast(&count, 1, MPI_INT64_T, root, comm_, &req), "broadcast (size)");
     wait(&req, "broadcast (size)", wait_forever);
+    const Busy busy(this);  // from the size on: a follower's idle wait is not communication
     if (count < 0 || count > INT_MAX) abort_group("broadcast of " + std::to_string(count) + " bytes");
     if (rank_ != root) bytes->resize(static_cast<size_t>(count));
     if (count == 0) return;
@@ -81,6 +85,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::vector<int64_t> all_gather(int64_t value) override {
+    const Busy busy(this);
     std::vector<int64_t> out(static_cast<size_t>(size_));
     MPI_Request req;
     check(MPI_Iallgather(&value, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm_, &req), "all_gather");
@@ -103,6 +108,14 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Adds the time from its construction to its destruction to busy_s_.
+  struct Busy {
+    explicit Busy(MpiCommunicator* c) : c_(c), start_(Clock::now()) {}
+    ~Busy() { c_->busy_s_ += std::chrono::duration<double>(Clock::now() - start_).count(); }
+    MpiCommunicator* c_;
+    Clock::time_point start_;
+  };
+
   static int world_size() {
     int n = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -142,6 +155,7 @@ class MpiCommunicator final : public Communicator {
   bool owned_;
   int timeout_ms_;
   int rank_ = 0, size_ = 1, world_rank_ = 0;
+  double busy_s_ = 0;
   std::vector<float> gathered_;
 };
 

@@ -153,15 +153,7 @@ std::vector<std::vector<int>> routed_experts_per_step(const ModelWeights& w,
 
 }  // namespace
 
-Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchOfflineConfig& cfg) {
-  const ModelConfig& c = w.config;
-  if (cfg.batch < 1 || cfg.prompt_len < 1 || cfg.gen_len < 1 || cfg.repeats < 1) {
-    return invalid_argument("--batch, --prompt-len, --gen-len and --repeats must be >= 1");
-  }
-  if (cfg.prompt_len + cfg.gen_len > c.max_position_embeddings) {
-    return out_of_range("--prompt-len + --gen-len = " + std::to_string(cfg.prompt_len + cfg.gen_len) +
-                        " exceeds the model context " + std::to_string(c.max_position_embeddings));
-  }
+EngineConfig bench_offline_engine_config(const ModelWeights& w, const BenchOfflineConfig& cfg) {
   EngineConfig ec;
   ec.kv_dtype = cfg.kv_dtype;
   ec.num_threads = cfg.num_threads;
@@ -174,8 +166,28 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
                                                : static_cast<int>(std::clamp<int64_t>(all_prompt, 1024, 16384));
   ec.chunked_prefill_size = std::min(cfg.prompt_len, ec.max_step_tokens);
   const int64_t pages_per_seq = (cfg.prompt_len + cfg.gen_len + ec.page_size - 1) / ec.page_size + 1;
-  ec.kv_cache_bytes = (cfg.batch * pages_per_seq + 4) * ec.page_size * kv_token_bytes(c, cfg.kv_dtype);
+  ec.kv_cache_bytes = (cfg.batch * pages_per_seq + 4) * ec.page_size * kv_token_bytes(w.config, cfg.kv_dtype);
+  ec.parallel = cfg.parallel;
+  return ec;
+}
+
+Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchOfflineConfig& cfg) {
+  const ModelConfig& c = w.config;
+  if (cfg.batch < 1 || cfg.prompt_len < 1 || cfg.gen_len < 1 || cfg.repeats < 1) {
+    return invalid_argument("--batch, --prompt-len, --gen-len and --repeats must be >= 1");
+  }
+  if (cfg.prompt_len + cfg.gen_len > c.max_position_embeddings) {
+    return out_of_range("--prompt-len + --gen-len = " + std::to_string(cfg.prompt_len + cfg.gen_len) +
+                        " exceeds the model context " + std::to_string(c.max_position_embeddings));
+  }
+  const EngineConfig ec = bench_offline_engine_config(w, cfg);
+  const int64_t all_prompt = int64_t{cfg.batch} * cfg.prompt_len;
   DENSA_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(w, ec));
+  auto comm_busy = [&] {
+    if (cfg.parallel == nullptr) return 0.0;
+    return (cfg.parallel->world != nullptr ? cfg.parallel->world->busy_seconds() : 0.0) +
+           (cfg.parallel->tp != nullptr ? cfg.parallel->tp->busy_seconds() : 0.0);
+  };
 
   BenchOfflineReport rep;
   rep.config = cfg;
@@ -200,6 +212,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
     for (int r = 0; r < batch; ++r) prompts.push_back(random_prompt(c, plen, state));
     std::vector<std::shared_ptr<RequestStream>> streams;
     const double cpu0 = process_cpu_s();
+    const double comm0 = comm_busy();
     const Clock::time_point t0 = Clock::now();
     for (int r = 0; r < batch; ++r) {
       GenerateRequest req;
@@ -227,6 +240,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
     }
     BenchOfflineRun run;
     run.cpu_s = process_cpu_s() - cpu0;
+    run.comm_s = comm_busy() - comm0;  // the engine thread's collectives; it idles once the last token is out
     Clock::time_point t1 = t0, t_end = t0;
     for (const auto& t : times) {
       if (t.empty()) return internal_error("bench offline: a request generated no token");
@@ -250,11 +264,12 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
 
   std::vector<std::vector<TokenId>> prompts, generated;
   DENSA_RETURN_IF_ERROR(run_once(1, std::min(cfg.prompt_len, 16), std::min(cfg.gen_len, 2), prompts, generated).status());
-  std::vector<double> prefill, decode, step_ms, share;
+  std::vector<double> prefill, decode, step_ms, share, comm;
   for (int i = 0; i < cfg.repeats; ++i) {
     DENSA_ASSIGN_OR_RETURN(BenchOfflineRun run, run_once(cfg.batch, cfg.prompt_len, cfg.gen_len, prompts, generated));
     prefill.push_back(run.prefill_tok_s);
     share.push_back(run.cpu_share);
+    comm.push_back(run.wall_s > 0 ? run.comm_s / run.wall_s : 0);
     if (run.decode_steps > 0) {
       decode.push_back(run.decode_tok_s);
       step_ms.push_back(1e3 * run.decode_s / static_cast<double>(run.decode_steps));
@@ -266,18 +281,21 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   rep.decode_tok_s = median(decode);
   rep.decode_step_ms = median(step_ms);
   rep.cpu_share = median(share);
+  rep.comm_share = median(comm);
+  rep.tp = w.parallel.tp;
+  rep.ep = w.parallel.ep;
 
   // Bytes per decode step, over the steps of the last repeat.
   const int steps = cfg.gen_len - 1;
   const double fixed = static_cast<double>(fixed_step_bytes(w, cfg.batch));
   double experts = 0, expert_layers = 0;
   if (c.is_moe() && steps > 0) {
-    if (cfg.batch == 1) {
+    if (cfg.batch == 1 && cfg.parallel == nullptr) {
       // One token per step routes to exactly top_k distinct experts in every layer.
       for (const LayerWeights& l : w.layers) experts += static_cast<double>(expert_bytes(l, 0)) * c.num_experts_per_tok;
       rep.experts_per_layer_step = c.num_experts_per_tok;
       rep.routing_measured = true;
-    } else if (cfg.routing_replay) {
+    } else if (cfg.routing_replay && cfg.parallel == nullptr) {
       const std::vector<std::vector<int>> counts =
           routed_experts_per_step(w, prompts, generated, cfg.kv_dtype, cfg.num_threads);
       for (const auto& step : counts) {
@@ -292,8 +310,17 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
       rep.experts_per_layer_step = expert_layers / static_cast<double>(counts.size()) / std::max(moe_layers, 1);
       rep.routing_measured = true;
     } else {
-      for (const LayerWeights& l : w.layers) experts += static_cast<double>(expert_bytes(l, 0)) * c.num_experts;
-      rep.experts_per_layer_step = c.num_experts;
+      // Every expert this process holds (all of them, unless expert parallel).
+      int held = 0;
+      for (const LayerWeights& l : w.layers) {
+        for (size_t e = 0; e < l.expert_gate.size(); ++e) {
+          experts += static_cast<double>(expert_bytes(l, e));
+          held += l.expert_gate[e].empty() ? 0 : 1;
+        }
+      }
+      int moe_layers = 0;
+      for (int l = 0; l < c.num_layers; ++l) moe_layers += c.is_moe_layer(l) ? 1 : 0;
+      rep.experts_per_layer_step = static_cast<double>(held) / std::max(moe_layers, 1);
     }
   }
   rep.weight_bytes_per_step = fixed + experts;
@@ -326,6 +353,9 @@ std::string bench_offline_json(const BenchOfflineReport& r) {
   j["bf16_activations"] = r.bf16_activations;
   j["page_size"] = r.config.page_size;
   j["cpu_share"] = r.cpu_share;
+  j["tp"] = r.tp;
+  j["ep"] = r.ep;
+  j["comm_share"] = r.comm_share;
   j["prompt_tokens"] = r.prompt_tokens;
   j["prefill_tok_s"] = r.prefill_tok_s;
   j["decode_tok_s"] = r.decode_tok_s;
@@ -343,7 +373,7 @@ std::string bench_offline_json(const BenchOfflineReport& r) {
                          {"decode_s", run.decode_s}, {"decode_tokens", run.decode_tokens},
                          {"decode_steps", run.decode_steps}, {"decode_tok_s", run.decode_tok_s},
                          {"generated_tokens", run.generated_tokens}, {"wall_s", run.wall_s},
-                         {"cpu_s", run.cpu_s}, {"cpu_share", run.cpu_share}});
+                         {"cpu_s", run.cpu_s}, {"cpu_share", run.cpu_share}, {"comm_s", run.comm_s}});
   }
   return j.dump(2);
 }
@@ -370,7 +400,15 @@ std::string bench_offline_summary(const BenchOfflineReport& r) {
                     : "",
                 r.kv_bytes_per_step / 1e6, r.weight_gbs, r.total_gbs, r.cpu_share, r.num_threads, r.kernels.c_str(),
                 r.bf16_activations.c_str());
-  return buf;
+  std::string out = buf;
+  if (r.tp * r.ep > 1) {
+    std::snprintf(buf, sizeof buf,
+                  "parallel: tp %d x ep %d ranks; rank 0 spent %.1f%% of the wall time in collectives; weights and "
+                  "bytes above are rank 0's slice\n",
+                  r.tp, r.ep, 100.0 * r.comm_share);
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace densa::bench

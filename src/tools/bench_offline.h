@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/engine.h"
 #include "model/model_weights.h"
 
 namespace densa::bench {
@@ -36,6 +37,11 @@ struct BenchOfflineConfig {
   uint64_t seed = 0;
   bool routing_replay = true;     // MoE, batch > 1: replay the sequences to count routed experts
   int max_step_tokens = 0;        // 0: batch * prompt_len, at least 1024 and at most 16384
+  // Tensor / expert parallel: this is world rank 0 of the group (not owned). The other ranks
+  // run run_engine_follower with bench_offline_engine_config. The routing replay (a forward
+  // pass outside the engine) cannot run a slice alone, so expert bytes per step are then the
+  // experts this rank holds, assumed all read.
+  const ParallelComms* parallel = nullptr;
 };
 
 struct BenchOfflineRun {
@@ -48,6 +54,7 @@ struct BenchOfflineRun {
   int64_t generated_tokens = 0;   // all tokens emitted (= batch * gen_len)
   double wall_s = 0;              // submit to last token
   double cpu_s = 0;               // process CPU time over the same span (all threads)
+  double comm_s = 0;              // tensor / expert parallel: rank 0's time inside collectives
   // cpu_s / (wall_s * threads): the share of its cores the run got. On a machine shared with
   // other work it is < 1 and wall-clock rates understate the code's speed.
   double cpu_share = 0;
@@ -68,6 +75,12 @@ struct BenchOfflineReport {
   std::string kernels;            // the CPU kernel level that ran: "avx512_bf16", "+amx" where FP8 ran on AMX
   std::string bf16_activations;   // BF16 / F16 matrices' x: "bf16" (AMX tiles, matmul_bf16_on_amx) or "f32"
   double cpu_share = 0;           // median over repeats (see BenchOfflineRun)
+  // Tensor / expert parallel: layout, and rank 0's time inside collectives (the batch sent to
+  // the followers, the sums after attention and FFNs, waiting for the slowest rank included)
+  // over wall time, median over repeats.
+  int tp = 1;
+  int ep = 1;
+  double comm_share = 0;
   // Bytes one decode step reads (averaged over the measured steps of the last repeat).
   int64_t weight_bytes_all = 0;       // every matrix and norm as stored
   double weight_bytes_per_step = 0;   // active: routed experts only, embeddings of the batch
@@ -77,6 +90,10 @@ struct BenchOfflineReport {
   double total_gbs = 0;               // (weights + KV) per step / decode_step seconds
   bool routing_measured = false;      // false: MoE expert bytes assume every expert
 };
+
+// The engine the benchmark runs (pool sized for the batch, no prefix cache); the follower
+// ranks of a parallel run start theirs from the same config.
+EngineConfig bench_offline_engine_config(const ModelWeights& w, const BenchOfflineConfig& cfg);
 
 Result<BenchOfflineReport> run_bench_offline(const ModelWeights& weights, const BenchOfflineConfig& config);
 

@@ -87,7 +87,7 @@ bool is_embedding(const WeightGroup& g) { return g.name == "embed_tokens" || g.n
 
 Status check_parallelism(const Parallelism& p) {
   if (p.tp < 1 || p.ep < 1) return invalid_argument("--tp and --ep must be at least 1");
-  if (p.tp % p.ep != 0) {
+  if (p.layout == ParallelLayoutKind::kEpWithinTp && p.tp % p.ep != 0) {
     return invalid_argument("--ep " + std::to_string(p.ep) + " must divide --tp " + std::to_string(p.tp) +
                             " (experts are split over ep ranks, each expert over tp / ep)");
   }
@@ -101,6 +101,24 @@ WeightGroup weight_group_per_rank(const WeightGroup& g, const Parallelism& p) {
     if (heads > 0) return ceil_div(heads, ways) * (size / heads);
     return ceil_div(size, ways);
   };
+  if (p.layout == ParallelLayoutKind::kTpTimesEp) {
+    switch (g.shard) {
+      case WeightShard::kReplicated: break;
+      case WeightShard::kTpRows:
+        if (!is_embedding(g) && !is_lm_head(g)) r.rows = split(g.rows, g.heads, p.tp);  // the vocab is not split
+        break;
+      case WeightShard::kTpCols: r.cols = split(g.cols, g.heads, p.tp); break;
+      case WeightShard::kExpertRows:
+      case WeightShard::kExpertCols: {
+        const int64_t per_layer = g.experts > 0 ? g.experts : 1;
+        r.count = g.count / per_layer * ceil_div(per_layer, p.ep);
+        if (g.shard == WeightShard::kExpertRows) r.rows = ceil_div(g.rows, p.tp);
+        else r.cols = ceil_div(g.cols, p.tp);
+        break;
+      }
+    }
+    return r;
+  }
   const int64_t inner = p.tp / p.ep;  // ranks sharing one expert
   switch (g.shard) {
     case WeightShard::kReplicated: break;
@@ -204,6 +222,10 @@ Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityR
   r.weight_format = request.weight_format;
   r.lm_head_format = request.lm_head_format;
   DENSA_RETURN_IF_ERROR(check_parallelism(request.parallel));
+  if (request.parallel.layout == ParallelLayoutKind::kTpTimesEp && request.parallel.tp > 1 &&
+      model.attention == KvAttention::kMla) {
+    return invalid_argument("--layout densa: --tp with MLA attention is not built in densa's runtime; use --ep");
+  }
   r.parallel = request.parallel;
   r.num_nextn_layers = model.num_nextn_layers;
   r.weights = estimate_weight_bytes(model, request.weight_format, request.lm_head_format, request.parallel);
@@ -282,7 +304,10 @@ std::string format_capacity_text(const CapacityReport& r) {
                       ": " + bytes_str(r.weights.bytes()) + ", of which scales " +
                       group_digits(r.weights.scale_bytes) + " B");
   if (r.parallel.tp > 1 || r.parallel.ep > 1) {
+    const bool densa = r.parallel.layout == ParallelLayoutKind::kTpTimesEp;
     line("parallel", "tp " + std::to_string(r.parallel.tp) + ", ep " + std::to_string(r.parallel.ep) +
+                         (densa ? " (layout densa: " + std::to_string(r.parallel.tp * r.parallel.ep) + " ranks)"
+                                : " (layout sglang: " + std::to_string(r.parallel.tp) + " ranks)") +
                          ": weights, memory and KV below are per rank");
   }
   line("checkpoint", std::string(weight_format_name(r.weight_format)) + ": " + bytes_str(r.checkpoint.bytes()) +
@@ -315,6 +340,7 @@ std::string format_capacity_json(const CapacityReport& r) {
   j["lm_head_dtype"] = r.lm_head_format ? weight_format_name(*r.lm_head_format) : "bf16";
   j["tp"] = r.parallel.tp;
   j["ep"] = r.parallel.ep;
+  j["layout"] = r.parallel.layout == ParallelLayoutKind::kTpTimesEp ? "densa" : "sglang";
   j["num_nextn_layers"] = r.num_nextn_layers;
   j["checkpoint_bytes"] = r.checkpoint.bytes();
   j["weight_bytes"] = r.weights.bytes();

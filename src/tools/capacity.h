@@ -31,13 +31,22 @@ struct WeightEstimate {
 // projection stays BF16 unless `lm_head` names its format, as `serve --lm-head-dtype` does.
 // A tied head (no lm_head / output.weight tensor) then gets its own copy in that format, next
 // to the BF16 embeddings; a tied head kept BF16 costs nothing extra.
-// Tensor / expert parallelism: `tp` ranks share every layer (attention heads, dense and shared
-// FFN widths, the vocab of embeddings and lm_head split by TP; norms, routers and MLA's
-// latent projections q_a / kv_a replicated); routed experts are split over `ep` ranks
-// (ceil(experts / ep) each) and each expert's width over tp / ep. ep divides tp.
+// Tensor / expert parallelism, in one of two layouts:
+//  kEpWithinTp (SGLang / vLLM style, the production system's): `tp` ranks share every layer
+//    (attention heads, dense and shared FFN widths, the vocab of embeddings and lm_head split
+//    by TP; norms, routers and MLA's latent projections q_a / kv_a replicated); routed experts
+//    are split over `ep` ranks (ceil(experts / ep) each) and each expert's width over tp / ep.
+//    ep divides tp; tp ranks in all.
+//  kTpTimesEp (how `densa serve --tp T --ep E` runs, model/shard.h): tp x ep ranks; attention
+//    heads and dense / shared FFN widths split by tp; embeddings, lm_head, norms and routers
+//    replicated; routed experts split over ep groups (ceil(experts / ep) each), each expert's
+//    width over tp. The shared expert lives in group 0, whose ranks are the ones reported.
+//    MLA attention needs tp 1.
+enum class ParallelLayoutKind : uint8_t { kEpWithinTp, kTpTimesEp };
 struct Parallelism {
   int tp = 1;
   int ep = 1;
+  ParallelLayoutKind layout = ParallelLayoutKind::kEpWithinTp;
 };
 Status check_parallelism(const Parallelism& p);
 
