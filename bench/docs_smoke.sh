@@ -4,7 +4,7 @@
 # checks that each command runs and prints what the page reads from it, not the numbers
 # (those need the full runs on a quiet machine), except the capacity rows, which are exact.
 #
-# Usage: bench/docs_smoke.sh [--only kernels,llamacpp,decode,batching,kv,disagg,integrity,accuracy,capacity,serving,regenerate]
+# Usage: bench/docs_smoke.sh [--only kernels,llamacpp,decode,batching,kv,disagg,integrity,accuracy,capacity,parallel,serving,regenerate]
 #   BUILD_DIR (default build): a build configured with benchmarks on (scripts/test.sh's is);
 #   the script builds the targets it needs there. OUT (default /tmp/densa-docs-smoke).
 #   DENSA_MODELS_DIR / DENSA_DATA_DIR: the fixtures (default DENSA_SHARED_DIR or ../shared).
@@ -23,7 +23,7 @@ SHARED=${DENSA_SHARED_DIR:-$ROOT/../shared}
 [ -d "$SHARED/models" ] || [ ! -d /work/shared/models ] || SHARED=/work/shared
 MODELS=${DENSA_MODELS_DIR:-$SHARED/models}
 DATA=${DENSA_DATA_DIR:-$SHARED/data}
-ONLY=kernels,llamacpp,decode,batching,kv,disagg,integrity,accuracy,capacity,serving
+ONLY=kernels,llamacpp,decode,batching,kv,disagg,integrity,accuracy,capacity,parallel,serving
 while [ $# -gt 0 ]; do
   case "$1" in
     --only) ONLY=$2; shift ;;
@@ -129,6 +129,10 @@ if want capacity; then
     --weight-dtype int4 --kv-dtype fp8 --kv-scales dynamic --context 32768
   run capacity_glm '4,105,216|4105216' "$DENSA" capacity --model "$ROOT/tests/data/configs/glm-4.5.json" --memory 1128GB \
     --weight-dtype fp8 --kv-dtype fp8 --kv-scales static --context 8192
+fi
+if want parallel; then
+  # docs/performance/parallel.md: the table's rows (small shape, one round, under mpirun).
+  run parallel '^\| ep2 \|' env BUILD="$BUILD" MODELS_DIR="$MD" "$ROOT/bench/parallel.sh" 1 1
 fi
 if want serving; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
