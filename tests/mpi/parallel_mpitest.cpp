@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -133,12 +134,19 @@ int64_t sum(const std::vector<int64_t>& v) {
 
 // A model (GGUF file or HF directory) at one layout, checked against its golden continuations
 // (golden.json: prompts' prompt_ids and greedy_ids) and against one process.
+// With `weight_dtype` each rank quantizes its slice on load (as `serve --weight-dtype` does),
+// and the one-process reference quantizes the whole model: then the continuations are
+// compared with that reference only (the golden ones are fp32), and the weight bytes not at
+// all (FP8's 128 x 128 scale blocks do not halve with the rows).
 void check_model(const std::string& model, const std::filesystem::path& path, const std::filesystem::path& golden_path,
-                 int tp, int ep) {
+                 int tp, int ep, std::optional<DType> weight_dtype = std::nullopt,
+                 double tolerance = kLogprobTolerance) {
   ASSERT_EQ(world().size(), tp * ep) << "run under mpirun -n " << tp * ep;
   testing::ExactBf16Matmul exact_half;  // fp32 activations on F16 / BF16 matrices, as the golden tests
   Group group = make_group(tp, ep);
   LoadOptions opts;
+  opts.weight_dtype = weight_dtype;
+  opts.weight_group_size = 32;
   opts.parallel = group.comms.layout;
   auto loaded = load_model(path, opts);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
@@ -157,16 +165,20 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
     ASSERT_TRUE(s.is_ok()) << s.to_string();
     return;
   }
-  auto whole = load_model(path);
+  LoadOptions whole_opts = opts;
+  whole_opts.parallel = ParallelLayout{};
+  auto whole = load_model(path, whole_opts);
   ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
   const MatrixBytes full = matrix_bytes(whole.value());
   const bool mla = whole->config.is_mla();  // its attention is replicated (tp 1 only)
-  for (int r = 0; r < tp * ep; ++r) {
+  for (int r = 0; r < tp * ep && !weight_dtype; ++r) {
     EXPECT_EQ(attention[r] * (mla ? 1 : tp), full.attention) << "rank " << r << " attention bytes";
     EXPECT_EQ(dense[r] * tp, full.dense) << "rank " << r << " dense FFN bytes";
     EXPECT_EQ(experts[r] * tp * ep, full.experts) << "rank " << r << " routed expert bytes";
   }
-  EXPECT_EQ(sum(shared), full.shared) << "shared expert bytes, over all ranks";
+  if (!weight_dtype) {
+    EXPECT_EQ(sum(shared), full.shared) << "shared expert bytes, over all ranks";
+  }
   const int64_t rank0 = attention[0] + dense[0] + experts[0] + shared[0];
   const int64_t whole_bytes = full.attention + full.dense + full.experts + full.shared;
   std::printf("[ note ] %s tp %d ep %d: rank 0 holds %lld of %lld matrix bytes (%.3f); routed experts %lld of %lld\n",
@@ -194,7 +206,9 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
   ASSERT_EQ(batched.tokens.size(), requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const auto want = golden["prompts"][i]["greedy_ids"].get<std::vector<TokenId>>();
-    EXPECT_EQ(batched.tokens[i], want) << "prompt " << i << " (golden)";
+    if (!weight_dtype) {
+      EXPECT_EQ(batched.tokens[i], want) << "prompt " << i << " (golden)";
+    }
     EXPECT_EQ(batched.tokens[i], reference.tokens[i]) << "prompt " << i << " (one process)";
     EXPECT_EQ(single.tokens[i], batched.tokens[i]) << "prompt " << i << " batch 1 vs batched";
     // Bit for bit: the same sums in the same order whatever the batch or the run.
@@ -205,7 +219,7 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
     for (size_t t = 0; t < batched.logprobs[i].size(); ++t) {
       worst = std::max(worst, std::abs(double{batched.logprobs[i][t]} - reference.logprobs[i][t]));
     }
-    EXPECT_LE(worst, kLogprobTolerance) << "prompt " << i << " logprobs vs one process";
+    EXPECT_LE(worst, tolerance) << "prompt " << i << " logprobs vs one process";
     std::printf("[ note ] %s tp %d ep %d prompt %zu: largest logprob difference from one process %.3g\n",
                 model.c_str(), tp, ep, i, worst);
   }
@@ -234,6 +248,26 @@ TEST(World2, Qwen2MoeExpertParallel2) { check_family("qwen2_moe", 1, 2); }
 TEST(World2, Glm4MoeTensorParallel2) { check_family("glm4_moe", 2, 1); }  // dense first layer, grouped sigmoid routing
 TEST(World2, Glm4MoeExpertParallel2) { check_family("glm4_moe", 1, 2); }
 TEST(World2, DeepSeekV3ExpertParallel2) { check_family("deepseek_v3", 1, 2); }  // MLA: attention replicated
+// Quantized on load, each rank its slice. INT4 g32 keeps every weight group whole (row
+// slices, and column slices on group boundaries), so the weights are the whole model's; but
+// the W4A8 kernels quantize activations to int8 with one scale per 128 columns, and the
+// fixture's row-parallel slices (o_proj 64, down 128 of 256 columns) cut those blocks, so
+// o_proj sees other activation scales than in one process: measured up to 0.023 in a
+// logprob, greedy equal. (Slices a multiple of 128 columns, as in real models, keep them.)
+// (FP8's 128 x 128 scale blocks do not fit the fixtures' 64-row slices: each rank's blocks
+// would be other blocks than one process's, a different model; real checkpoints' slices, a
+// multiple of 128 rows, keep them.)
+TEST(World2, MixtralTensorParallel2Int4) {
+  check_model("mixtral-int4", model_dir("tinystories-mixtral-3.6m") / "gguf" / "tinystories-mixtral-3.6m-f16.gguf",
+              model_dir("tinystories-mixtral-3.6m") / "golden" / "golden.json", 2, 1, DType::kI4, 0.05);
+}
+// Expert parallel slices no matrix: Q4_0 (repacked to the W4A8 layout) gives one process's
+// values and, top-2 partial sums adding in the same order, its logprobs.
+TEST(World2, MixtralExpertParallel2Q4_0) {
+  check_model("mixtral-q4_0", model_dir("tinystories-mixtral-3.6m") / "gguf" / "tinystories-mixtral-3.6m-f16.gguf",
+              model_dir("tinystories-mixtral-3.6m") / "golden" / "golden.json", 1, 2, DType::kQ4_0);
+}
+
 TEST(World4, MixtralTensor2xExpert2) { check_layout("tinystories-mixtral-3.6m", 2, 2); }
 TEST(World4, LlamaTensorParallel4) { check_layout("tinystories-llama-1m", 4, 1); }
 TEST(World4, Qwen2MoeTensor2xExpert2) { check_family("qwen2_moe", 2, 2); }
