@@ -1,6 +1,7 @@
 // `densa serve`: the OpenAI-compatible HTTP server on one engine. SIGINT / SIGTERM stop it
 // gracefully: no new connections, open streams end, the engine drains and shuts down.
 #include <pthread.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -117,6 +118,14 @@ Result<std::optional<KvScales>> kv_scales_from_flag(const std::string& flag, con
   return invalid_argument("--kv-scales must be dynamic, calibrate[=FILE] or checkpoint, not \"" + flag + "\"");
 }
 
+// This process's resident set (/proc/self/statm), 0 where it cannot be read.
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
 int fail(const std::string& message) {
   std::fprintf(stderr, "densa serve: %s\n", message.c_str());
   return 1;
@@ -177,8 +186,9 @@ int run_serve(const ServeArgs& a) {
   std::fprintf(stderr, "densa serve: %s\n", weight_precision_line(weights).c_str());
   if (group.active()) {
     const ParallelLayout& l = group.comms.layout;
-    std::fprintf(stderr, "densa serve: rank %d of %d (tp %d/%d, ep %d/%d): %s\n", l.world_rank(), l.world(),
-                 l.tp_rank, l.tp, l.ep_rank, l.ep, weight_memory_line(weights).c_str());
+    std::fprintf(stderr, "densa serve: rank %d of %d (tp %d/%d, ep %d/%d): %s; weights %lld bytes as stored; RSS %lld MiB\n",
+                 l.world_rank(), l.world(), l.tp_rank, l.tp, l.ep_rank, l.ep, weight_memory_line(weights).c_str(),
+                 static_cast<long long>(weights.weight_bytes()), static_cast<long long>(resident_bytes() >> 20));
     if (!group.leader()) {
       // A follower: its slice of every batch rank 0 runs, until rank 0's engine shuts down.
       if (Status s = run_engine_follower(weights, cfg); !s.is_ok()) return fail("rank follower: " + s.message());

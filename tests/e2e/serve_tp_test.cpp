@@ -47,8 +47,21 @@ TEST_P(ServeParallel, GreedyCompletionsMatchOneProcess) {
     EXPECT_FALSE(want[i].empty());
   }
   const std::string log = group.log();
-  EXPECT_NE(log.find("rank 0 of 2"), std::string::npos) << log;
-  EXPECT_NE(log.find("rank 1 of 2"), std::string::npos) << log;
+  // Each rank reports its weight bytes and RSS, and holds about half of the two ranks' sum
+  // (the exact per-part bounds: tests/mpi).
+  std::vector<int64_t> bytes;
+  for (const char* rank : {"rank 0 of 2", "rank 1 of 2"}) {
+    const size_t at = log.find(rank);
+    ASSERT_NE(at, std::string::npos) << log;
+    const size_t w = log.find("; weights ", at);
+    ASSERT_NE(w, std::string::npos) << log;
+    bytes.push_back(std::atoll(log.c_str() + w + 10));
+    EXPECT_NE(log.find(" MiB", log.find("RSS ", at)), std::string::npos) << log;
+  }
+  for (int64_t b : bytes) {
+    EXPECT_GT(b, 0) << log;
+    EXPECT_LT(static_cast<double>(b), 0.6 * static_cast<double>(bytes[0] + bytes[1])) << log;
+  }
   // Not a graceful-exit check: Open MPI's mpirun, itself sent SIGTERM, ends the job and exits 1.
   group.stop();
 }
