@@ -117,18 +117,13 @@ Status shard_weights(ModelWeights& w, const ParallelLayout& p) {
   }
   if (!p.active()) return Status::ok();
   ModelConfig& c = w.config;
-  if (p.tp > 1 && c.is_mla()) {
-    return unimplemented("--tp " + std::to_string(p.tp) +
-                         " with MLA attention (DeepSeek-V3, Kimi K2, GLM-5): splitting its query heads over a "
-                         "replicated latent cache is not built yet; use --ep");
-  }
   if (p.ep > 1) {
     if (!c.is_moe()) return invalid_argument("--ep " + std::to_string(p.ep) + " needs a mixture-of-experts model");
     DENSA_RETURN_IF_ERROR(divisible(c.num_experts, p.ep, "the number of routed experts", "--ep"));
   }
   if (p.tp > 1) {
     DENSA_RETURN_IF_ERROR(divisible(c.num_heads, p.tp, "the number of attention heads", "--tp"));
-    DENSA_RETURN_IF_ERROR(divisible(c.num_kv_heads, p.tp, "the number of KV heads", "--tp"));
+    if (!c.is_mla()) DENSA_RETURN_IF_ERROR(divisible(c.num_kv_heads, p.tp, "the number of KV heads", "--tp"));
   }
   const int64_t hd = c.head_dim;
   const int64_t q_part = static_cast<int64_t>(c.num_heads / p.tp) * hd;
@@ -137,7 +132,22 @@ Status shard_weights(ModelWeights& w, const ParallelLayout& p) {
   const int64_t e_first = p.ep_rank * e_part;
   for (int l = 0; l < c.num_layers; ++l) {
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    if (p.tp > 1) {
+    if (p.tp > 1 && c.is_mla()) {
+      // MLA: the query heads and their slices of kv_b and o_proj split; the latent
+      // projections (q_a, kv_a), their norms and the DSA indexer replicated, and with them
+      // the latent KV cache, which every rank stores whole.
+      const MlaConfig& m = c.mla;
+      const int64_t heads = c.num_heads / p.tp, h0 = p.tp_rank * heads;
+      const int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim, kvb = m.qk_nope_head_dim + m.v_head_dim;
+      if (!lw.q_b.empty()) {
+        DENSA_ASSIGN_OR_RETURN(lw.q_b, slice_rows(lw.q_b, h0 * qk, heads * qk, tensor_name(l, "q_b_proj")));
+      } else {
+        DENSA_ASSIGN_OR_RETURN(lw.wq, slice_rows(lw.wq, h0 * qk, heads * qk, tensor_name(l, "q_proj")));
+      }
+      DENSA_ASSIGN_OR_RETURN(lw.kv_b, slice_rows(lw.kv_b, h0 * kvb, heads * kvb, tensor_name(l, "kv_b_proj")));
+      DENSA_ASSIGN_OR_RETURN(lw.wo, slice_cols(w, lw.wo, h0 * m.v_head_dim, heads * m.v_head_dim, tensor_name(l, "o_proj")));
+      DENSA_RETURN_IF_ERROR(shard_swiglu(w, lw.w_gate, lw.w_up, lw.w_down, p.tp, p.tp_rank, tensor_name(l, "mlp")));
+    } else if (p.tp > 1) {
       const int64_t q0 = p.tp_rank * q_part, k0 = p.tp_rank * kv_part;
       DENSA_ASSIGN_OR_RETURN(lw.wq, slice_rows(lw.wq, q0, q_part, tensor_name(l, "q_proj")));
       DENSA_ASSIGN_OR_RETURN(lw.wk, slice_rows(lw.wk, k0, kv_part, tensor_name(l, "k_proj")));
@@ -167,7 +177,7 @@ Status shard_weights(ModelWeights& w, const ParallelLayout& p) {
     }
   }
   c.num_heads /= p.tp;
-  c.num_kv_heads /= p.tp;
+  c.num_kv_heads = c.is_mla() ? c.num_heads : c.num_kv_heads / p.tp;
   c.intermediate_size /= p.tp;
   c.moe_intermediate_size /= p.tp;
   c.shared_expert_intermediate_size /= p.tp;

@@ -7,6 +7,8 @@
 //  - dense FFN and each expert: gate / up keep a slice of rows, down the matching columns;
 //  - routed experts: expert group ep_rank keeps experts [ep_rank E/ep, (ep_rank+1) E/ep), the
 //    others become empty views; the shared expert lives in expert group 0 (split tp ways);
+//  - MLA: query heads split (q_b or q_proj rows, kv_b rows, o_proj columns per head); the
+//    latent projections q_a / kv_a, the DSA indexer and so the latent KV cache replicated;
 //  - embeddings, norms, router and lm_head are replicated.
 // The config then describes one rank's slice (num_heads, num_kv_heads and the FFN widths
 // divided by tp), so the forward pass and the KV layout need no other change; the sums that
@@ -18,9 +20,8 @@
 
 namespace densa {
 
-// Refuses, naming the reason, a layout the model cannot take: counts not divisible, a column
-// split inside a quantization block or scale group, MLA attention with tp > 1 (the latent
-// cache is one head; splitting its query heads is not built yet).
+// Refuses, naming the reason, a layout the model cannot take: counts not divisible, a split
+// inside a quantization block or scale group, expert parallelism of a dense model.
 Status shard_weights(ModelWeights& w, const ParallelLayout& layout);
 
 }  // namespace densa

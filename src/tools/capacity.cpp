@@ -222,10 +222,6 @@ Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityR
   r.weight_format = request.weight_format;
   r.lm_head_format = request.lm_head_format;
   DENSA_RETURN_IF_ERROR(check_parallelism(request.parallel));
-  if (request.parallel.layout == ParallelLayoutKind::kTpTimesEp && request.parallel.tp > 1 &&
-      model.attention == KvAttention::kMla) {
-    return invalid_argument("--layout densa: --tp with MLA attention is not built in densa's runtime; use --ep");
-  }
   r.parallel = request.parallel;
   r.num_nextn_layers = model.num_nextn_layers;
   r.weights = estimate_weight_bytes(model, request.weight_format, request.lm_head_format, request.parallel);

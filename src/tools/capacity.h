@@ -41,7 +41,7 @@ struct WeightEstimate {
 //    heads and dense / shared FFN widths split by tp; embeddings, lm_head, norms and routers
 //    replicated; routed experts split over ep groups (ceil(experts / ep) each), each expert's
 //    width over tp. The shared expert lives in group 0, whose ranks are the ones reported.
-//    MLA attention needs tp 1.
+//    MLA: query heads split, latent projections and latent KV replicated.
 enum class ParallelLayoutKind : uint8_t { kEpWithinTp, kTpTimesEp };
 struct Parallelism {
   int tp = 1;

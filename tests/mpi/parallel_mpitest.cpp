@@ -170,9 +170,14 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
   auto whole = load_model(path, whole_opts);
   ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
   const MatrixBytes full = matrix_bytes(whole.value());
-  const bool mla = whole->config.is_mla();  // its attention is replicated (tp 1 only)
+  // MLA's latent projections q_a / kv_a are replicated, its query-head matrices split.
+  const bool mla = whole->config.is_mla();
+  int64_t latent = 0;
+  if (mla) {
+    for (const LayerWeights& l : whole->layers) latent += l.q_a.bytes() + l.q_a.scale_bytes() + l.kv_a.bytes() + l.kv_a.scale_bytes();
+  }
   for (int r = 0; r < tp * ep && !weight_dtype; ++r) {
-    EXPECT_EQ(attention[r] * (mla ? 1 : tp), full.attention) << "rank " << r << " attention bytes";
+    EXPECT_EQ((attention[r] - latent) * tp, full.attention - latent) << "rank " << r << " attention bytes";
     EXPECT_EQ(dense[r] * tp, full.dense) << "rank " << r << " dense FFN bytes";
     EXPECT_EQ(experts[r] * tp * ep, full.experts) << "rank " << r << " routed expert bytes";
   }
@@ -257,6 +262,9 @@ TEST(World2, Qwen2MoeExpertParallel2) { check_family("qwen2_moe", 1, 2); }
 TEST(World2, Glm4MoeTensorParallel2) { check_family("glm4_moe", 2, 1); }  // dense first layer, grouped sigmoid routing
 TEST(World2, Glm4MoeExpertParallel2) { check_family("glm4_moe", 1, 2); }
 TEST(World2, DeepSeekV3ExpertParallel2) { check_family("deepseek_v3", 1, 2); }  // MLA: attention replicated
+TEST(World2, DeepSeekV3TensorParallel2) { check_family("deepseek_v3", 2, 1); }  // MLA: query heads split
+TEST(World2, DeepSeekV3NoQLoraTensorParallel2) { check_family("deepseek_v3_no_q_lora", 2, 1); }
+TEST(World2, GlmMoeDsaTensorParallel2) { check_family("glm_moe_dsa", 2, 1); }  // DSA indexer replicated
 // Quantized on load, each rank its slice. INT4 g32 keeps every weight group whole (row
 // slices, and column slices on group boundaries), so the weights are the whole model's; but
 // the W4A8 kernels quantize activations to int8 with one scale per 128 columns, and the
@@ -281,6 +289,7 @@ TEST(World4, MixtralTensor2xExpert2) { check_layout("tinystories-mixtral-3.6m", 
 TEST(World4, LlamaTensorParallel4) { check_layout("tinystories-llama-1m", 4, 1); }
 TEST(World4, Qwen2MoeTensor2xExpert2) { check_family("qwen2_moe", 2, 2); }
 TEST(World4, Glm4MoeTensor2xExpert2) { check_family("glm4_moe", 2, 2); }
+TEST(World4, DeepSeekV3Tensor2xExpert2) { check_family("deepseek_v3", 2, 2); }
 
 // The all-reduce leaves the same bits on every rank: the sum of rank 0's and rank 1's values.
 TEST(World2, AllReduceGivesEveryRankTheSameSum) {

@@ -64,7 +64,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mixtral_tp2_ep2", fixture("tinystories-mixtral-3.6m"), 2, 2},
                       Case{"qwen2_moe_tp2_ep2", reference("qwen2_moe"), 2, 2},
                       Case{"glm4_moe_tp2_ep2", reference("glm4_moe"), 2, 2},
-                      Case{"deepseek_v3_ep2", reference("deepseek_v3"), 1, 2}),
+                      Case{"deepseek_v3_ep2", reference("deepseek_v3"), 1, 2},
+                      Case{"deepseek_v3_tp2_ep2", reference("deepseek_v3"), 2, 2},
+                      Case{"glm_moe_dsa_tp2", reference("glm_moe_dsa"), 2, 1}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
