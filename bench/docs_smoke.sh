@@ -12,8 +12,8 @@
 # "disagg") fail and say so; --only leaves steps out explicitly. "regenerate" runs
 # bench/regenerate.sh --quick in its own build tree (BUILD_DIR/../build-smoke-regen), which
 # is a second full build, so it runs only when named in --only.
-# Runtime on the 2-core development VM under load: about 6.5 minutes for the default steps
-# (llamacpp 4 min of it, kv 1 min), plus building the benchmark targets the first time.
+# Runtime on an idle 2-core VM: about 35 s for the default steps into an empty OUT (llamacpp
+# 15 s of it), plus building the benchmark targets the first time; minutes under load.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(realpath -m "${BUILD_DIR:-$ROOT/build}")
