@@ -36,6 +36,8 @@ class Communicator {
   virtual void broadcast(std::vector<uint8_t>* bytes, int root, bool wait_forever = false) = 0;
   // Every rank's value, in rank order.
   virtual std::vector<int64_t> all_gather(int64_t value) = 0;
+  // Every rank's `values` (the same count on every rank), concatenated in rank order.
+  virtual std::vector<int64_t> all_gather(const std::vector<int64_t>& values) = 0;
   // The ranks that passed the same `color`, ordered by `key` then rank.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   // Prints `why` naming this rank and ends the whole group with a non-zero exit.

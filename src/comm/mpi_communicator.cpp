@@ -93,6 +93,19 @@ class MpiCommunicator final : public Communicator {
     return out;
   }
 
+  std::vector<int64_t> all_gather(const std::vector<int64_t>& values) override {
+    const Busy busy(this);
+    if (values.size() > static_cast<size_t>(INT_MAX)) abort_group("all_gather of more than MPI's int count");
+    std::vector<int64_t> out(values.size() * static_cast<size_t>(size_));
+    if (values.empty()) return out;
+    MPI_Request req;
+    check(MPI_Iallgather(values.data(), static_cast<int>(values.size()), MPI_INT64_T, out.data(),
+                         static_cast<int>(values.size()), MPI_INT64_T, comm_, &req),
+          "all_gather (vector)");
+    wait(&req, "all_gather (vector)", false);
+    return out;
+  }
+
   std::unique_ptr<Communicator> split(int color, int key) override {
     MPI_Comm sub;
     check(MPI_Comm_split(comm_, color, key, &sub), "split (MPI_Comm_split)");

@@ -77,7 +77,9 @@ struct EngineStats {
 
 // A follower rank of a tensor / expert parallel group (config.parallel set, world rank > 0):
 // reserves this rank's KV shard (as many pages as the leader's pool, checked) and runs its
-// slice of every batch the leader's engine sends, until the leader's engine shuts down.
+// slice of every batch the leader's engine sends, until the leader's engine shuts down. It
+// checks its own KV shard whenever the leader's integrity tracker checks a batch
+// (Runner::follow); config.fault_injector (tests) may then flip a bit in this rank's pages.
 Status run_engine_follower(const ModelWeights& weights, const EngineConfig& config);
 
 class Engine {

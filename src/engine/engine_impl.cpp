@@ -98,7 +98,7 @@ Status run_engine_follower(const ModelWeights& weights, const EngineConfig& conf
   ThreadPool threads(config.num_threads);
   Runner runner(weights, &threads, nullptr);
   runner.set_parallel(config.parallel);
-  runner.follow(pool.value());
+  runner.follow(pool.value(), config.fault_injector);
   return Status::ok();
 }
 

@@ -4,6 +4,7 @@
 // whenever a chunk reads KV written by an earlier step; a non-ok verdict fails that request
 // (FinishReason::kError) instead of letting it read another request's data. The default is
 // no tracker (nullptr): nothing is checked. exec/tag_tracker.h has NoopTracker and TagTracker.
+#include <optional>
 #include <span>
 
 #include "core/status.h"
@@ -28,6 +29,10 @@ class IntegrityTracker {
   // False when the tracker checks nothing unless a request forces it: the runner then skips
   // the call (no allocation, no per-token work).
   virtual bool active() const { return true; }
+  // The policy the follower ranks of a tensor / expert parallel group apply to their own KV
+  // shards (Runner::follow) alongside this tracker's check; nullopt: a tracker the followers
+  // cannot mirror, so only this rank's pages are checked.
+  virtual std::optional<KvIntegrityPolicy> policy_for_followers() const { return std::nullopt; }
 };
 
 }  // namespace densa

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "kv/radix_cache.h"
 #include "sample/sampler.h"
 
 namespace densa {
@@ -70,7 +72,7 @@ namespace {
 
 // A batch on the wire between ranks: a kind word, then each int32 array as its length and
 // its elements (host byte order: every rank of a group runs this same binary).
-enum class BatchMessage : int32_t { kBatch = 1, kRelease = 2 };
+enum class BatchMessage : int32_t { kBatch = 1, kRelease = 2, kCheck = 3 };
 
 void put_array(std::vector<uint8_t>& out, std::span<const int32_t> a) {
   const int32_t n = static_cast<int32_t>(a.size());
@@ -95,16 +97,111 @@ bool get_array(const std::vector<uint8_t>& in, size_t* pos, std::vector<int32_t>
 
 }  // namespace
 
-void Runner::follow(PagePool& pool) {
-  CHECK(parallel_ != nullptr && parallel_->world != nullptr && !parallel_->leader()) << "follow() is a follower's";
+void Runner::check_on_followers(const PagePool& pool, std::span<const BlockTable* const> tables,
+                                std::span<const IntegrityOverride> overrides, std::span<Request* const> requests,
+                                const KvIntegrityPolicy& policy, std::span<Status> verdicts) {
   Communicator& world = *parallel_->world;
-  for (;;) {
+  message_.assign(sizeof(int32_t), 0);
+  const int32_t kind = static_cast<int32_t>(BatchMessage::kCheck);
+  std::memcpy(message_.data(), &kind, sizeof(kind));
+  const int32_t head[3] = {static_cast<int32_t>(policy.mode), policy.sample_every, policy.digest_every};
+  put_array(message_, head);
+  std::vector<int32_t> per_table;  // [override, num_tokens, request id low, high] per table
+  for (size_t k = 0; k < tables.size(); ++k) {
+    const uint64_t id = requests[k]->id.value;
+    per_table.insert(per_table.end(), {static_cast<int32_t>(overrides[k]), tables[k]->num_tokens,
+                                       static_cast<int32_t>(id & 0xffffffffu), static_cast<int32_t>(id >> 32)});
+  }
+  put_array(message_, per_table);
+  std::vector<int32_t> refs;
+  for (const BlockTable* t : tables) {
+    static_assert(sizeof(PageId) == sizeof(int32_t));
+    put_array(message_, {reinterpret_cast<const int32_t*>(t->pages.data()), t->pages.size()});
+    put_array(message_, {reinterpret_cast<const int32_t*>(t->tags.data()), t->tags.size()});
+    refs.clear();
+    for (PageId p : t->pages) refs.push_back(pool.refcount(p));
+    put_array(message_, refs);
+  }
+  world.broadcast(&message_, 0);
+  const std::vector<int64_t> bad = world.all_gather(std::vector<int64_t>(tables.size(), 0));
+  for (int r = 1; r < world.size(); ++r) {
+    for (size_t k = 0; k < tables.size(); ++k) {
+      if (bad[static_cast<size_t>(r) * tables.size() + k] == 0 || !verdicts[k].is_ok()) continue;
+      verdicts[k] = Status(StatusCode::kDataLoss,
+                           std::string(kKvIntegrityViolation) + ": on rank " + std::to_string(r) + " of " +
+                               std::to_string(world.size()) +
+                               ": this request's KV shard there failed its check (that rank's log names the page)");
+    }
+  }
+}
+
+void Runner::follower_check(PagePool& pool, size_t pos, FaultInjector* fault, int64_t step) {
+  Communicator& world = *parallel_->world;
+  std::vector<int32_t> head, per_table;
+  if (!get_array(message_, &pos, &head) || head.size() != 3 || !get_array(message_, &pos, &per_table) ||
+      per_table.size() % 4 != 0) {
+    world.abort_group("a malformed integrity check message from the leader");
+  }
+  const size_t n = per_table.size() / 4;
+  std::vector<BlockTable> tables(n);
+  std::vector<int32_t> pages, tags, refs;
+  for (size_t k = 0; k < n; ++k) {
+    if (!get_array(message_, &pos, &pages) || !get_array(message_, &pos, &tags) || !get_array(message_, &pos, &refs) ||
+        pages.size() != tags.size() || pages.size() != refs.size()) {
+      world.abort_group("a malformed integrity check message from the leader");
+    }
+    for (size_t i = 0; i < pages.size(); ++i) {
+      if (pages[i] < 0 || pages[i] >= pool.num_total()) world.abort_group("page " + std::to_string(pages[i]) + " outside this rank's pool");
+      tables[k].append(PageId{pages[i]}, static_cast<uint32_t>(tags[i]));
+      pool.mirror_page(PageId{pages[i]}, static_cast<uint32_t>(tags[i]), refs[i]);
+    }
+    tables[k].num_tokens = per_table[4 * k + 1];
+  }
+  if (pos != message_.size()) world.abort_group("a malformed integrity check message from the leader");
+  if (fault != nullptr) {
+    std::vector<FaultTarget> targets(n);
+    for (size_t k = 0; k < n; ++k) {
+      targets[k].request_id = static_cast<uint32_t>(per_table[4 * k + 2]) |
+                              static_cast<uint64_t>(static_cast<uint32_t>(per_table[4 * k + 3])) << 32;
+      targets[k].table = &tables[k];
+    }
+    RadixCache unused(pool.layout().page_size);  // a bit flip touches bytes only
+    fault->maybe_inject(step, pool, unused, targets);
+  }
+  if (!follower_tracker_) follower_tracker_ = std::make_unique<TagTracker>();
+  follower_tracker_->set_policy(KvIntegrityPolicy{static_cast<KvIntegrityMode>(head[0]), head[1], head[2]});
+  std::vector<const BlockTable*> views(n);
+  std::vector<IntegrityOverride> overrides(n);
+  for (size_t k = 0; k < n; ++k) {
+    views[k] = &tables[k];
+    overrides[k] = static_cast<IntegrityOverride>(per_table[4 * k]);
+  }
+  std::vector<Status> verdicts(n, Status::ok());
+  follower_tracker_->verify_batch(pool, views, overrides, verdicts);
+  std::vector<int64_t> bad(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (verdicts[k].is_ok()) continue;
+    bad[k] = 1;
+    std::fprintf(stderr, "densa: rank %d: %s\n", world.world_rank(), verdicts[k].message().c_str());
+  }
+  world.all_gather(bad);
+}
+
+void Runner::follow(PagePool& pool, FaultInjector* fault) {
+  CHECK(parallel_ != nullptr && parallel_->world != nullptr && !parallel_->leader()) << "follow() is a follower's";
+  CHECK(fault == nullptr || fault->fault() == KvFault::kBitFlip) << "a follower's pages take only bit flips";
+  Communicator& world = *parallel_->world;
+  for (int64_t step = 0;; ++step) {
     world.broadcast(&message_, 0, /*wait_forever=*/true);
     int32_t kind = 0;
     if (message_.size() < sizeof(kind)) world.abort_group("a batch message of " + std::to_string(message_.size()) + " bytes");
     std::memcpy(&kind, message_.data(), sizeof(kind));
     if (kind == static_cast<int32_t>(BatchMessage::kRelease)) return;
     size_t pos = sizeof(kind);
+    if (kind == static_cast<int32_t>(BatchMessage::kCheck)) {
+      follower_check(pool, pos, fault, step);
+      continue;
+    }
     if (kind != static_cast<int32_t>(BatchMessage::kBatch) || !get_array(message_, &pos, &tokens_) ||
         !get_array(message_, &pos, &positions_) || !get_array(message_, &pos, &seq_idx_) ||
         !get_array(message_, &pos, &block_table_) || !get_array(message_, &pos, &block_offsets_) ||
@@ -157,6 +254,11 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     }
     std::vector<Status> verdicts(num_chunks, Status::ok());
     tracker_->verify_batch(pool, tables, overrides, verdicts);
+    if (parallel_ != nullptr && parallel_->world != nullptr && parallel_->world->size() > 1) {
+      if (const std::optional<KvIntegrityPolicy> pol = tracker_->policy_for_followers()) {
+        check_on_followers(pool, tables, overrides, requests, *pol, verdicts);
+      }
+    }
     for (size_t k = 0; k < num_chunks; ++k) result.outcomes[k].error = verdicts[k];
     result.integrity_check_us = std::chrono::duration<double, std::micro>(Clock::now() - check_begin).count();
   }

@@ -6,10 +6,14 @@
 #include <span>
 #include <vector>
 
+#include <memory>
+
 #include "comm/communicator.h"
 #include "core/thread_pool.h"
 #include "exec/integrity_tracker.h"
 #include "exec/routing_stats.h"
+#include "exec/tag_tracker.h"
+#include "kv/fault_injection.h"
 #include "kv/page_pool.h"
 #include "model/forward.h"
 #include "model/model_weights.h"
@@ -48,7 +52,14 @@ class Runner {
   // A follower's loop: receives each batch from the leader and runs its slice of the forward
   // pass over `pool` (this rank's KV shard, the same page ids as the leader's), until the
   // leader calls release_followers(). Idles without the communicator's timeout between batches.
-  void follow(PagePool& pool);
+  // KV integrity: when the leader's tracker checks a batch and can share its policy
+  // (IntegrityTracker::policy_for_followers), it first sends the batch's tables, (page, tag)
+  // pairs and overrides; each follower takes the leader's tags (PagePool::mirror_page), runs a
+  // TagTracker with that policy over its own pool, whose page digests cover its own bytes, and
+  // every rank's verdicts are gathered: a request whose KV is wrong on any rank fails, the error
+  // naming the rank. `fault` (tests only, may be null): a kBitFlip FaultInjector fired on this
+  // rank's pages, counting followed batches as its steps.
+  void follow(PagePool& pool, FaultInjector* fault = nullptr);
   // The leader's last word: the followers' follow() returns. Call once, after the last run().
   void release_followers();
 
@@ -73,6 +84,13 @@ class Runner {
   std::vector<float> static_scales_;    // [layer][k|v][kv_head]; empty unless fp8 static KV
   const ParallelComms* parallel_ = nullptr;
   std::vector<uint8_t> message_;        // a batch as sent to the followers
+  std::unique_ptr<TagTracker> follower_tracker_;  // a follower's check of its own shard
+  // Leader: the integrity check's tables sent to the followers and their verdicts merged.
+  void check_on_followers(const PagePool& pool, std::span<const BlockTable* const> tables,
+                          std::span<const IntegrityOverride> overrides, std::span<Request* const> requests,
+                          const KvIntegrityPolicy& policy, std::span<Status> verdicts);
+  // Follower: one check message handled (verify this rank's shard, gather the verdicts).
+  void follower_check(PagePool& pool, size_t pos, FaultInjector* fault, int64_t step);
 };
 
 }  // namespace densa

@@ -43,6 +43,7 @@ class TagTracker final : public IntegrityTracker {
   void verify_batch(const PagePool& pool, std::span<const BlockTable* const> tables,
                     std::span<const IntegrityOverride> overrides, std::span<Status> verdicts) override;
   bool active() const override { return policy().mode != KvIntegrityMode::kOff; }
+  std::optional<KvIntegrityPolicy> policy_for_followers() const override { return policy(); }
 
   // Engine thread: batches seen, batches (or forced requests) checked, pages compared.
   int64_t num_batches() const { return num_batches_; }

@@ -59,6 +59,14 @@ class PagePool {
 
   // ---- inspection ----
   uint32_t tag(PageId page) const { return tags_[index(page)]; }
+  // A follower rank of a tensor / expert parallel group: its pool allocates nothing (the
+  // leader's does, for every rank) and takes the leader's tag and reference count for `page`
+  // before its own integrity check, whose digests then cover this rank's bytes
+  // (exec/runner.h). The free list and the counts of used pages are left as they are.
+  void mirror_page(PageId page, uint32_t tag, int32_t refcount) {
+    tags_[index(page)] = tag;
+    refcounts_[index(page)] = refcount;
+  }
   const uint32_t* tags_data() const { return tags_.data(); }  // [num_total]
   int32_t refcount(PageId page) const { return refcounts_[index(page)]; }
   bool held_by_cache(PageId page) const { return held_by_cache_[index(page)] != 0; }

@@ -21,6 +21,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
+#include "kv/fault_injection.h"
 #include "model/model_loader.h"
 #include "mpi_test_util.h"
 #include "test_util.h"
@@ -88,6 +89,9 @@ EngineConfig engine_config() {
   c.kv_dtype = DType::kF32;
   c.chunked_prefill_size = 8;  // prompts split across steps, mixed with the others' decodes
   c.num_threads = 1;           // ranks share the machine's cores
+  // Every batch that reads cached KV is checked, tags and page digests, on every rank's shard
+  // (Runner::follow): the checks must pass on healthy runs and change no output.
+  c.kv_integrity = KvIntegrityPolicy{KvIntegrityMode::kDigest, 1, 1};
   return c;
 }
 
@@ -290,6 +294,60 @@ TEST(World4, LlamaTensorParallel4) { check_layout("tinystories-llama-1m", 4, 1);
 TEST(World4, Qwen2MoeTensor2xExpert2) { check_family("qwen2_moe", 2, 2); }
 TEST(World4, Glm4MoeTensor2xExpert2) { check_family("glm4_moe", 2, 2); }
 TEST(World4, DeepSeekV3Tensor2xExpert2) { check_family("deepseek_v3", 2, 2); }
+
+// A bit flipped in rank 1's KV shard (a full page of one request, after its digest was taken):
+// rank 1's own check catches it, the request fails on rank 0 with the rank named, and the
+// other requests finish with their golden continuations.
+TEST(World2, AFlipInAFollowersKvFailsThatRequestNamingTheRank) {
+  const std::string model = "tinystories-mixtral-3.6m";
+  testing::ExactBf16Matmul exact_half;
+  Group group = make_group(2, 1);
+  LoadOptions opts;
+  opts.parallel = group.comms.layout;
+  auto loaded = load_model(model_dir(model) / "gguf" / (model + "-f16.gguf"), opts);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EngineConfig cfg = engine_config();
+  cfg.parallel = &group.comms;
+  if (!group.comms.leader()) {
+    FaultInjector flip(KvFault::kBitFlip, /*from_step=*/20);
+    cfg.fault_injector = &flip;
+    ASSERT_TRUE(run_engine_follower(loaded.value(), cfg).is_ok());
+    EXPECT_TRUE(flip.fired());
+    // Tell rank 0 which request it broke.
+    const std::vector<uint64_t> victims = flip.victims();
+    world().all_gather(victims.empty() ? int64_t{-1} : static_cast<int64_t>(victims[0]));
+    return;
+  }
+  const auto golden = read_json(model_dir(model) / "golden" / "golden.json");
+  const std::vector<GenerateRequest> requests = golden_requests(golden);
+  std::vector<testing::Collected> got;
+  std::vector<uint64_t> ids;
+  {
+    auto engine = Engine::create(loaded.value(), cfg);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const GenerateRequest& r : requests) {
+      streams.push_back(engine.value()->submit(r).value());
+      ids.push_back(streams.back()->id().value);
+    }
+    for (auto& st : streams) got.push_back(drain(*st));
+  }
+  const std::vector<int64_t> victim = world().all_gather(int64_t{-1});
+  ASSERT_GE(victim[1], 0) << "rank 1's fault never fired";
+  int failed = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (static_cast<int64_t>(ids[i]) == victim[1]) {
+      ++failed;
+      EXPECT_EQ(got[i].finish, FinishReason::kError) << "request " << ids[i];
+      const std::string why = got[i].events.back().error.message();
+      EXPECT_NE(why.find("kv_integrity_violation"), std::string::npos) << why;
+      EXPECT_NE(why.find("on rank 1 of 2"), std::string::npos) << why;
+    } else {
+      EXPECT_EQ(got[i].tokens, golden["prompts"][i]["greedy_ids"].get<std::vector<TokenId>>()) << "prompt " << i;
+    }
+  }
+  EXPECT_EQ(failed, 1);
+}
 
 // The all-reduce leaves the same bits on every rank: the sum of rank 0's and rank 1's values.
 TEST(World2, AllReduceGivesEveryRankTheSameSum) {
