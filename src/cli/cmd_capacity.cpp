@@ -99,7 +99,7 @@ const CommandRegistrar kRegister([](CLI::App& app) {
                   "split over them");
   cmd->add_option("--layout", f->layout,
                   "sglang: EP inside the TP group, tp ranks, vocab split (SGLang / vLLM) | densa: tp x ep ranks as "
-                  "`densa serve --tp --ep` runs them, embeddings and lm_head replicated, each expert split over tp")
+                  "`densa serve --tp --ep` runs them, embeddings replicated, each expert split over tp")
       ->check(CLI::IsMember({"sglang", "densa"}))
       ->capture_default_str();
   cmd->add_flag("--json", f->json, "print JSON");

@@ -205,7 +205,8 @@ void Runner::follow(PagePool& pool, FaultInjector* fault) {
     if (kind != static_cast<int32_t>(BatchMessage::kBatch) || !get_array(message_, &pos, &tokens_) ||
         !get_array(message_, &pos, &positions_) || !get_array(message_, &pos, &seq_idx_) ||
         !get_array(message_, &pos, &block_table_) || !get_array(message_, &pos, &block_offsets_) ||
-        pos != message_.size() || positions_.size() != tokens_.size() || seq_idx_.size() != tokens_.size()) {
+        !get_array(message_, &pos, &logit_rows_) || pos != message_.size() || positions_.size() != tokens_.size() ||
+        seq_idx_.size() != tokens_.size()) {
       world.abort_group("a malformed batch message from the leader");
     }
     for (int32_t p : block_table_) {
@@ -217,7 +218,17 @@ void Runner::follow(PagePool& pool, FaultInjector* fault) {
     kv.block_table = block_table_;
     kv.block_offsets = block_offsets_;
     kv.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
-    forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, {}}, kv, scratch_, threads_, nullptr);
+    for (int32_t r : logit_rows_) {
+      if (r < 0 || static_cast<size_t>(r) >= tokens_.size()) world.abort_group("a logit row outside the batch");
+    }
+    // A vocabulary-parallel lm_head: this rank's slice of the logits takes part in the sum.
+    const int32_t vocab = weights_.config.vocab_size;
+    if (weights_.lm_head.rows != vocab) {
+      logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab));
+      forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_, logits_.data());
+    } else {
+      forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, {}}, kv, scratch_, threads_, nullptr);
+    }
   }
 }
 
@@ -310,6 +321,7 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     put_array(message_, seq_idx_);
     put_array(message_, block_table_);
     put_array(message_, block_offsets_);
+    put_array(message_, logit_rows_);
     parallel_->world->broadcast(&message_, 0);
   }
   const Clock::time_point forward_begin = routing_ != nullptr ? Clock::now() : Clock::time_point{};

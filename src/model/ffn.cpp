@@ -179,7 +179,21 @@ void final_logits(const ModelWeights& w, const ForwardBatch& batch, const float*
     std::copy_n(x + static_cast<int64_t>(r) * H, H, rows + j * H);
   }
   rmsnorm(rows, w.final_norm.data(), num_logits, H, w.config.rms_norm_eps, rows);
-  matmul(w.lm_head, rows, num_logits, logits, pool);
+  const int64_t V = w.config.vocab_size;
+  if (w.lm_head.rows == V) {
+    matmul(w.lm_head, rows, num_logits, logits, pool);
+    return;
+  }
+  // Vocabulary-parallel (model/shard.h): this rank's rows of every logit row, placed at its
+  // offset in zeros; the sum over the tp group (each logit from exactly one rank, the others
+  // adding +0) gives every rank of the group the whole rows, bit for bit.
+  CHECK(s.parallel != nullptr && s.parallel->tp != nullptr && V % w.lm_head.rows == 0) << "lm_head slice without its group";
+  const int64_t part = w.lm_head.rows, offset = static_cast<int64_t>(w.parallel.tp_rank) * part;
+  float* mine = grow(s.logits_part, num_logits * part);
+  matmul(w.lm_head, rows, num_logits, mine, pool);
+  std::fill_n(logits, num_logits * V, 0.0f);
+  for (int64_t j = 0; j < num_logits; ++j) std::copy_n(mine + j * part, part, logits + j * V + offset);
+  s.parallel->tp->all_reduce_sum(logits, num_logits * V);
 }
 
 }  // namespace densa

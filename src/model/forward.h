@@ -37,6 +37,7 @@ struct ForwardScratch {
   std::vector<int32_t> topk_ids;                  // [num_tokens, top_k]
   std::vector<float> topk_weights;                // [num_tokens, top_k]
   std::vector<float> final_rows;                  // [num_logits, hidden]
+  std::vector<float> logits_part;                 // vocabulary-parallel: [num_logits, this rank's vocab rows]
   RopeTable rope;                                 // this batch's cos / sin, shared by all layers
   // DSA (model/arch_deepseek_v3): indexer queries, keys, head weights; the positions each
   // token attends to [num_tokens, index_topk] and how many.
@@ -55,7 +56,9 @@ struct ForwardScratch {
   const ParallelComms* parallel = nullptr;
 };
 
-// logits: [batch.logit_rows.size(), vocab] fp32 (may be null when there are no logit rows). Stores K/V of every token of the batch.
+// logits: [batch.logit_rows.size(), vocab] fp32 (may be null when there are no logit rows).
+// With a vocabulary-parallel lm_head (model/shard.h) every rank of the tp group must run the
+// same logit rows: the slices are summed over the group. Stores K/V of every token of the batch.
 // Precondition: every token's page is mapped in kv, and all positions before a token's
 // position in its sequence are already stored (earlier steps or earlier in this batch).
 void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,

@@ -176,6 +176,12 @@ Status shard_weights(ModelWeights& w, const ParallelLayout& p) {
       }
     }
   }
+  // The output projection: vocabulary rows split over the tp group when they divide evenly
+  // (forward's final_logits gathers the slices); otherwise replicated. Embeddings stay whole.
+  if (p.tp > 1 && !w.lm_head.empty() && w.lm_head.rows % p.tp == 0) {
+    const int64_t part = w.lm_head.rows / p.tp;
+    DENSA_ASSIGN_OR_RETURN(w.lm_head, slice_rows(w.lm_head, p.tp_rank * part, part, "lm_head"));
+  }
   c.num_heads /= p.tp;
   c.num_kv_heads = c.is_mla() ? c.num_heads : c.num_kv_heads / p.tp;
   c.intermediate_size /= p.tp;

@@ -105,7 +105,10 @@ WeightGroup weight_group_per_rank(const WeightGroup& g, const Parallelism& p) {
     switch (g.shard) {
       case WeightShard::kReplicated: break;
       case WeightShard::kTpRows:
-        if (!is_embedding(g) && !is_lm_head(g)) r.rows = split(g.rows, g.heads, p.tp);  // the vocab is not split
+        // Embeddings whole; lm_head's vocabulary split when it divides evenly (model/shard.h).
+        if (is_embedding(g)) break;
+        if (is_lm_head(g) && g.rows % p.tp != 0) break;
+        r.rows = split(g.rows, g.heads, p.tp);
         break;
       case WeightShard::kTpCols: r.cols = split(g.cols, g.heads, p.tp); break;
       case WeightShard::kExpertRows:
