@@ -129,6 +129,10 @@ if want capacity; then
     --weight-dtype int4 --kv-dtype fp8 --kv-scales dynamic --context 32768
   run capacity_glm '4,105,216|4105216' "$DENSA" capacity --model "$ROOT/tests/data/configs/glm-4.5.json" --memory 1128GB \
     --weight-dtype fp8 --kv-dtype fp8 --kv-scales static --context 8192
+  run capacity_glm5_tp8 '1,568,720|1568720' "$DENSA" capacity --model "$ROOT/tests/data/configs/glm-5.json" --memory 141GB \
+    --tp 8 --ep 8 --weight-dtype int4 --kv-dtype fp8 --context 131072
+  run capacity_kimi26_tp8 '1,911,616|1911616' "$DENSA" capacity --model "$ROOT/tests/data/configs/kimi-k2.6.json" \
+    --memory 141GB --tp 8 --ep 8 --weight-dtype int4 --kv-dtype fp8 --context 131072
 fi
 if want parallel; then
   # docs/performance/parallel.md: the table's rows (small shape, one round, under mpirun).
