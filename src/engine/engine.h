@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/engine_types.h"
@@ -13,6 +14,7 @@
 #include "exec/integrity_tracker.h"
 #include "exec/kv_integrity.h"
 #include "exec/routing_stats.h"
+#include "exec/runner.h"
 #include "kv/fault_injection.h"
 #include "kv/kv_scales.h"
 #include "model/model_weights.h"
@@ -73,6 +75,9 @@ struct EngineStats {
   int64_t nonfinite_logit_rows = 0;     // requests failed because their logits held NaN / inf
   int64_t tokens_in_flight = 0;  // prompt + generated tokens of live requests (incl. imports)
   int32_t kv_pages_pinned = 0;   // held by exports and import reservations
+  // Tensor / expert parallel: every rank of the group as last gathered (Runner::rank_stats);
+  // empty for one process.
+  std::vector<RankStats> ranks;
 };
 
 // A follower rank of a tensor / expert parallel group (config.parallel set, world rank > 0):

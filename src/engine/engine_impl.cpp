@@ -316,6 +316,7 @@ EngineStats EngineImpl::snapshot() const {
   s.steps = num_steps_;
   s.kv_integrity_violations = num_integrity_violations_;
   s.nonfinite_logit_rows = num_nonfinite_logit_rows_;
+  s.ranks = runner_.rank_stats();
   s.tokens_in_flight = scheduler_.num_live_tokens();
   for (const auto& [id, table] : exports_) s.kv_pages_pinned += table.num_pages();
   for (const auto& [id, im] : imports_) {

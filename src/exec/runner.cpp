@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include <unistd.h>
+
 #include "kv/radix_cache.h"
 #include "sample/sampler.h"
 
@@ -205,7 +207,8 @@ void Runner::follow(PagePool& pool, FaultInjector* fault) {
     if (kind != static_cast<int32_t>(BatchMessage::kBatch) || !get_array(message_, &pos, &tokens_) ||
         !get_array(message_, &pos, &positions_) || !get_array(message_, &pos, &seq_idx_) ||
         !get_array(message_, &pos, &block_table_) || !get_array(message_, &pos, &block_offsets_) ||
-        !get_array(message_, &pos, &logit_rows_) || pos != message_.size() || positions_.size() != tokens_.size() ||
+        !get_array(message_, &pos, &logit_rows_) || !get_array(message_, &pos, &stats_flag_) ||
+        stats_flag_.size() != 1 || pos != message_.size() || positions_.size() != tokens_.size() ||
         seq_idx_.size() != tokens_.size()) {
       world.abort_group("a malformed batch message from the leader");
     }
@@ -229,7 +232,35 @@ void Runner::follow(PagePool& pool, FaultInjector* fault) {
     } else {
       forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, {}}, kv, scratch_, threads_, nullptr);
     }
+    ++batches_;
+    if (stats_flag_[0] != 0) gather_stats();
   }
+}
+
+namespace {
+
+int64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long long pages = 0, resident = 0;
+  const int got = std::fscanf(f, "%lld %lld", &pages, &resident);
+  std::fclose(f);
+  return got == 2 ? resident * sysconf(_SC_PAGESIZE) : 0;
+}
+
+}  // namespace
+
+RankStats Runner::gather_stats() {
+  Communicator& world = *parallel_->world;
+  const double comm = world.busy_seconds() + (parallel_->tp != nullptr ? parallel_->tp->busy_seconds() : 0.0);
+  const std::vector<int64_t> all = world.all_gather(std::vector<int64_t>{
+      resident_bytes(), weights_.weight_bytes(), static_cast<int64_t>(comm * 1e6), batches_});
+  rank_stats_.assign(static_cast<size_t>(world.size()), RankStats{});
+  for (int r = 0; r < world.size(); ++r) {
+    const int64_t* v = all.data() + static_cast<size_t>(r) * 4;
+    rank_stats_[static_cast<size_t>(r)] = RankStats{r, v[0], v[1], static_cast<double>(v[2]) / 1e6, v[3]};
+  }
+  return rank_stats_[static_cast<size_t>(world.rank())];
 }
 
 void Runner::release_followers() {
@@ -322,12 +353,21 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     put_array(message_, block_table_);
     put_array(message_, block_offsets_);
     put_array(message_, logit_rows_);
+    const Clock::time_point now = Clock::now();
+    stats_flag_.assign(1, now - last_stats_ >= std::chrono::seconds(1) ? 1 : 0);
+    if (stats_flag_[0] != 0) last_stats_ = now;
+    put_array(message_, stats_flag_);
     parallel_->world->broadcast(&message_, 0);
   }
   const Clock::time_point forward_begin = routing_ != nullptr ? Clock::now() : Clock::time_point{};
   scratch_.time_experts = routing_ != nullptr;
   forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_,
           logits_.data());
+  ++batches_;
+  if (parallel_ != nullptr && parallel_->world != nullptr && parallel_->world->size() > 1 && stats_flag_.size() == 1 &&
+      stats_flag_[0] != 0) {
+    gather_stats();
+  }
   if (routing_ != nullptr) {
     const double forward_s = std::chrono::duration<double>(Clock::now() - forward_begin).count();
     routing_->record_step(scratch_.selected_experts, static_cast<int64_t>(tokens_.size()), scratch_.expert_seconds,

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include <chrono>
 #include <memory>
 
 #include "comm/communicator.h"
@@ -21,6 +22,15 @@
 #include "sched/step_plan.h"
 
 namespace densa {
+
+// One rank of a tensor / expert parallel group, as the leader last gathered it (/metrics).
+struct RankStats {
+  int rank = 0;
+  int64_t rss_bytes = 0;     // resident memory (/proc/self/statm)
+  int64_t weight_bytes = 0;  // this rank's slice, as stored (ModelWeights::weight_bytes)
+  double comm_seconds = 0;   // time inside collectives (Communicator::busy_seconds, all groups)
+  int64_t batches = 0;       // forward passes run
+};
 
 // KV layout of `weights` for pages of `page_size` tokens stored as `kv_dtype` (fp8: dynamic
 // scales). MLA configs get a latent layout (kv_lora_rank + qk_rope_head_dim per token per layer).
@@ -62,6 +72,9 @@ class Runner {
   void follow(PagePool& pool, FaultInjector* fault = nullptr);
   // The leader's last word: the followers' follow() returns. Call once, after the last run().
   void release_followers();
+  // Leader: every rank's stats, gathered with a batch about once a second while batches run
+  // (one all-gather of four numbers per rank); empty before the first gather or alone.
+  const std::vector<RankStats>& rank_stats() const { return rank_stats_; }
 
  private:
   const ModelWeights& weights_;
@@ -85,6 +98,11 @@ class Runner {
   const ParallelComms* parallel_ = nullptr;
   std::vector<uint8_t> message_;        // a batch as sent to the followers
   std::unique_ptr<TagTracker> follower_tracker_;  // a follower's check of its own shard
+  std::vector<RankStats> rank_stats_;   // leader: as of the last gather
+  std::chrono::steady_clock::time_point last_stats_{};
+  int64_t batches_ = 0;                 // forward passes this rank ran
+  std::vector<int32_t> stats_flag_;     // [1]: 1 when a batch carries a stats gather
+  RankStats gather_stats();             // every rank calls it with the same batch
   // Leader: the integrity check's tables sent to the followers and their verdicts merged.
   void check_on_followers(const PagePool& pool, std::span<const BlockTable* const> tables,
                           std::span<const IntegrityOverride> overrides, std::span<Request* const> requests,

@@ -126,6 +126,22 @@ std::string Metrics::render(const EngineStats& s) const {
   counter(out, "densa_nonfinite_logits_total",
           "Requests refused because a logit row held NaN or inf (never sampled).",
           static_cast<double>(s.nonfinite_logit_rows));
+  if (!s.ranks.empty()) {
+    // Tensor / expert parallel: one series per rank, as rank 0 last gathered them (with a
+    // batch, about once a second while the engine steps).
+    auto per_rank = [&](const char* name, const char* type, const char* help, auto value) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+      for (const RankStats& r : s.ranks) out += std::string(name) + "{rank=\"" + std::to_string(r.rank) + "\"} " + num(value(r)) + "\n";
+    };
+    per_rank("densa_rank_rss_bytes", "gauge", "Resident memory of each rank of the tensor / expert parallel group.",
+             [](const RankStats& r) { return static_cast<double>(r.rss_bytes); });
+    per_rank("densa_rank_weight_bytes", "gauge", "Weight bytes each rank holds (its slice, as stored).",
+             [](const RankStats& r) { return static_cast<double>(r.weight_bytes); });
+    per_rank("densa_rank_comm_seconds_total", "counter", "Time each rank spent inside collectives.",
+             [](const RankStats& r) { return r.comm_seconds; });
+    per_rank("densa_rank_batches_total", "counter", "Forward passes each rank ran.",
+             [](const RankStats& r) { return static_cast<double>(r.batches); });
+  }
   std::lock_guard<std::mutex> lock(mu_);
   out += "# HELP densa_http_responses_total API responses by status class.\n"
          "# TYPE densa_http_responses_total counter\n";

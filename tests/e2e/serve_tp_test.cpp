@@ -62,6 +62,20 @@ TEST_P(ServeParallel, GreedyCompletionsMatchOneProcess) {
     EXPECT_GT(b, 0) << log;
     EXPECT_LT(static_cast<double>(b), 0.6 * static_cast<double>(bytes[0] + bytes[1])) << log;
   }
+  // /metrics carries every rank: the weight bytes each logged, a resident set, batches run.
+  const std::string metrics = group.get("/metrics").body;
+  for (int r = 0; r < 2; ++r) {
+    const std::string label = "{rank=\"" + std::to_string(r) + "\"} ";
+    const size_t w = metrics.find("densa_rank_weight_bytes" + label);
+    ASSERT_NE(w, std::string::npos) << metrics;
+    EXPECT_EQ(std::atoll(metrics.c_str() + w + std::string("densa_rank_weight_bytes").size() + label.size()), bytes[r]);
+    const size_t rss = metrics.find("densa_rank_rss_bytes" + label);
+    ASSERT_NE(rss, std::string::npos) << metrics;
+    EXPECT_GT(std::atof(metrics.c_str() + rss + std::string("densa_rank_rss_bytes").size() + label.size()), 1e6);
+    const size_t b = metrics.find("densa_rank_batches_total" + label);
+    ASSERT_NE(b, std::string::npos) << metrics;
+    EXPECT_GT(std::atof(metrics.c_str() + b + std::string("densa_rank_batches_total").size() + label.size()), 0);
+  }
   // Not a graceful-exit check: Open MPI's mpirun, itself sent SIGTERM, ends the job and exits 1.
   group.stop();
 }
