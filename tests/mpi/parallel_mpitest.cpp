@@ -3,8 +3,9 @@
 // program: every rank loads its slice of a fixture (model/shard.h); rank 0 runs the engine and
 // asserts, the others run run_engine_follower until rank 0's engine shuts down.
 //  - greedy continuations equal the fixtures' golden ones (fp32 KV, the fp32-activation path
-//    of the golden engine test), and each token's logprob is within kLogprobTolerance of one
-//    process running the same requests (the split sums add in another order);
+//    of the golden engine test), and each token's logprob and every step's top 5 (ids in
+//    order, logprobs) are within kLogprobTolerance of one process running the same requests
+//    (the split sums add in another order); also with BF16 and FP8 KV;
 //  - bit-identical logprobs run to run, and with 16 prompts batched or one at a time;
 //  - each rank holds 1/tp of the attention matrices and 1/(tp x ep) of the routed experts'.
 #include <gtest/gtest.h>
@@ -40,7 +41,8 @@ constexpr double kLogprobTolerance = 1e-3;
 
 struct Run {
   std::vector<std::vector<TokenId>> tokens;  // per prompt
-  std::vector<std::vector<float>> logprobs;  // per prompt, per token
+  std::vector<std::vector<float>> logprobs;  // per prompt, per token: the chosen token's
+  std::vector<std::vector<float>> tops;      // per prompt: each token's top 5, id then logprob
 };
 
 std::vector<GenerateRequest> golden_requests(const nlohmann::json& golden) {
@@ -51,7 +53,7 @@ std::vector<GenerateRequest> golden_requests(const nlohmann::json& golden) {
     r.sampling.temperature = 0.0f;
     r.max_new_tokens = static_cast<int>(p["greedy_ids"].size());
     r.ignore_eos = true;
-    r.num_top_logprobs = 0;
+    r.num_top_logprobs = 5;  // the chosen token's and the top 5: the logits compared beyond greedy
     out.push_back(r);
   }
   return out;
@@ -64,11 +66,17 @@ Run run(Engine& engine, const std::vector<GenerateRequest>& requests, bool batch
   auto collect = [&](RequestStream& s) {
     const testing::Collected c = drain(s);
     out.tokens.push_back(c.tokens);
-    std::vector<float> lp;
+    std::vector<float> lp, tops;
     for (const TokenEvent& e : c.events) {
-      if (e.token) lp.push_back(e.logprob);
+      if (!e.token) continue;
+      lp.push_back(e.logprob);
+      for (const auto& [id, top] : e.top_logprobs) {
+        tops.push_back(static_cast<float>(id));  // exact in a float: the fixtures' ids are < 2^24
+        tops.push_back(top);
+      }
     }
     out.logprobs.push_back(lp);
+    out.tops.push_back(tops);
   };
   for (const GenerateRequest& r : requests) {
     auto s = engine.submit(r);
@@ -144,7 +152,7 @@ int64_t sum(const std::vector<int64_t>& v) {
 // all (FP8's 128 x 128 scale blocks do not halve with the rows).
 void check_model(const std::string& model, const std::filesystem::path& path, const std::filesystem::path& golden_path,
                  int tp, int ep, std::optional<DType> weight_dtype = std::nullopt,
-                 double tolerance = kLogprobTolerance) {
+                 double tolerance = kLogprobTolerance, DType kv_dtype = DType::kF32) {
   ASSERT_EQ(world().size(), tp * ep) << "run under mpirun -n " << tp * ep;
   testing::ExactBf16Matmul exact_half;  // fp32 activations on F16 / BF16 matrices, as the golden tests
   Group group = make_group(tp, ep);
@@ -155,6 +163,7 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
   auto loaded = load_model(path, opts);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EngineConfig cfg = engine_config();
+  cfg.kv_dtype = kv_dtype;
   cfg.parallel = &group.comms;
 
   // Memory: every rank's share, gathered (before the engines, so every rank takes part).
@@ -217,13 +226,14 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
   Run reference;
   {
     EngineConfig one = engine_config();
+    one.kv_dtype = kv_dtype;
     auto engine = Engine::create(whole.value(), one);
     ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
     reference = run(**engine, requests, true);
   }
   ASSERT_EQ(batched.tokens.size(), requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    if (!weight_dtype && i < num_golden) {
+    if (!weight_dtype && kv_dtype == DType::kF32 && i < num_golden) {
       const auto want = golden["prompts"][i]["greedy_ids"].get<std::vector<TokenId>>();
       EXPECT_EQ(batched.tokens[i], want) << "prompt " << i << " (golden)";
     }
@@ -232,6 +242,17 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
     // Bit for bit: the same sums in the same order whatever the batch or the run.
     EXPECT_EQ(single.logprobs[i], batched.logprobs[i]) << "prompt " << i << " batch 1 vs batched";
     EXPECT_EQ(again.logprobs[i], batched.logprobs[i]) << "prompt " << i << " run to run";
+    EXPECT_EQ(single.tops[i], batched.tops[i]) << "prompt " << i << " top 5, batch 1 vs batched";
+    EXPECT_EQ(again.tops[i], batched.tops[i]) << "prompt " << i << " top 5, run to run";
+    // The top 5 of every step against one process: the same ids in the same order, logprobs
+    // within the tolerance. (Not for weights quantized per slice, whose near ties reorder.)
+    if (tolerance == kLogprobTolerance) {
+      ASSERT_EQ(batched.tops[i].size(), reference.tops[i].size()) << "prompt " << i;
+      for (size_t t = 0; t < batched.tops[i].size(); t += 2) {
+        EXPECT_EQ(batched.tops[i][t], reference.tops[i][t]) << "prompt " << i << " top-5 entry " << t / 2;
+        EXPECT_NEAR(batched.tops[i][t + 1], reference.tops[i][t + 1], tolerance) << "prompt " << i;
+      }
+    }
     ASSERT_EQ(batched.logprobs[i].size(), reference.logprobs[i].size());
     double worst = 0;
     for (size_t t = 0; t < batched.logprobs[i].size(); ++t) {
@@ -282,6 +303,19 @@ TEST(World2, MixtralTensorParallel2Int4) {
   check_model("mixtral-int4", model_dir("tinystories-mixtral-3.6m") / "gguf" / "tinystories-mixtral-3.6m-f16.gguf",
               model_dir("tinystories-mixtral-3.6m") / "golden" / "golden.json", 2, 1, DType::kI4, 0.05);
 }
+// BF16 and FP8 KV (dynamic per-token scales): each rank stores its own heads' K / V rows,
+// computed from the same weight rows as in one process, so the pages hold the same values and
+// only the split sums differ. MLA's latent row is replicated, every rank storing it whole.
+TEST(World2, MixtralTensorParallel2Fp8Kv) {
+  check_model("mixtral-fp8kv", model_dir("tinystories-mixtral-3.6m") / "gguf" / "tinystories-mixtral-3.6m-f16.gguf",
+              model_dir("tinystories-mixtral-3.6m") / "golden" / "golden.json", 2, 1, std::nullopt, kLogprobTolerance,
+              DType::kFP8E4M3);
+}
+TEST(World2, DeepSeekV3TensorParallel2Bf16Kv) {
+  const std::filesystem::path dir = std::filesystem::path(DENSA_SOURCE_DIR) / "tests/data/reference/deepseek_v3";
+  check_model("deepseek_v3-bf16kv", dir, dir / "golden.json", 2, 1, std::nullopt, kLogprobTolerance, DType::kBF16);
+}
+
 // Expert parallel slices no matrix: Q4_0 (repacked to the W4A8 layout) gives one process's
 // values and, top-2 partial sums adding in the same order, its logprobs.
 TEST(World2, MixtralExpertParallel2Q4_0) {
