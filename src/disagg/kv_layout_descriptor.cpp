@@ -43,7 +43,8 @@ bool valid_format(const KvLayoutDescriptor& d) {
   if (l.dtype != DType::kFP8E4M3) return false;
   if (l.scale_mode == KvScaleMode::kDynamic) return true;
   if (l.scale_mode != KvScaleMode::kStatic) return false;
-  if (d.static_scales.size() != static_cast<size_t>(l.num_layers) * 2 * l.num_kv_heads) return false;
+  // [layer][k|v][kv head] (GQA) or [layer][c_kv|k_pe] (latent).
+  if (d.static_scales.size() != static_cast<size_t>(l.num_layers) * 2 * (l.is_latent() ? 1 : l.num_kv_heads)) return false;
   for (float s : d.static_scales) {
     if (!std::isfinite(s) || s <= 0.0f) return false;
   }
@@ -60,8 +61,11 @@ Status check_compatible(const KvLayoutDescriptor& from, const KvLayoutDescriptor
   }
   const KvLayout& a = from.layout;
   const KvLayout& b = to.layout;
-  if (a.is_latent() || b.is_latent()) {
-    return kv_layout_mismatch("MLA latent KV pages cannot be transferred yet (only per-head K/V pages)");
+  if (a.latent_dim != b.latent_dim) return differs("latent_dim", a.latent_dim, b.latent_dim);
+  if (a.index_dim != b.index_dim) return differs("index_dim", a.index_dim, b.index_dim);
+  if (a.is_latent() && (a.scale_mode == KvScaleMode::kStatic || b.scale_mode == KvScaleMode::kStatic) &&
+      !(a.dtype == b.dtype && a.scale_mode == b.scale_mode && from.static_scales == to.static_scales)) {
+    return kv_layout_mismatch("latent (MLA) KV with static fp8 scales moves only to the same format");
   }
   if (a.num_layers != b.num_layers) return differs("num_layers", a.num_layers, b.num_layers);
   if (a.num_kv_heads != b.num_kv_heads) return differs("num_kv_heads", a.num_kv_heads, b.num_kv_heads);
@@ -120,6 +124,8 @@ json descriptor_to_json(const KvLayoutDescriptor& d) {
             {"num_kv_heads", d.layout.num_kv_heads},
             {"head_dim", d.layout.head_dim},
             {"page_size", d.layout.page_size},
+            {"latent_dim", d.layout.latent_dim},
+            {"index_dim", d.layout.index_dim},
             {"dtype", std::string(dtype_name(d.layout.dtype))},
             {"scale_mode", kv_scale_mode_name(d.layout.scale_mode)},
             {"page_bytes", d.layout.page_bytes()}};
@@ -140,6 +146,12 @@ Result<KvLayoutDescriptor> descriptor_from_json(const json& j) {
       !read_dim(j, "num_kv_heads", d.layout.num_kv_heads, error) || !read_dim(j, "head_dim", d.layout.head_dim, error) ||
       !read_dim(j, "page_size", d.layout.page_size, error)) {
     return error;
+  }
+  // MLA's latent row width and DSA's index key width: absent means 0 (per-head K / V pages).
+  for (const char* key : {"latent_dim", "index_dim"}) {
+    if (j.contains(key) && !read_dim(j, key, std::string(key) == "latent_dim" ? d.layout.latent_dim : d.layout.index_dim, error)) {
+      return error;
+    }
   }
   const json* dtype = string_field(j, "dtype", error);
   if (dtype == nullptr) return error;

@@ -35,7 +35,8 @@ Status check_compatible(const KvLayoutDescriptor& from, const KvLayoutDescriptor
 
 // The descriptor as JSON (GET /disagg/v1/layout; the "layout" of a prefill order):
 //   {"model_fingerprint":"<16 hex digits>","num_layers","num_kv_heads","head_dim","page_size",
-//    "dtype","scale_mode","page_bytes"[,"static_scales":[..]]}
+//    "latent_dim","index_dim","dtype","scale_mode","page_bytes"[,"static_scales":[..]]}
+// (latent_dim: MLA's latent row, index_dim: DSA's index key; 0 or absent for per-head K / V.)
 // descriptor_from_json reads what another worker sent: invalid_argument naming the field when
 // one is missing, of the wrong type or out of range (never an exception), kv_layout_mismatch
 // for a dtype or scale mode this build does not know. page_bytes is informational (derived).

@@ -19,11 +19,12 @@ float load_f32(const uint8_t* p) {
   return x;
 }
 
-// Row (layer, kv, head, slot) of `page` in format `f`, as f32.
-void decode_row(const KvPageFormat& f, const uint8_t* page, int layer, int kv, int head, int slot, float* out) {
+// Row `r` of (layer, slot) of `page` in format `f`, as f32: GQA rows are (k|v, kv head), r =
+// kv * num_kv_heads + head; an MLA page has one latent row per layer and slot.
+void decode_row(const KvPageFormat& f, const uint8_t* page, int layer, int r, int slot, float* out) {
   const KvLayout& L = f.layout;
-  const uint8_t* row = page + L.data_offset(layer, kv, head, slot);
-  const int hd = L.head_dim;
+  const uint8_t* row = page + L.row_offset(layer, r, slot);
+  const int hd = L.row_dim();
   switch (L.dtype) {
     case DType::kF32:
       std::memcpy(out, row, static_cast<size_t>(hd) * 4);
@@ -37,9 +38,10 @@ void decode_row(const KvPageFormat& f, const uint8_t* page, int layer, int kv, i
       return;
     }
     default: {
+      // Static scales are [layer][k|v][kv head], row r's at layer * rows + r (GQA only).
       const float s = L.scale_mode == KvScaleMode::kStatic
-                          ? f.static_scales[(static_cast<size_t>(layer) * 2 + kv) * L.num_kv_heads + head]
-                          : load_f32(page + L.scale_offset(layer, kv, head, slot));
+                          ? f.static_scales[static_cast<size_t>(layer) * L.rows_per_layer() + r]
+                          : load_f32(page + L.row_scale_offset(layer, r, slot));
       const float* table = fp8_e4m3_decode_table();
       for (int d = 0; d < hd; ++d) out[d] = table[row[d]] * s;
       return;
@@ -47,11 +49,11 @@ void decode_row(const KvPageFormat& f, const uint8_t* page, int layer, int kv, i
   }
 }
 
-// Stores the f32 row the way kv_store does.
-void encode_row(const KvPageFormat& f, uint8_t* page, int layer, int kv, int head, int slot, const float* in) {
+// Stores the f32 row the way kv_store (GQA) and mla_kv_store (latent, dynamic scales) do.
+void encode_row(const KvPageFormat& f, uint8_t* page, int layer, int r, int slot, const float* in) {
   const KvLayout& L = f.layout;
-  uint8_t* row = page + L.data_offset(layer, kv, head, slot);
-  const int hd = L.head_dim;
+  uint8_t* row = page + L.row_offset(layer, r, slot);
+  const int hd = L.row_dim();
   switch (L.dtype) {
     case DType::kF32:
       std::memcpy(row, in, static_cast<size_t>(hd) * 4);
@@ -66,13 +68,13 @@ void encode_row(const KvPageFormat& f, uint8_t* page, int layer, int kv, int hea
     default: {
       float s;
       if (L.scale_mode == KvScaleMode::kStatic) {
-        s = f.static_scales[(static_cast<size_t>(layer) * 2 + kv) * L.num_kv_heads + head];
+        s = f.static_scales[static_cast<size_t>(layer) * L.rows_per_layer() + r];
       } else {
         float amax = 0.0f;
         for (int d = 0; d < hd; ++d) amax = std::max(amax, std::fabs(in[d]));
         s = amax / kFp8E4M3Max;
         if (!(s >= FLT_MIN)) s = 0.0f;
-        std::memcpy(page + L.scale_offset(layer, kv, head, slot), &s, 4);
+        std::memcpy(page + L.row_scale_offset(layer, r, slot), &s, 4);
       }
       if (s > 0.0f) {
         fp8_e4m3_encode(std::span<const float>(in, hd), s, std::span<uint8_t>(row, hd));
@@ -98,28 +100,36 @@ void convert_kv_page(const KvPageFormat& from, const uint8_t* src, const KvPageF
   const KvLayout& A = from.layout;
   const KvLayout& B = to.layout;
   CHECK(A.num_layers == B.num_layers && A.num_kv_heads == B.num_kv_heads && A.head_dim == B.head_dim &&
-        A.page_size == B.page_size)
+        A.latent_dim == B.latent_dim && A.index_dim == B.index_dim && A.page_size == B.page_size)
       << "convert_kv_page between different KV shapes";
   CHECK(num_tokens >= 0 && num_tokens <= B.page_size) << "num_tokens " << num_tokens;
+  // A latent row's static scales are two per layer (c_kv | k_pe), split where the layout does
+  // not say: such pages move only as they are (check_compatible refuses a conversion).
+  CHECK(!B.is_latent() || same_kv_format(from, to) ||
+        (A.scale_mode != KvScaleMode::kStatic && B.scale_mode != KvScaleMode::kStatic))
+      << "latent KV pages with static scales convert only to the same format";
   std::memset(dst, 0, static_cast<size_t>(B.page_bytes()));
   const bool copy = same_kv_format(from, to);
-  const size_t row_bytes = static_cast<size_t>(B.head_dim * B.elem_bytes());
-  std::vector<float> row(static_cast<size_t>(B.head_dim));
+  const size_t row_bytes = static_cast<size_t>(B.row_bytes());
+  std::vector<float> row(static_cast<size_t>(B.row_dim()));
   for (int l = 0; l < B.num_layers; ++l) {
-    for (int kv = 0; kv < 2; ++kv) {
-      for (int h = 0; h < B.num_kv_heads; ++h) {
-        for (int t = 0; t < num_tokens; ++t) {
-          if (copy) {
-            std::memcpy(dst + B.data_offset(l, kv, h, t), src + A.data_offset(l, kv, h, t), row_bytes);
-            if (B.scale_mode == KvScaleMode::kDynamic) {
-              std::memcpy(dst + B.scale_offset(l, kv, h, t), src + A.scale_offset(l, kv, h, t), 4);
-            }
-            continue;
+    for (int r = 0; r < B.rows_per_layer(); ++r) {
+      for (int t = 0; t < num_tokens; ++t) {
+        if (copy) {
+          std::memcpy(dst + B.row_offset(l, r, t), src + A.row_offset(l, r, t), row_bytes);
+          if (B.scale_mode == KvScaleMode::kDynamic) {
+            std::memcpy(dst + B.row_scale_offset(l, r, t), src + A.row_scale_offset(l, r, t), 4);
           }
-          decode_row(from, src, l, kv, h, t, row.data());
-          encode_row(to, dst, l, kv, h, t, row.data());
+          continue;
         }
+        decode_row(from, src, l, r, t, row.data());
+        encode_row(to, dst, l, r, t, row.data());
       }
+    }
+    // DSA: the indexer's FP8 keys and their scales are stored alike whatever the KV dtype.
+    for (int t = 0; t < num_tokens && B.index_dim > 0; ++t) {
+      std::memcpy(dst + B.index_key_offset(l, t), src + A.index_key_offset(l, t), static_cast<size_t>(B.index_dim));
+      std::memcpy(dst + B.index_scale_offset(l, t), src + A.index_scale_offset(l, t), 4);
     }
   }
 }

@@ -5,6 +5,8 @@
 // message is kept.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +120,79 @@ TEST(KvPageConvert, Bf16ToFp8DynamicEqualsReferenceQuantization) {
             ASSERT_EQ(dst[to.data_offset(l, kv, h, t) + d], want) << l << kv << h << t << " d" << d;
           }
         }
+}
+
+// MLA + DSA pages: one latent row per (layer, slot), then the indexer's FP8 keys and scales.
+KvLayout latent_layout(DType dtype, KvScaleMode mode) {
+  KvLayout l;
+  l.num_layers = 2;
+  l.page_size = 8;
+  l.latent_dim = 40;  // kv_lora_rank 32 + rope 8
+  l.index_dim = 16;
+  l.dtype = dtype;
+  l.scale_mode = mode;
+  return l;
+}
+
+TEST(KvPageConvert, LatentBf16ToFp8DynamicQuantizesEachRowAndKeepsTheIndexKeys) {
+  const KvLayout from = latent_layout(DType::kBF16, KvScaleMode::kNone);
+  const KvLayout to = latent_layout(DType::kFP8E4M3, KvScaleMode::kDynamic);
+  std::vector<uint8_t> src = random_bf16_page(from, 11);
+  for (int l = 0; l < 2; ++l) {  // index keys: arbitrary codes and a positive scale
+    for (int t = 0; t < 8; ++t) {
+      for (int d = 0; d < 16; ++d) src[static_cast<size_t>(from.index_key_offset(l, t) + d)] = static_cast<uint8_t>(7 * t + d + l);
+      const float sc = 0.5f + static_cast<float>(t + l);
+      std::memcpy(&src[static_cast<size_t>(from.index_scale_offset(l, t))], &sc, 4);
+    }
+  }
+  std::vector<uint8_t> dst(static_cast<size_t>(to.page_bytes()), 0xab);
+  const int num_tokens = 5;
+  convert_kv_page({from, {}}, src.data(), {to, {}}, num_tokens, dst.data());
+  for (int l = 0; l < 2; ++l) {
+    for (int t = 0; t < 8; ++t) {
+      float row[40];
+      for (int d = 0; d < 40; ++d) row[d] = bf16_at(src, from.row_offset(l, 0, t) + 2 * d);
+      float scale;
+      std::memcpy(&scale, &dst[static_cast<size_t>(to.row_scale_offset(l, 0, t))], 4);
+      const float want_scale = t < num_tokens ? ref::kv_fp8_dynamic_scale(row, 40) : 0.0f;
+      ASSERT_EQ(scale, want_scale) << l << " " << t;
+      for (int d = 0; d < 40; ++d) {
+        const uint8_t want = t < num_tokens ? fp8_e4m3_from_f32(row[d] / want_scale) : 0;
+        ASSERT_EQ(dst[static_cast<size_t>(to.row_offset(l, 0, t) + d)], want) << l << " " << t << " d" << d;
+      }
+      for (int d = 0; d < 16; ++d) {
+        const uint8_t want = t < num_tokens ? src[static_cast<size_t>(from.index_key_offset(l, t) + d)] : 0;
+        ASSERT_EQ(dst[static_cast<size_t>(to.index_key_offset(l, t) + d)], want) << "index key " << l << " " << t;
+      }
+      ASSERT_EQ(std::memcmp(&dst[static_cast<size_t>(to.index_scale_offset(l, t))],
+                            t < num_tokens ? &src[static_cast<size_t>(from.index_scale_offset(l, t))] : std::vector<uint8_t>(4, 0).data(), 4),
+                0) << "index scale " << l << " " << t;
+    }
+  }
+}
+
+TEST(KvLayoutDescriptor, LatentLayoutsTravelAndMustAgree) {
+  KvLayoutDescriptor a{0x1234, latent_layout(DType::kBF16, KvScaleMode::kNone), {}};
+  KvLayoutDescriptor b{0x1234, latent_layout(DType::kFP8E4M3, KvScaleMode::kDynamic), {}};
+  EXPECT_TRUE(check_compatible(a, b).is_ok());
+  auto back = descriptor_from_json(descriptor_to_json(b));
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back->layout.latent_dim, 40);
+  EXPECT_EQ(back->layout.index_dim, 16);
+  EXPECT_EQ(back->layout.page_bytes(), b.layout.page_bytes());
+  KvLayoutDescriptor c = b;
+  c.layout.latent_dim = 48;
+  EXPECT_NE(check_compatible(a, c).message().find("latent_dim"), std::string::npos);
+  c = b;
+  c.layout.index_dim = 0;
+  EXPECT_NE(check_compatible(a, c).message().find("index_dim"), std::string::npos);
+  // Static latent scales split each row at kv_lora_rank, which the layout does not carry:
+  // such pages move only unconverted.
+  KvLayoutDescriptor st{0x1234, latent_layout(DType::kFP8E4M3, KvScaleMode::kStatic), std::vector<float>(4, 0.02f)};
+  const Status s = check_compatible(a, st);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("static"), std::string::npos) << s.message();
+  EXPECT_TRUE(check_compatible(st, st).is_ok());
 }
 
 TEST(KvPageConvert, Bf16ToFp8StaticUsesTheReceiversScales) {

@@ -173,6 +173,74 @@ TEST_P(ServeMlaFamilies, GreedyOverHttpEqualsTheEngineAndFollowsTheGolden) {
   fs::remove_all(dir);
 }
 
+// Prefill / decode disaggregation on the latent (MLA, MLA + DSA) KV layouts: a `--role prefill`
+// and a `--role decode` server exchange the prompt's latent pages (and GLM-5's FP8 index keys)
+// over UCX. With BF16 on both sides the pages move as they are, so every completion equals the
+// colocated server's token for token and logprob for logprob. A decode worker with FP8 KV gets
+// them converted on the sender (one FP8 latent row and its scale in place of the BF16 row; the
+// index keys as they are), the wire carries fewer bytes, and the answers come back whole.
+class DisaggMlaFamilies : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DisaggMlaFamilies, PrefillToDecodeEqualsColocated) {
+  const std::string name = GetParam();
+  const fs::path dir = checkpoint(name);
+  const std::vector<Prompt> ps = golden(name == "glm_moe_dsa" ? ref(name) : deepseek_v3_ref_dir());
+  const std::vector<std::string> common = {"--bf16-activations", "f32", "--page-size", "4", "--chunked-prefill-size", "5",
+                                           "--served-model-name", "m"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  ServerProcess colocated(with({}), dir.string());
+  ServerProcess prefill(with({"--role", "prefill"}), dir.string());
+  ServerProcess decode(with({"--role", "decode"}), dir.string());
+  ServerProcess decode_fp8(with({"--role", "decode", "--kv-dtype", "fp8"}), dir.string());
+  for (ServerProcess* s : {&colocated, &prefill, &decode, &decode_fp8}) ASSERT_TRUE(s->wait_ready()) << name;
+  const std::string header = "-H " + shell_quote("X-Densa-Prefill-Url: http://127.0.0.1:" + std::to_string(prefill.port()));
+  auto bytes_sent = [&] {
+    const std::string m = prefill.get("/metrics").body;
+    const std::string key = "\ndensa_kv_transfer_bytes_total ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? -1.0 : std::atof(m.c_str() + at + key.size());
+  };
+  double bf16_bytes = 0, fp8_bytes = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const json body = {{"prompt", ps[i].ids}, {"max_tokens", ps[i].greedy.size()}, {"temperature", 0},
+                       {"ignore_eos", true}, {"logprobs", 0}};
+    const CurlResponse want = colocated.post("/v1/completions", body.dump());
+    ASSERT_EQ(want.status, 200) << want.body;
+    double before = bytes_sent();
+    const CurlResponse got = decode.post("/v1/completions", body.dump(), header);
+    ASSERT_EQ(got.status, 200) << got.body << decode.log() << prefill.log();
+    bf16_bytes += bytes_sent() - before;
+    const json w = json::parse(want.body), g = json::parse(got.body);
+    EXPECT_EQ(g["choices"][0]["logprobs"]["tokens"], w["choices"][0]["logprobs"]["tokens"]) << name << " prompt " << i;
+    EXPECT_EQ(g["choices"][0]["logprobs"]["token_logprobs"], w["choices"][0]["logprobs"]["token_logprobs"])
+        << name << " prompt " << i << ": the same latent bytes and the same last-token compute";
+    before = bytes_sent();
+    const CurlResponse converted = decode_fp8.post("/v1/completions", body.dump(), header);
+    ASSERT_EQ(converted.status, 200) << converted.body << decode_fp8.log();
+    fp8_bytes += bytes_sent() - before;
+    EXPECT_EQ(json::parse(converted.body)["usage"]["completion_tokens"], ps[i].greedy.size());
+  }
+  EXPECT_GT(bf16_bytes, 0.0);
+  EXPECT_LT(fp8_bytes, 0.7 * bf16_bytes) << name << ": FP8 latent rows " << fp8_bytes << " bytes vs BF16 " << bf16_bytes;
+  const json layout = json::parse(decode_fp8.get("/disagg/v1/layout").body);
+  EXPECT_GT(layout["latent_dim"].get<int>(), 0) << layout.dump();
+  EXPECT_EQ(layout["index_dim"].get<int>() > 0, name == "glm_moe_dsa") << layout.dump();
+  for (ServerProcess* s : {&decode, &decode_fp8, &prefill}) {
+    const CurlResponse h = s->get("/health?audit=1");
+    EXPECT_EQ(h.status, 200) << h.body;
+    EXPECT_EQ(json::parse(h.body)["kv_pages_used"], 0) << "pages left in use";
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, DisaggMlaFamilies,
+                         ::testing::Values(std::string("glm_moe_dsa"), std::string("kimi_k25")),
+                         [](const auto& info) { return info.param; });
+
 INSTANTIATE_TEST_SUITE_P(Families, ServeMlaFamilies,
                          ::testing::Values(std::string("glm_moe_dsa"), std::string("kimi_k25"),
                                            std::string("glm4_moe_lite")),
