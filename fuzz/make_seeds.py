@@ -160,6 +160,10 @@ def kv_seeds():
     out("kv_layout", "fp8_dynamic.json", json.dumps({**fp8, "scale_mode": "dynamic", "static_scales": []}))
     out("kv_layout", "bf16.json", json.dumps({**fp8, "dtype": "bf16", "scale_mode": "none"}))
     out("kv_layout", "f32.json", json.dumps({**fp8, "dtype": "f32", "scale_mode": "none"}))
+    # MLA + DSA pages: a latent row of 12 and index keys of 4 per (layer, slot).
+    latent = {**fp8, "num_kv_heads": 0, "head_dim": 0, "latent_dim": 12, "index_dim": 4, "static_scales": []}
+    out("kv_layout", "latent_bf16.json", json.dumps({**latent, "dtype": "bf16", "scale_mode": "none"}))
+    out("kv_layout", "latent_fp8_dynamic.json", json.dumps({**latent, "scale_mode": "dynamic"}))
 
 
 def sse_seeds():
