@@ -24,6 +24,12 @@ if ! { ip netns add "$a" && ip netns add "$b" && ip link add "va$tag" type veth 
   echo "netns_world2: cannot create network namespaces (needs root): $(cat "$dir/ip.err")" >&2
   exit 77
 fi
+# Both ends up with carrier before any rank starts (a veth end set up before its peer reports
+# NO-CARRIER for a moment).
+for _ in $(seq 100); do
+  ip -n "$a" link show "va$tag" | grep -q 'state UP' && ip -n "$b" link show "vb$tag" | grep -q 'state UP' && break
+  sleep 0.05
+done
 cat >"$dir/agent" <<'AGENT'
 #!/bin/sh
 # Open MPI launch agent: "agent HOST CMD..." runs CMD in network namespace HOST.
@@ -36,7 +42,13 @@ printf '%s slots=1\n%s slots=1\n' "$a" "$b" >"$dir/hosts"
 MPI=(ip netns exec "$a" mpirun --allow-run-as-root --hostfile "$dir/hosts" -n 2 --mca plm_rsh_agent "$dir/agent"
      --mca btl self,tcp --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24")
 # Each rank in its own namespace: rank r sees only its own end of the link.
-where=$("${MPI[@]}" sh -c 'echo "$OMPI_COMM_WORLD_RANK $(ip -4 -o addr show | grep -o "'"$net"'\.[0-9]*")"' | sort)
+where=$("${MPI[@]}" sh -c 'echo "$OMPI_COMM_WORLD_RANK $(ip -4 -o addr show | grep -o "'"$net"'\.[0-9]*")"' 2>"$dir/where.err" | sort) || {
+  echo "netns_world2: mpirun across the namespaces failed:" >&2
+  cat "$dir/where.err" >&2
+  ip -n "$a" addr >&2
+  ip -n "$b" addr >&2
+  exit 1
+}
 echo "netns_world2: ranks and their addresses: $(echo "$where" | tr '\n' ';')"
 [ "$where" = "0 $net.1
 1 $net.2" ] || { echo "netns_world2: ranks are not in their own namespaces" >&2; exit 1; }
