@@ -91,7 +91,7 @@ fuzz_one() {
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo '?')
   if ((rc == 0)); then
-    printf '%-16s ok      %10s runs  %7s s CPU in %s s wall  cov %6s  corpus %5d\n' "$t" "$runs" "$cpu" \
+    printf '%-16s ok      %10s runs  %7s s CPU in at most %s s wall  cov %6s  corpus %5d\n' "$t" "$runs" "$cpu" \
       "$SECONDS_EACH" "$cov" "$(find "$corpus" -type f | wc -l)" >"$summary"
     echo "$t: ok"
   else
@@ -116,7 +116,11 @@ while ((running > 0)); do
   wait -n || failed=1
   running=$((running - 1))
 done
-echo "fuzz/run.sh: per target (${SECONDS_EACH} s wall each, ${JOBS} at a time):"
+if [ -n "${FUZZ_SEED:-}" ] || [ -n "${FUZZ_RUNS:-}" ]; then
+  echo "fuzz/run.sh: per target (seed ${FUZZ_SEED:-random}, ${FUZZ_RUNS:-unlimited} runs or ${SECONDS_EACH} s wall each, ${JOBS} at a time):"
+else
+  echo "fuzz/run.sh: per target (${SECONDS_EACH} s wall each, ${JOBS} at a time):"
+fi
 for t in "${targets[@]}"; do
   cat "$BUILD/fuzz-$t.summary" 2>/dev/null || printf '%-16s FAILED (no summary)\n' "$t"
 done
