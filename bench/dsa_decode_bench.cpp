@@ -11,12 +11,15 @@
 // (128 FP8 codes + an f32 scale, 132 B) and the latent rows of at most index_topk tokens (while
 // the context fits in index_topk, only the latent rows: the indexer does not run).
 //
-//   ./build/dsa_decode_bench [--rounds N] [--max-context N]
+//   ./build/dsa_decode_bench [--rounds N] [--max-context N] [--threads N]
+// --threads: a pool for all three kernels (default 1: no pool); the dense kernel splits its
+// heads over it, the indexer a decode query's positions.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -50,8 +53,11 @@ double time_ms(int rounds, Fn fn) {
   return median(t);
 }
 
-int run(int rounds, int max_context) {
-  std::printf("# one GLM-5-shaped layer, one decode query, 1 thread; ms per token (median of %d)\n", rounds);
+int run(int rounds, int max_context, int threads) {
+  std::unique_ptr<ThreadPool> pool_owner = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
+  ThreadPool* tp = pool_owner.get();
+  std::printf("# one GLM-5-shaped layer, one decode query, %d thread(s); ms per token (median of %d)\n", threads,
+              rounds);
   std::printf("%10s %12s %12s %12s %12s %8s %14s %14s\n", "context", "dense_mla", "dsa_total", "dsa_index",
               "dsa_attend", "ratio", "dense_kv_B", "dsa_kv_B");
   std::mt19937 rng(1);
@@ -95,17 +101,17 @@ int run(int rounds, int max_context) {
     std::vector<int32_t> sel(kTopk);
     int32_t count = 0;
     const double dense = time_ms(rounds, [&] {
-      paged_mla_attention(kv, 0, q.data(), kHeads, kLatent, 0.07f, seq, pos, out.data(), nullptr);
+      paged_mla_attention(kv, 0, q.data(), kHeads, kLatent, 0.07f, seq, pos, out.data(), tp);
     });
     const double index = time_ms(rounds, [&] {
-      dsa_select_topk(kv, 0, iq.data(), w.data(), kIndexHeads, 0.088f, kTopk, seq, pos, sel.data(), &count, nullptr);
+      dsa_select_topk(kv, 0, iq.data(), w.data(), kIndexHeads, 0.088f, kTopk, seq, pos, sel.data(), &count, tp);
     });
     const double attend = time_ms(rounds, [&] {
       if (count == T) {
-        paged_mla_attention(kv, 0, q.data(), kHeads, kLatent, 0.07f, seq, pos, out.data(), nullptr);
+        paged_mla_attention(kv, 0, q.data(), kHeads, kLatent, 0.07f, seq, pos, out.data(), tp);
       } else {
         paged_mla_attention_sparse(kv, 0, q.data(), kHeads, kLatent, 0.07f, seq, sel.data(), &count, kTopk,
-                                   out.data(), nullptr);
+                                   out.data(), tp);
       }
     });
     const int64_t row_bytes = int64_t{l.latent_dim} * 2, key_bytes = kIndexDim + 4;
@@ -122,15 +128,16 @@ int run(int rounds, int max_context) {
 }  // namespace densa
 
 int main(int argc, char** argv) {
-  int rounds = 5, max_context = 131072;
+  int rounds = 5, max_context = 131072, threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
     else if (a == "--max-context") max_context = std::atoi(argv[i + 1]);
+    else if (a == "--threads") threads = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: %s [--rounds N] [--max-context N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--rounds N] [--max-context N] [--threads N]\n", argv[0]);
       return 2;
     }
   }
-  return densa::run(std::max(1, rounds), std::max(512, max_context));
+  return densa::run(std::max(1, rounds), std::max(512, max_context), std::max(1, threads));
 }

@@ -42,6 +42,28 @@ void check_index_view(const KvView& kv) {
   CHECK(kv.layout.is_latent() && kv.layout.index_dim > 0) << "DSA needs a latent KV layout with index keys";
 }
 
+// The scores of positions [first, last] of one query into out[first .. last].
+void dsa_index_score_range(const KvView& kv, int layer, const float* q, const float* weights, int num_heads,
+                           float scale, int seq, int32_t first, int32_t last, float* out) {
+  const KvLayout& L = kv.layout;
+  const int D = L.index_dim;
+  const float* table = fp8_e4m3_decode_table();
+  std::vector<float> k(static_cast<size_t>(D));
+  for (int32_t p = first; p <= last; ++p) {
+    const uint8_t* page = kv.page_ptr(kv.page_of(seq, p));
+    const int slot = p % L.page_size;
+    const float s = load_f32(page + L.index_scale_offset(layer, slot));
+    const uint8_t* codes = page + L.index_key_offset(layer, slot);
+    for (int d = 0; d < D; ++d) k[d] = table[codes[d]] * s;
+    float total = 0.0f;
+    for (int h = 0; h < num_heads; ++h) {
+      const float dot = dot_lanes(q + static_cast<int64_t>(h) * D, k.data(), D);
+      total += weights[h] * std::max(0.0f, dot * scale);
+    }
+    out[p] = total;
+  }
+}
+
 }  // namespace
 
 void dsa_index_store(const KvView& kv, int layer, const float* keys, std::span<const int32_t> seq_idx,
@@ -68,25 +90,22 @@ void dsa_index_store(const KvView& kv, int layer, const float* keys, std::span<c
 }
 
 void dsa_index_scores(const KvView& kv, int layer, const float* q, const float* weights, int num_heads, float scale,
-                      int seq, int32_t pos, float* out) {
+                      int seq, int32_t pos, float* out, ThreadPool* pool) {
   check_index_view(kv);
-  const KvLayout& L = kv.layout;
-  const int D = L.index_dim;
-  const float* table = fp8_e4m3_decode_table();
-  std::vector<float> k(static_cast<size_t>(D));
-  for (int32_t p = 0; p <= pos; ++p) {
-    const uint8_t* page = kv.page_ptr(kv.page_of(seq, p));
-    const int slot = p % L.page_size;
-    const float s = load_f32(page + L.index_scale_offset(layer, slot));
-    const uint8_t* codes = page + L.index_key_offset(layer, slot);
-    for (int d = 0; d < D; ++d) k[d] = table[codes[d]] * s;
-    float total = 0.0f;
-    for (int h = 0; h < num_heads; ++h) {
-      const float dot = dot_lanes(q + static_cast<int64_t>(h) * D, k.data(), D);
-      total += weights[h] * std::max(0.0f, dot * scale);
-    }
-    out[p] = total;
+  // Positions in blocks of this many per pool job: enough work per job to pay for the hand-off.
+  constexpr int64_t kBlock = 1024;
+  const int64_t total = static_cast<int64_t>(pos) + 1;
+  if (pool != nullptr && pool->num_threads() > 1 && total > kBlock) {
+    pool->parallel_for((total + kBlock - 1) / kBlock, [&](int64_t b, int64_t e) {
+      for (int64_t blk = b; blk < e; ++blk) {
+        const int32_t first = static_cast<int32_t>(blk * kBlock);
+        const int32_t last = static_cast<int32_t>(std::min<int64_t>(total, (blk + 1) * kBlock)) - 1;
+        dsa_index_score_range(kv, layer, q, weights, num_heads, scale, seq, first, last, out);
+      }
+    });
+    return;
   }
+  dsa_index_score_range(kv, layer, q, weights, num_heads, scale, seq, 0, pos, out);
 }
 
 void dsa_select_topk(const KvView& kv, int layer, const float* q, const float* weights, int num_heads,
@@ -95,6 +114,9 @@ void dsa_select_topk(const KvView& kv, int layer, const float* q, const float* w
   check_index_view(kv);
   CHECK(topk > 0) << "index_topk " << topk;
   const int D = kv.layout.index_dim;
+  const int64_t n = static_cast<int64_t>(positions.size());
+  // Fewer queries than threads (decode): each query's scoring is split over the pool instead.
+  const bool split_scores = pool != nullptr && n < pool->num_threads();
   auto one = [&](int64_t i) {
     const int32_t pos = positions[i];
     int32_t* sel = selected + i * topk;
@@ -105,7 +127,7 @@ void dsa_select_topk(const KvView& kv, int layer, const float* q, const float* w
     }
     std::vector<float> s(static_cast<size_t>(pos) + 1);
     dsa_index_scores(kv, layer, q + i * num_heads * D, weights + i * num_heads, num_heads, scale, seq_idx[i], pos,
-                     s.data());
+                     s.data(), split_scores ? pool : nullptr);
     std::vector<int32_t> order(s.size());
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + topk, order.end(),
@@ -114,8 +136,7 @@ void dsa_select_topk(const KvView& kv, int layer, const float* q, const float* w
     std::copy(order.begin(), order.begin() + topk, sel);
     counts[i] = topk;
   };
-  const int64_t n = static_cast<int64_t>(positions.size());
-  if (pool == nullptr) {
+  if (pool == nullptr || split_scores) {
     for (int64_t i = 0; i < n; ++i) one(i);
   } else {
     pool->parallel_for(n, [&](int64_t b, int64_t e) {

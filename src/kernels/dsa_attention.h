@@ -35,8 +35,10 @@ void paged_mla_attention_sparse(const KvView& kv, int layer, const float* q, int
                                 const int32_t* counts, int topk, float* out, ThreadPool* pool);
 
 // The indexer score s_p of every stored position p <= pos of one query (the selection's
-// input), for tests and the benchmark. out: [pos + 1].
+// input), for tests and the benchmark. out: [pos + 1]. With a pool the positions are split
+// over its threads; each s_p is the same arithmetic either way, so the scores are the same
+// bits.
 void dsa_index_scores(const KvView& kv, int layer, const float* q, const float* weights, int num_heads, float scale,
-                      int seq, int32_t pos, float* out);
+                      int seq, int32_t pos, float* out, ThreadPool* pool = nullptr);
 
 }  // namespace densa

@@ -6,6 +6,8 @@
 // one, and greedy continuations through the Engine with F32, BF16 and FP8 KV.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -303,6 +305,47 @@ TEST(GlmMoeDsa, SelectionIsTheTopScores) {
       }
     }
   }
+}
+
+// A decode query over a long context: the scoring split over a pool of threads gives the same
+// bits as one thread, and the selection (one query, fewer queries than threads: the split path)
+// is the same.
+TEST(GlmMoeDsa, ScoresSplitOverThePoolAreTheSameBits) {
+  KvLayout l;
+  l.num_layers = 1;
+  l.page_size = 16;
+  l.dtype = DType::kBF16;
+  l.latent_dim = 40;
+  l.index_dim = 16;
+  const int T = 5000, Hi = 4, topk = 64;
+  const int num_pages = (T + l.page_size - 1) / l.page_size;
+  Result<PagePool> made = PagePool::create(l, l.page_bytes() * num_pages);
+  ASSERT_TRUE(made.is_ok());
+  PagePool p = std::move(made).value();
+  std::vector<int32_t> pages;
+  for (int i = 0; i < num_pages; ++i) pages.push_back(p.allocate()->value);
+  std::shuffle(pages.begin(), pages.end(), std::mt19937(3));
+  const std::vector<int32_t> offsets = {0, num_pages};
+  KvView kv{l, p.base(), pages, offsets, nullptr};
+  const std::vector<float> keys = testing::normal_floats(T * 16, 21);
+  std::vector<int32_t> seq(T, 0), pos(T);
+  std::iota(pos.begin(), pos.end(), 0);
+  dsa_index_store(kv, 0, keys.data(), seq, pos);
+  const std::vector<float> q = testing::normal_floats(Hi * 16, 22);
+  const std::vector<float> wts = {0.7f, -0.3f, 0.2f, 0.5f};
+  ThreadPool two(2);
+  std::vector<float> alone(T), split(T);
+  dsa_index_scores(kv, 0, q.data(), wts.data(), Hi, 0.25f, 0, T - 1, alone.data());
+  dsa_index_scores(kv, 0, q.data(), wts.data(), Hi, 0.25f, 0, T - 1, split.data(), &two);
+  EXPECT_EQ(std::memcmp(alone.data(), split.data(), alone.size() * sizeof(float)), 0);
+  const std::vector<int32_t> last_seq = {0}, last_pos = {T - 1};
+  std::vector<int32_t> sel_alone(topk), sel_split(topk), n_alone(1), n_split(1);
+  dsa_select_topk(kv, 0, q.data(), wts.data(), Hi, 0.25f, topk, last_seq, last_pos, sel_alone.data(), n_alone.data(),
+                  nullptr);
+  dsa_select_topk(kv, 0, q.data(), wts.data(), Hi, 0.25f, topk, last_seq, last_pos, sel_split.data(), n_split.data(),
+                  &two);
+  EXPECT_EQ(sel_alone, sel_split);
+  EXPECT_EQ(n_split[0], topk);
 }
 
 struct EngineRun {
