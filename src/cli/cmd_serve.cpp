@@ -1,7 +1,6 @@
 // `densa serve`: the OpenAI-compatible HTTP server on one engine. SIGINT / SIGTERM stop it
 // gracefully: no new connections, open streams end, the engine drains and shuts down.
 #include <pthread.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/model_path.h"
 #include "cli/parallel_options.h"
+#include "core/process_memory.h"
 #include "engine/engine.h"
 #include "model/model_loader.h"
 #include "server/http_server.h"
@@ -116,14 +116,6 @@ Result<std::optional<KvScales>> kv_scales_from_flag(const std::string& flag, con
     return std::optional<KvScales>(std::move(scales));
   }
   return invalid_argument("--kv-scales must be dynamic, calibrate[=FILE] or checkpoint, not \"" + flag + "\"");
-}
-
-// This process's resident set (/proc/self/statm), 0 where it cannot be read.
-int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t pages = 0, resident = 0;
-  if (!(statm >> pages >> resident)) return 0;
-  return resident * sysconf(_SC_PAGESIZE);
 }
 
 int fail(const std::string& message) {

@@ -34,10 +34,10 @@ class Communicator {
   // `root`'s bytes reach every rank (*bytes resized there). With `wait_forever` the receivers
   // wait without the timeout: a follower idles there while the server has no work.
   virtual void broadcast(std::vector<uint8_t>* bytes, int root, bool wait_forever = false) = 0;
-  // Every rank's value, in rank order.
-  virtual std::vector<int64_t> all_gather(int64_t value) = 0;
   // Every rank's `values` (the same count on every rank), concatenated in rank order.
   virtual std::vector<int64_t> all_gather(const std::vector<int64_t>& values) = 0;
+  // Every rank's value, in rank order.
+  std::vector<int64_t> all_gather(int64_t value) { return all_gather(std::vector<int64_t>{value}); }
   // The ranks that passed the same `color`, ordered by `key` then rank.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   // Prints `why` naming this rank and ends the whole group with a non-zero exit.
@@ -74,6 +74,12 @@ struct ParallelComms {
   Communicator* world = nullptr;
   Communicator* tp = nullptr;
   bool leader() const { return world == nullptr || world->rank() == 0; }
+  // More than one rank: batches go to followers, products are summed over groups.
+  bool spans_ranks() const { return world != nullptr && world->size() > 1; }
+  // Rank 0's time inside collectives on both groups (Communicator::busy_seconds).
+  double busy_seconds() const {
+    return (world != nullptr ? world->busy_seconds() : 0.0) + (tp != nullptr ? tp->busy_seconds() : 0.0);
+  }
 };
 
 }  // namespace densa

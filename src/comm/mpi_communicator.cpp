@@ -50,6 +50,7 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int world_rank() const override { return world_rank_; }
 
+  using Communicator::all_gather;
   double busy_seconds() const override { return busy_s_; }
 
   void all_reduce_sum(float* data, int64_t n) override {
@@ -84,15 +85,6 @@ class MpiCommunicator final : public Communicator {
     wait(&req, "broadcast (bytes)", false);
   }
 
-  std::vector<int64_t> all_gather(int64_t value) override {
-    const Busy busy(this);
-    std::vector<int64_t> out(static_cast<size_t>(size_));
-    MPI_Request req;
-    check(MPI_Iallgather(&value, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm_, &req), "all_gather");
-    wait(&req, "all_gather", false);
-    return out;
-  }
-
   std::vector<int64_t> all_gather(const std::vector<int64_t>& values) override {
     const Busy busy(this);
     if (values.size() > static_cast<size_t>(INT_MAX)) abort_group("all_gather of more than MPI's int count");
@@ -101,8 +93,8 @@ class MpiCommunicator final : public Communicator {
     MPI_Request req;
     check(MPI_Iallgather(values.data(), static_cast<int>(values.size()), MPI_INT64_T, out.data(),
                          static_cast<int>(values.size()), MPI_INT64_T, comm_, &req),
-          "all_gather (vector)");
-    wait(&req, "all_gather (vector)", false);
+          "all_gather");
+    wait(&req, "all_gather", false);
     return out;
   }
 

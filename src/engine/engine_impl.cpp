@@ -66,7 +66,7 @@ Result<PagePool> create_pool(const ModelWeights& weights, const EngineConfig& co
   Result<PagePool> pool = PagePool::create(layout, config.kv_cache_bytes);
   if (!pool.is_ok()) return pool.status();
   // Every rank must have the same pages: the leader's block tables name them.
-  if (config.parallel != nullptr && config.parallel->world != nullptr && config.parallel->world->size() > 1) {
+  if (config.parallel != nullptr && config.parallel->spans_ranks()) {
     const std::vector<int64_t> pages = config.parallel->world->all_gather(pool.value().num_total());
     for (size_t r = 1; r < pages.size(); ++r) {
       if (pages[r] != pages[0]) {

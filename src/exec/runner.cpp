@@ -9,8 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include <unistd.h>
-
+#include "core/process_memory.h"
 #include "kv/radix_cache.h"
 #include "sample/sampler.h"
 
@@ -84,6 +83,13 @@ void put_array(std::vector<uint8_t>& out, std::span<const int32_t> a) {
   if (!a.empty()) std::memcpy(out.data() + at + sizeof(n), a.data(), a.size_bytes());
 }
 
+// Starts `out` as a message of `kind`.
+void start_message(std::vector<uint8_t>& out, BatchMessage kind) {
+  const int32_t k = static_cast<int32_t>(kind);
+  out.assign(sizeof(k), 0);
+  std::memcpy(out.data(), &k, sizeof(k));
+}
+
 // Reads one array at *pos; false when the message is shorter than it says.
 bool get_array(const std::vector<uint8_t>& in, size_t* pos, std::vector<int32_t>* a) {
   int32_t n = 0;
@@ -99,13 +105,27 @@ bool get_array(const std::vector<uint8_t>& in, size_t* pos, std::vector<int32_t>
 
 }  // namespace
 
+KvView Runner::batch_view(PagePool& pool) const {
+  KvView kv;
+  kv.layout = pool.layout();
+  kv.pool = pool.base();
+  kv.block_table = block_table_;
+  kv.block_offsets = block_offsets_;
+  kv.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
+  return kv;
+}
+
+void Runner::check_page(const PagePool& pool, int32_t page) const {
+  if (page < 0 || page >= pool.num_total()) {
+    parallel_->world->abort_group("page " + std::to_string(page) + " outside this rank's pool");
+  }
+}
+
 void Runner::check_on_followers(const PagePool& pool, std::span<const BlockTable* const> tables,
                                 std::span<const IntegrityOverride> overrides, std::span<Request* const> requests,
                                 const KvIntegrityPolicy& policy, std::span<Status> verdicts) {
   Communicator& world = *parallel_->world;
-  message_.assign(sizeof(int32_t), 0);
-  const int32_t kind = static_cast<int32_t>(BatchMessage::kCheck);
-  std::memcpy(message_.data(), &kind, sizeof(kind));
+  start_message(message_, BatchMessage::kCheck);
   const int32_t head[3] = {static_cast<int32_t>(policy.mode), policy.sample_every, policy.digest_every};
   put_array(message_, head);
   std::vector<int32_t> per_table;  // [override, num_tokens, request id low, high] per table
@@ -153,7 +173,7 @@ void Runner::follower_check(PagePool& pool, size_t pos, FaultInjector* fault, in
       world.abort_group("a malformed integrity check message from the leader");
     }
     for (size_t i = 0; i < pages.size(); ++i) {
-      if (pages[i] < 0 || pages[i] >= pool.num_total()) world.abort_group("page " + std::to_string(pages[i]) + " outside this rank's pool");
+      check_page(pool, pages[i]);
       tables[k].append(PageId{pages[i]}, static_cast<uint32_t>(tags[i]));
       pool.mirror_page(PageId{pages[i]}, static_cast<uint32_t>(tags[i]), refs[i]);
     }
@@ -212,15 +232,8 @@ void Runner::follow(PagePool& pool, FaultInjector* fault) {
         seq_idx_.size() != tokens_.size()) {
       world.abort_group("a malformed batch message from the leader");
     }
-    for (int32_t p : block_table_) {
-      if (p < 0 || p >= pool.num_total()) world.abort_group("page " + std::to_string(p) + " outside this rank's pool");
-    }
-    KvView kv;
-    kv.layout = pool.layout();
-    kv.pool = pool.base();
-    kv.block_table = block_table_;
-    kv.block_offsets = block_offsets_;
-    kv.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
+    for (int32_t p : block_table_) check_page(pool, p);
+    const KvView kv = batch_view(pool);
     for (int32_t r : logit_rows_) {
       if (r < 0 || static_cast<size_t>(r) >= tokens_.size()) world.abort_group("a logit row outside the batch");
     }
@@ -237,22 +250,9 @@ void Runner::follow(PagePool& pool, FaultInjector* fault) {
   }
 }
 
-namespace {
-
-int64_t resident_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  long long pages = 0, resident = 0;
-  const int got = std::fscanf(f, "%lld %lld", &pages, &resident);
-  std::fclose(f);
-  return got == 2 ? resident * sysconf(_SC_PAGESIZE) : 0;
-}
-
-}  // namespace
-
-RankStats Runner::gather_stats() {
+void Runner::gather_stats() {
   Communicator& world = *parallel_->world;
-  const double comm = world.busy_seconds() + (parallel_->tp != nullptr ? parallel_->tp->busy_seconds() : 0.0);
+  const double comm = parallel_->busy_seconds();
   const std::vector<int64_t> all = world.all_gather(std::vector<int64_t>{
       resident_bytes(), weights_.weight_bytes(), static_cast<int64_t>(comm * 1e6), batches_});
   rank_stats_.assign(static_cast<size_t>(world.size()), RankStats{});
@@ -260,14 +260,11 @@ RankStats Runner::gather_stats() {
     const int64_t* v = all.data() + static_cast<size_t>(r) * 4;
     rank_stats_[static_cast<size_t>(r)] = RankStats{r, v[0], v[1], static_cast<double>(v[2]) / 1e6, v[3]};
   }
-  return rank_stats_[static_cast<size_t>(world.rank())];
 }
 
 void Runner::release_followers() {
-  if (parallel_ == nullptr || parallel_->world == nullptr || !parallel_->leader()) return;
-  message_.assign(sizeof(int32_t), 0);
-  const int32_t kind = static_cast<int32_t>(BatchMessage::kRelease);
-  std::memcpy(message_.data(), &kind, sizeof(kind));
+  if (parallel_ == nullptr || !parallel_->spans_ranks() || !parallel_->leader()) return;
+  start_message(message_, BatchMessage::kRelease);
   parallel_->world->broadcast(&message_, 0);
 }
 
@@ -296,7 +293,7 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     }
     std::vector<Status> verdicts(num_chunks, Status::ok());
     tracker_->verify_batch(pool, tables, overrides, verdicts);
-    if (parallel_ != nullptr && parallel_->world != nullptr && parallel_->world->size() > 1) {
+    if (spans_ranks()) {
       if (const std::optional<KvIntegrityPolicy> pol = tracker_->policy_for_followers()) {
         check_on_followers(pool, tables, overrides, requests, *pol, verdicts);
       }
@@ -337,16 +334,9 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
 
   const int32_t vocab = weights_.config.vocab_size;
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab));
-  KvView kv;
-  kv.layout = pool.layout();
-  kv.pool = pool.base();
-  kv.block_table = block_table_;
-  kv.block_offsets = block_offsets_;
-  kv.static_scales = static_scales_.empty() ? nullptr : static_scales_.data();
-  if (parallel_ != nullptr && parallel_->world != nullptr && parallel_->world->size() > 1) {
-    message_.assign(sizeof(int32_t), 0);
-    const int32_t kind = static_cast<int32_t>(BatchMessage::kBatch);
-    std::memcpy(message_.data(), &kind, sizeof(kind));
+  const KvView kv = batch_view(pool);
+  if (spans_ranks()) {
+    start_message(message_, BatchMessage::kBatch);
     put_array(message_, tokens_);
     put_array(message_, positions_);
     put_array(message_, seq_idx_);
@@ -364,10 +354,7 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
   forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_,
           logits_.data());
   ++batches_;
-  if (parallel_ != nullptr && parallel_->world != nullptr && parallel_->world->size() > 1 && stats_flag_.size() == 1 &&
-      stats_flag_[0] != 0) {
-    gather_stats();
-  }
+  if (spans_ranks() && stats_flag_[0] != 0) gather_stats();
   if (routing_ != nullptr) {
     const double forward_s = std::chrono::duration<double>(Clock::now() - forward_begin).count();
     routing_->record_step(scratch_.selected_experts, static_cast<int64_t>(tokens_.size()), scratch_.expert_seconds,

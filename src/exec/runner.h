@@ -102,7 +102,12 @@ class Runner {
   std::chrono::steady_clock::time_point last_stats_{};
   int64_t batches_ = 0;                 // forward passes this rank ran
   std::vector<int32_t> stats_flag_;     // [1]: 1 when a batch carries a stats gather
-  RankStats gather_stats();             // every rank calls it with the same batch
+  void gather_stats();                  // every rank calls it with the same batch
+  bool spans_ranks() const { return parallel_ != nullptr && parallel_->spans_ranks(); }
+  // The pool's pages under this batch's block tables (block_table_, block_offsets_).
+  KvView batch_view(PagePool& pool) const;
+  // A follower: a page id from the leader outside this rank's pool ends the group.
+  void check_page(const PagePool& pool, int32_t page) const;
   // Leader: the integrity check's tables sent to the followers and their verdicts merged.
   void check_on_followers(const PagePool& pool, std::span<const BlockTable* const> tables,
                           std::span<const IntegrityOverride> overrides, std::span<Request* const> requests,

@@ -204,7 +204,7 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
     const LayerWeights& lw = w.layers[l];
     rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn);
     mla_attention(cfg, lw, l, xn, n, batch, kv, inv_freq, attn_factor, scale, s, pool, proj);
-    if (s.parallel != nullptr && s.parallel->tp != nullptr) s.parallel->tp->all_reduce_sum(proj, n * H);
+    s.sum_over_tp(proj, n * H);
     for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
 
     ffn_sublayer(cfg, lw, l, x, xn, proj, n, s, selected + static_cast<int64_t>(l) * n * top_k, pool);

@@ -92,7 +92,10 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   }
   const int64_t Is = shared ? lw.shared_gate.rows : 0;
   float* in = grow(s.expert_in, M * H);
-  for (int64_t j = 0; j < M; ++j) std::copy_n(xn + s.expert_rows[j] * H, H, in + j * H);
+  for (int e = 0; e < E; ++e) {
+    if (lw.expert_gate[e].empty()) continue;  // another rank's expert: its rows are not read here
+    for (int64_t j = first[e]; j < first[e + 1]; ++j) std::copy_n(xn + s.expert_rows[j] * H, H, in + j * H);
+  }
   float* gate = grow(s.gate, M * I + n * Is);
   float* up = grow(s.up, M * I + n * Is);
   float* y = grow(s.expert_out, (M + (shared ? n : 0)) * H);
@@ -157,12 +160,12 @@ void ffn_sublayer(const ModelConfig& cfg, const LayerWeights& lw, int l, float* 
   rmsnorm(x, lw.ffn_norm.data(), n, H, cfg.rms_norm_eps, xn);
   if (cfg.is_moe_layer(l)) {
     moe_ffn(cfg, lw, xn, n, s, selected, pool, proj);
-    if (s.parallel != nullptr && s.parallel->world != nullptr) s.parallel->world->all_reduce_sum(proj, n * H);
+    s.sum_over_world(proj, n * H);
   } else {
     std::fill_n(selected, n * std::max(1, cfg.num_experts_per_tok), -1);
     const int64_t I = cfg.intermediate_size;
     swiglu_ffn(lw.w_gate, lw.w_up, lw.w_down, xn, n, grow(s.gate, n * I), grow(s.up, n * I), proj, pool);
-    if (s.parallel != nullptr && s.parallel->tp != nullptr) s.parallel->tp->all_reduce_sum(proj, n * H);
+    s.sum_over_tp(proj, n * H);
   }
   for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
 }
@@ -193,7 +196,7 @@ void final_logits(const ModelWeights& w, const ForwardBatch& batch, const float*
   matmul(w.lm_head, rows, num_logits, mine, pool);
   std::fill_n(logits, num_logits * V, 0.0f);
   for (int64_t j = 0; j < num_logits; ++j) std::copy_n(mine + j * part, part, logits + j * V + offset);
-  s.parallel->tp->all_reduce_sum(logits, num_logits * V);
+  s.sum_over_tp(logits, num_logits * V);
 }
 
 }  // namespace densa

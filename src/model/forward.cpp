@@ -85,7 +85,7 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
     kv_store(kv, l, k, v, batch.seq_idx, batch.positions);
     paged_attention(kv, l, q, cfg.num_heads, attn_scale, batch.seq_idx, batch.positions, attn, pool);
     matmul(lw.wo, attn, n, proj, pool);
-    if (s.parallel != nullptr && s.parallel->tp != nullptr) s.parallel->tp->all_reduce_sum(proj, n * H);
+    s.sum_over_tp(proj, n * H);
     for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
 
     // The next layer's K / V rows, asked for now so they arrive while this FFN's weights stream

@@ -54,6 +54,13 @@ struct ForwardScratch {
   // completes each row-parallel product with a sum over the group: after the attention output
   // projection and a dense FFN over `tp`, after a MoE FFN over `world`. Null: one process.
   const ParallelComms* parallel = nullptr;
+  // x[0, n) summed over the tp group / the world (no-ops for one process).
+  void sum_over_tp(float* x, int64_t n) const {
+    if (parallel != nullptr && parallel->tp != nullptr) parallel->tp->all_reduce_sum(x, n);
+  }
+  void sum_over_world(float* x, int64_t n) const {
+    if (parallel != nullptr && parallel->world != nullptr) parallel->world->all_reduce_sum(x, n);
+  }
 };
 
 // logits: [batch.logit_rows.size(), vocab] fp32 (may be null when there are no logit rows).

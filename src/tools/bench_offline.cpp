@@ -183,11 +183,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   const EngineConfig ec = bench_offline_engine_config(w, cfg);
   const int64_t all_prompt = int64_t{cfg.batch} * cfg.prompt_len;
   DENSA_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(w, ec));
-  auto comm_busy = [&] {
-    if (cfg.parallel == nullptr) return 0.0;
-    return (cfg.parallel->world != nullptr ? cfg.parallel->world->busy_seconds() : 0.0) +
-           (cfg.parallel->tp != nullptr ? cfg.parallel->tp->busy_seconds() : 0.0);
-  };
+  auto comm_busy = [&] { return cfg.parallel != nullptr ? cfg.parallel->busy_seconds() : 0.0; };
 
   BenchOfflineReport rep;
   rep.config = cfg;

@@ -55,17 +55,9 @@ TEST_P(DeepseekV3Engine, GreedyMatchesOracleAndGolden) {
   auto engine = std::move(created).value();
 
   const auto golden = read_json(ref_dir() / "golden.json");
-  std::vector<GenerateRequest> requests;
+  const std::vector<GenerateRequest> requests = testing::golden_greedy_requests(golden);
   std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const auto& p : golden["prompts"]) {
-    GenerateRequest r;
-    r.prompt = p["prompt_ids"].get<std::vector<TokenId>>();
-    r.sampling.temperature = 0.0f;
-    r.max_new_tokens = static_cast<int>(p["greedy_ids"].size());
-    r.ignore_eos = true;
-    requests.push_back(r);
-    streams.push_back(engine->submit(r).value());
-  }
+  for (const GenerateRequest& r : requests) streams.push_back(engine->submit(r).value());
   int idx = 0;
   for (const auto& p : golden["prompts"]) {
     const testing::Collected got = drain(*streams[idx]);
@@ -125,17 +117,9 @@ TEST(DeepseekV3Engine, StaticFp8ScalesMatchOracle) {
   ASSERT_TRUE(created.is_ok()) << created.status().to_string();
   auto engine = std::move(created).value();
   EXPECT_EQ(engine->kv_layout().scale_mode, KvScaleMode::kStatic);
-  std::vector<GenerateRequest> requests;
+  const std::vector<GenerateRequest> requests = testing::golden_greedy_requests(golden);
   std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const auto& p : golden["prompts"]) {
-    GenerateRequest r;
-    r.prompt = p["prompt_ids"].get<std::vector<TokenId>>();
-    r.sampling.temperature = 0.0f;
-    r.max_new_tokens = static_cast<int>(p["greedy_ids"].size());
-    r.ignore_eos = true;
-    requests.push_back(r);
-    streams.push_back(engine->submit(r).value());
-  }
+  for (const GenerateRequest& r : requests) streams.push_back(engine->submit(r).value());
   for (size_t i = 0; i < requests.size(); ++i) {
     const testing::Collected got = drain(*streams[i]);
     ASSERT_EQ(got.finish, FinishReason::kLength) << got.events.back().error.to_string();

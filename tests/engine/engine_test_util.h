@@ -39,6 +39,20 @@ inline std::vector<TokenId> oracle(const ModelWeights& w, const GenerateRequest&
   return generate(w, r.prompt, o, &oracle_threads(), [](TokenId, std::span<const float>) { return true; });
 }
 
+// A golden.json's prompts as greedy requests, each as long as its greedy_ids, past eos.
+inline std::vector<GenerateRequest> golden_greedy_requests(const nlohmann::json& golden) {
+  std::vector<GenerateRequest> out;
+  for (const auto& p : golden["prompts"]) {
+    GenerateRequest r;
+    r.prompt = p["prompt_ids"].get<std::vector<TokenId>>();
+    r.sampling.temperature = 0.0f;
+    r.max_new_tokens = static_cast<int>(p["greedy_ids"].size());
+    r.ignore_eos = true;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 struct Collected {
   std::vector<TokenId> tokens;
   std::vector<TokenEvent> events;

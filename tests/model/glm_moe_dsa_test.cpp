@@ -216,15 +216,21 @@ TEST(GlmMoeDsa, ShortContextEqualsDenseMla) {
   EXPECT_LT(max_abs_diff(sparse_logits, g.logits), 1e-3);
 }
 
+// One layer of latent rows (32 + 8) with DSA index keys of 16, for the kernel tests.
+KvLayout one_layer_dsa_layout(DType dtype, int page_size) {
+  KvLayout l;
+  l.num_layers = 1;
+  l.page_size = page_size;
+  l.dtype = dtype;
+  l.latent_dim = 40;
+  l.index_dim = 16;
+  return l;
+}
+
 // The sparse kernel over every position equals the dense kernel up to summation order, and
 // over a subset equals dense attention on a cache holding only that subset.
 TEST(GlmMoeDsa, SparseKernelAgainstDenseKernel) {
-  KvLayout l;
-  l.num_layers = 1;
-  l.page_size = 4;
-  l.dtype = DType::kF32;
-  l.latent_dim = 40;
-  l.index_dim = 16;
+  const KvLayout l = one_layer_dsa_layout(DType::kF32, 4);
   const int C = 32, H = 3, T = 11;
   Result<PagePool> made = PagePool::create(l, l.page_bytes() * 6);
   ASSERT_TRUE(made.is_ok());
@@ -265,12 +271,7 @@ TEST(GlmMoeDsa, SparseKernelAgainstDenseKernel) {
 
 // The selection: top-k of the indexer scores, ties to the lower position, ascending.
 TEST(GlmMoeDsa, SelectionIsTheTopScores) {
-  KvLayout l;
-  l.num_layers = 1;
-  l.page_size = 4;
-  l.dtype = DType::kBF16;
-  l.latent_dim = 40;
-  l.index_dim = 16;
+  const KvLayout l = one_layer_dsa_layout(DType::kBF16, 4);
   Result<PagePool> made = PagePool::create(l, l.page_bytes() * 4);
   ASSERT_TRUE(made.is_ok());
   PagePool p = std::move(made).value();
@@ -311,12 +312,7 @@ TEST(GlmMoeDsa, SelectionIsTheTopScores) {
 // bits as one thread, and the selection (one query, fewer queries than threads: the split path)
 // is the same.
 TEST(GlmMoeDsa, ScoresSplitOverThePoolAreTheSameBits) {
-  KvLayout l;
-  l.num_layers = 1;
-  l.page_size = 16;
-  l.dtype = DType::kBF16;
-  l.latent_dim = 40;
-  l.index_dim = 16;
+  const KvLayout l = one_layer_dsa_layout(DType::kBF16, 16);
   const int T = 5000, Hi = 4, topk = 64;
   const int num_pages = (T + l.page_size - 1) / l.page_size;
   Result<PagePool> made = PagePool::create(l, l.page_bytes() * num_pages);

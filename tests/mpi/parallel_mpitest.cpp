@@ -46,16 +46,8 @@ struct Run {
 };
 
 std::vector<GenerateRequest> golden_requests(const nlohmann::json& golden) {
-  std::vector<GenerateRequest> out;
-  for (const auto& p : golden["prompts"]) {
-    GenerateRequest r;
-    r.prompt = p["prompt_ids"].get<std::vector<TokenId>>();
-    r.sampling.temperature = 0.0f;
-    r.max_new_tokens = static_cast<int>(p["greedy_ids"].size());
-    r.ignore_eos = true;
-    r.num_top_logprobs = 5;  // the chosen token's and the top 5: the logits compared beyond greedy
-    out.push_back(r);
-  }
+  std::vector<GenerateRequest> out = testing::golden_greedy_requests(golden);
+  for (GenerateRequest& r : out) r.num_top_logprobs = 5;  // the chosen token's and the top 5: the logits beyond greedy
   return out;
 }
 
