@@ -157,7 +157,7 @@ TEST(GlmMoeDsa, GoldenLogitsF32Kv) {
 // the index_topk boundary. The bounds follow the other MLA family (deepseek_v3_test.cpp): a
 // rounded latent can flip a near-tie router or indexer choice, which moves that position's
 // logits by several units, so a share of positions may exceed the per-position bound.
-// Measured (XEON-2b): BF16 1 of 112 positions above 0.15 (max 3.1), top-1 112 of 112; FP8
+// Measured on these weights: BF16 1 of 112 positions above 0.15 (max 3.1), top-1 112 of 112; FP8
 // (dynamic per-token scales) 18 of 112 above 1.0 (max 8.2), top-1 96 of 112.
 struct KvBound {
   DType kv;
