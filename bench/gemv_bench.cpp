@@ -80,7 +80,9 @@ void fill_weights(DType dtype, uint8_t* p, int64_t rows, int64_t cols, uint32_t 
     case DType::kI4:
     case DType::kI8:
     case DType::kI32:
-    case DType::kU8: return;
+    case DType::kU8:
+    case DType::kA8G16:
+    case DType::kA8G32: return;
   }
 }
 

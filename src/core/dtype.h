@@ -21,6 +21,12 @@ enum class DType : uint8_t {
   kI8,
   kI32,
   kU8,
+  // GGUF K-quants, IQ4 and MXFP4 repacked at load (quant/affine8.h), rows of 128-column blocks:
+  // 128 uint8 codes, then the fp32 scale and the fp32 min of each group (value = code * scale
+  // + min, exact). kA8G16: groups of 16 (Q2_K, Q3_K, Q6_K), 192 bytes per block; kA8G32:
+  // groups of 32 (the others), 160 bytes.
+  kA8G16,
+  kA8G32,
 };
 
 std::string_view dtype_name(DType t);
@@ -33,6 +39,8 @@ constexpr int64_t dtype_block_elems(DType t) {
     case DType::kQ8_0:
     case DType::kQ4_0: return 32;
     case DType::kI4: return 2;
+    case DType::kA8G16:
+    case DType::kA8G32: return 128;
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
@@ -57,6 +65,8 @@ constexpr int64_t dtype_block_bytes(DType t) {
     case DType::kI8: return 1;
     case DType::kI32: return 4;
     case DType::kU8: return 1;
+    case DType::kA8G16: return 192;
+    case DType::kA8G32: return 160;
   }
   return 1;
 }

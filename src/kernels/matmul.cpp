@@ -38,7 +38,9 @@ bool matmul_supports(DType t) {
     case DType::kI4:
     case DType::kI8:
     case DType::kI32:
-    case DType::kU8: return false;
+    case DType::kU8:
+    case DType::kA8G16:
+    case DType::kA8G32: return false;
   }
   return false;
 }

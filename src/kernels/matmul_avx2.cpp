@@ -184,7 +184,9 @@ void matmul_rows_avx2(const WeightView& w, const float* x, int64_t n, float* y, 
     case DType::kI4:
     case DType::kI8:
     case DType::kI32:
-    case DType::kU8: break;
+    case DType::kU8:
+    case DType::kA8G16:
+    case DType::kA8G32: break;
   }
   CHECK(false) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
 }

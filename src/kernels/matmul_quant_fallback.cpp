@@ -1,4 +1,4 @@
-// Fallback matmul for FP8 / INT4 / INT8 weights. Per output element y[i, r] the reduction order is
+// Fallback matmul for FP8 / INT4 / INT8 / affine 8-bit weights. Per output element y[i, r] the reduction order is
 // fixed: the row is walked left to right, element k goes to accumulator lane k % 4, and the
 // lanes are summed as (l0 + l1) + (l2 + l3). Weights are decoded in chunks of kChunk elements
 // into a stack buffer and reused for a tile of up to kTile rows of x; neither the chunking nor
@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "quant/affine8.h"
 #include "quant/dequantize.h"
 
 namespace densa::matmul_internal {
@@ -39,14 +40,21 @@ void rows_kernel(const WeightView& w, const float* x, int64_t n, float* y, int64
 
 }  // namespace
 
-bool matmul_quant_fallback_supports(DType t) { return t == DType::kFP8E4M3 || t == DType::kI4 || t == DType::kI8; }
+bool matmul_quant_fallback_supports(DType t) {
+  return t == DType::kFP8E4M3 || t == DType::kI4 || t == DType::kI8 || is_affine8(t);
+}
 
 void matmul_quant_fallback_rows(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
                                 int64_t r_end) {
   CHECK(matmul_quant_fallback_supports(w.dtype)) << "matmul fallback: dtype " << dtype_name(w.dtype);
-  CHECK(w.dtype == DType::kFP8E4M3 ? w.scales_f32 != nullptr : (w.scales_bf16 != nullptr || w.scales_f16 != nullptr)) << "matmul fallback: missing scales";
-  CHECK(w.scale_rows > 0 && w.scale_cols > 0) << "matmul fallback: scale block " << w.scale_rows << "x" << w.scale_cols;
-  CHECK(w.cols % 2 == 0) << "matmul fallback: cols " << w.cols;
+  if (is_affine8(w.dtype)) {  // self-contained rows (scales and mins inside each block)
+    CHECK(w.layout == WeightLayout::kRows && w.cols % kAffine8Block == 0) << "matmul fallback: affine8 cols " << w.cols;
+  } else {
+    CHECK(w.dtype == DType::kFP8E4M3 ? w.scales_f32 != nullptr : (w.scales_bf16 != nullptr || w.scales_f16 != nullptr))
+        << "matmul fallback: missing scales";
+    CHECK(w.scale_rows > 0 && w.scale_cols > 0) << "matmul fallback: scale block " << w.scale_rows << "x" << w.scale_cols;
+    CHECK(w.cols % 2 == 0) << "matmul fallback: cols " << w.cols;
+  }
   if (n <= 0 || r_begin >= r_end) return;
   rows_kernel(w, x, n, y, r_begin, r_end);
 }

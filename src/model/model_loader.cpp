@@ -22,6 +22,7 @@
 #include "model/hf_tensor_inventory.h"
 #include "model/quantize_weights.h"
 #include "quant/dequantize.h"
+#include "quant/affine8.h"
 #include "quant/ggml_blocks.h"
 #include "text/gguf_bpe.h"
 #include "text/tokenizer_loader.h"
@@ -63,7 +64,8 @@ Status check_shape(const TensorSource& src, const RawTensor& t, const std::vecto
 
 bool is_matrix_dtype(DType t) {
   switch (t) {
-    case DType::kF32: case DType::kF16: case DType::kBF16: case DType::kQ8_0: case DType::kQ4_0: return true;
+    case DType::kF32: case DType::kF16: case DType::kBF16: case DType::kQ8_0: case DType::kQ4_0:
+    case DType::kA8G16: case DType::kA8G32: return true;
     case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8: return false;
   }
   return false;
@@ -115,7 +117,7 @@ Result<std::vector<float>> load_vector(const TensorSource& src, const std::strin
         break;
       }
       case DType::kQ8_0: case DType::kQ4_0: case DType::kFP8E4M3: case DType::kI4: case DType::kI8:
-      case DType::kI32: case DType::kU8:
+      case DType::kI32: case DType::kU8: case DType::kA8G16: case DType::kA8G32:
         return unimplemented(src.origin + ": tensor '" + name + "' has dtype " + std::string(dtype_name(t.dtype)) +
                              ", unsupported for norm vectors (supported: f32, f16, bf16)");
     }
@@ -375,9 +377,10 @@ bool ggml_type_of_dtype_known(uint32_t id) {
 
 // A GGUF tensor as a RawTensor: the mapped bytes for the DType formats (f32, f16, bf16, q8_0,
 // q4_0); the other block formats (quant/ggml_blocks.h: q4_1 ... q6_K, iq4_nl, iq4_xs, mxfp4)
-// dequantized once into an F32 buffer owned by w, the exact values ggml's dequantizer gives,
-// so the F32 kernels compute with exactly the file's weights (4 bytes per weight in memory).
-Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, ModelWeights& w,
+// converted once into a buffer owned by w: affine 8-bit rows (quant/affine8.h: the file's exact
+// values at 10-12 bits per weight, run by the W8A8 kernels) where rows are whole 128-column
+// blocks, else fp32, the values ggml's dequantizer gives (4 bytes per weight).
+Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, ModelWeights& w, bool affine8,
                                   std::map<std::string, RawTensor, std::less<>>& converted) {
   if (const auto it = converted.find(name); it != converted.end()) return it->second;
   const GgufTensorInfo* info = f.tensor_info(name);
@@ -394,6 +397,18 @@ Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, Mo
   if (t.dtype.has_value()) return RawTensor{t.name, *t.dtype, std::move(shape), t.data};
   int64_t numel = 1;
   for (int64_t d : t.ne) numel *= d;
+  const int64_t cols = t.ne.empty() ? 0 : t.ne[0];
+  if (const std::optional<DType> a8 = affine8_dtype_for_ggml(info->ggml_type);
+      a8.has_value() && affine8 && cols > 0 && cols % kAffine8Block == 0) {
+    const int64_t rows = numel / cols;
+    uint8_t* out = w.alloc_owned(static_cast<size_t>(rows * dtype_row_bytes(*a8, cols)));
+    if (affine8_from_ggml(info->ggml_type, t.data, rows, cols, out)) {
+      RawTensor r{t.name, *a8, std::move(shape), out};
+      converted.emplace(name, r);
+      return r;
+    }
+    // A non-finite scale somewhere: fp32 below keeps ggml's values (the buffer stays unused).
+  }
   auto* out = reinterpret_cast<float*>(w.alloc_owned(static_cast<size_t>(numel) * sizeof(float)));
   fmt->dequantize(t.data, numel, out);  // rows are whole blocks, so the tensor is one run of blocks
   RawTensor r{t.name, DType::kF32, std::move(shape), reinterpret_cast<const uint8_t*>(out)};
@@ -401,7 +416,8 @@ Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, Mo
   return r;
 }
 
-Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
+// affine8: the block types of quant/affine8.h in that form (for the kernels), else fp32.
+Result<ModelWeights> load_gguf(const std::filesystem::path& path, bool affine8) {
   DENSA_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path));
   ModelWeights w;
   w.source = path.string();
@@ -411,7 +427,9 @@ Result<ModelWeights> load_gguf(const std::filesystem::path& path) {
   src.origin = path.string();
   src.gguf = true;
   std::map<std::string, RawTensor, std::less<>> converted;  // each tensor converted once
-  src.get = [&f, &w, &converted](const std::string& name) { return gguf_raw_tensor(f, name, w, converted); };
+  src.get = [&f, &w, &converted, affine8](const std::string& name) {
+    return gguf_raw_tensor(f, name, w, affine8, converted);
+  };
   src.has = [&f](const std::string& name) { return f.has_tensor(name); };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
   DENSA_ASSIGN_OR_RETURN(std::optional<Tokenizer> tok, gguf_tokenizer(f));
@@ -473,11 +491,11 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
   return w;
 }
 
-Result<ModelWeights> load_stored(const std::filesystem::path& path) {
+Result<ModelWeights> load_stored(const std::filesystem::path& path, bool affine8) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return load_hf(path);
   if (!std::filesystem::exists(path, ec)) return not_found(path.string() + ": no such file or directory");
-  return load_gguf(path);
+  return load_gguf(path, affine8);
 }
 
 }  // namespace
@@ -494,7 +512,7 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
       return invalid_argument("lm_head: " + s.message());
     }
   }
-  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path));
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path, options.prepare_for_kernels && options.ggml_affine8));
   DENSA_RETURN_IF_ERROR(shard_weights(w, options.parallel));
   // Set before any conversion, so quantize-on-load and repacking write tiles directly.
   w.int4_tiles = options.prepare_for_kernels && options.int4_tiles && matmul_prefers_int4_tiles();

@@ -36,6 +36,12 @@ struct LoadOptions {
   // (WeightLayout::kInt8Tiles16) where the kernels read them (matmul_prefers_int8_tiles); false
   // keeps them row-major. The two layouts' kernels round differently (kernels/matmul.h).
   bool int8_tiles = true;
+  // With prepare_for_kernels: GGUF Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS and MXFP4 matrices
+  // whose rows are whole 128-column blocks are held as affine 8-bit rows (quant/affine8.h, the
+  // file's values exactly, 10-12 bits per weight, W8A8 kernels); false holds them as fp32 (the
+  // same values, 32 bits per weight, fp32 products). Tools that report or rewrite tensors always
+  // see fp32.
+  bool ggml_affine8 = true;
   // Keep only this rank's slice of a tensor- / expert-parallel layout (model/shard.h), cut
   // from the stored tensors before any conversion.
   ParallelLayout parallel;

@@ -32,7 +32,9 @@ Status check_quant_target(const WeightQuantSpec& spec, int64_t rows, int64_t col
     case DType::kF16:
     case DType::kI8:
     case DType::kI32:
-    case DType::kU8: break;
+    case DType::kU8:
+    case DType::kA8G16:
+    case DType::kA8G32: break;
   }
   return invalid_argument("unsupported weight dtype '" + std::string(dtype_name(spec.dtype)) +
                           "' (supported: bf16, fp8, int4, q8_0, q4_0)");
@@ -61,7 +63,9 @@ std::string weight_quant_spec_name(const WeightQuantSpec& spec) {
     case DType::kF16:
     case DType::kI8:
     case DType::kI32:
-    case DType::kU8: break;
+    case DType::kU8:
+    case DType::kA8G16:
+    case DType::kA8G32: break;
   }
   return std::string(dtype_name(spec.dtype));
 }
@@ -138,7 +142,9 @@ QuantizedMatrix quantize_matrix(const float* src, int64_t rows, int64_t cols, co
     case DType::kF16:
     case DType::kI8:
     case DType::kI32:
-    case DType::kU8: break;
+    case DType::kU8:
+    case DType::kA8G16:
+    case DType::kA8G32: break;
   }
   CHECK(false) << "quantize_matrix: unreachable";
   return m;

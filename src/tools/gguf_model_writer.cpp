@@ -27,7 +27,8 @@ uint32_t file_type(DType t) {
     case DType::kQ4_0: return 2;
     case DType::kQ8_0: return 7;
     case DType::kBF16: return 32;
-    case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8: break;
+    case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8:
+    case DType::kA8G16: case DType::kA8G32: break;
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "io/gguf_file.h"
 #include "io/test_file_writers.h"
 #include "model/model_loader.h"
+#include "quant/affine8.h"
 #include "quant/ggml_blocks.h"
 #include "test_util.h"
 #include "tools/gen_model.h"
@@ -89,31 +90,55 @@ Closeness compare(const std::vector<float>& got, const std::vector<float>& ref, 
   return {std::sqrt(se / sr), static_cast<double>(agree) / static_cast<double>(rows)};
 }
 
-// Loads q and dq, checks weights, logits and greedy tokens are identical, and returns the
-// closeness of q's logits to those of `original`.
-Closeness check_pair(const QuantPair& p, const std::filesystem::path& original, const std::vector<TokenId>& tokens) {
+int affine8_matrices(const ModelWeights& w) {
+  int n = is_affine8(w.lm_head.dtype) ? 1 : 0;
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) n += is_affine8(v->dtype);
+    for (const auto* stack : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
+      for (const WeightView& v : *stack) n += is_affine8(v.dtype);
+    }
+  }
+  return n;
+}
+
+struct PairResult {
+  Closeness to_original;  // the quantized file's default load against the unquantized model
+  Closeness to_twin;      // its default load against the dequantized twin
+  int affine8 = 0;        // matrices the default load holds as affine 8-bit rows
+};
+
+// Loads q twice and dq once. Held as fp32 (ggml_affine8 = false), q must give dq's logits and
+// greedy tokens bit for bit: the conversion keeps the file's exact values. The default load
+// holds the matrices it can as affine 8-bit rows, computed with int8 activations (W8A8), so
+// its logits are compared with dq's for closeness; returned with their closeness to `original`.
+PairResult check_pair(const QuantPair& p, const std::filesystem::path& original, const std::vector<TokenId>& tokens) {
   auto q = load_model(p.quantized);
+  auto qf = load_model(p.quantized, LoadOptions{.ggml_affine8 = false});
   auto dq = load_model(p.dequantized);
   auto orig = load_model(original);
   EXPECT_TRUE(q.is_ok()) << q.status().to_string();
+  EXPECT_TRUE(qf.is_ok()) << qf.status().to_string();
   EXPECT_TRUE(dq.is_ok()) << dq.status().to_string();
   EXPECT_TRUE(orig.is_ok()) << orig.status().to_string();
-  if (!q.is_ok() || !dq.is_ok() || !orig.is_ok()) return {};
+  if (!q.is_ok() || !qf.is_ok() || !dq.is_ok() || !orig.is_ok()) return {};
+  EXPECT_EQ(affine8_matrices(*qf), 0);
   const int64_t vocab = q->config.vocab_size;
   const std::vector<float> lq = prompt_logits(*q, tokens, DType::kF32, &pool());
+  const std::vector<float> lqf = prompt_logits(*qf, tokens, DType::kF32, &pool());
   const std::vector<float> ldq = prompt_logits(*dq, tokens, DType::kF32, &pool());
-  EXPECT_EQ(lq.size(), ldq.size());
-  EXPECT_EQ(std::memcmp(lq.data(), ldq.data(), lq.size() * 4), 0) << "logits differ from the dequantized twin's";
+  EXPECT_EQ(lqf.size(), ldq.size());
+  EXPECT_EQ(std::memcmp(lqf.data(), ldq.data(), lqf.size() * 4), 0) << "logits differ from the dequantized twin's";
   GenerateOptions opts;
   opts.max_new_tokens = 12;
   opts.sampling.temperature = 0.0f;
   opts.stop_at_eos = false;
   const auto keep = [](TokenId, std::span<const float>) { return true; };
   const std::span<const TokenId> prompt(tokens.data(), 4);
-  const auto gq = generate(*q, prompt, opts, &pool(), keep);
+  const auto gq = generate(*qf, prompt, opts, &pool(), keep);
   EXPECT_EQ(gq.size(), 12u);
   EXPECT_EQ(gq, generate(*dq, prompt, opts, &pool(), keep)) << "greedy tokens differ from the dequantized twin's";
-  return compare(lq, prompt_logits(*orig, tokens, DType::kF32, &pool()), vocab);
+  return {compare(lq, prompt_logits(*orig, tokens, DType::kF32, &pool()), vocab), compare(lq, ldq, vocab),
+          affine8_matrices(*q)};
 }
 
 int layer_of(const std::string& name) {
@@ -141,8 +166,14 @@ TEST(GgufBlockTypes, MixtralMixOfEveryTypeServesItsDequantizedWeights) {
   EXPECT_EQ(p.tensors_per_type.size(), 9u) << "five 32-element types, four 256-element ones";
   const std::vector<TokenId> tokens = validation_ids("tinystories-mixtral-3.6m");
   const std::vector<TokenId> head(tokens.begin(), tokens.begin() + std::min<size_t>(tokens.size(), 96));
-  const Closeness c = check_pair(p, model_dir("tinystories-mixtral-3.6m") / "gguf" / "tinystories-mixtral-3.6m-f32.gguf", head);
-  std::printf("mixtral mix: rms rel logit diff %.4f, top-1 agreement %.3f\n", c.rms_rel, c.top1_agree);
+  const PairResult pr = check_pair(p, model_dir("tinystories-mixtral-3.6m") / "gguf" / "tinystories-mixtral-3.6m-f32.gguf", head);
+  const Closeness c = pr.to_original;
+  std::printf("mixtral mix: rms rel logit diff %.4f, top-1 agreement %.3f; affine8 vs its twin %.4f, %.3f (%d matrices)\n",
+              c.rms_rel, c.top1_agree, pr.to_twin.rms_rel, pr.to_twin.top1_agree, pr.affine8);
+  EXPECT_GT(pr.affine8, 0);
+  // W8A8 against the same weights in fp32: measured 0.015 and 1.0.
+  EXPECT_LT(pr.to_twin.rms_rel, 0.03);
+  EXPECT_GT(pr.to_twin.top1_agree, 0.95);
   // Measured 0.122 and 0.83 (densa's reference quantizer); the bounds leave ~20% room.
   EXPECT_LT(c.rms_rel, 0.15);
   EXPECT_GT(c.top1_agree, 0.75);
@@ -176,8 +207,14 @@ TEST(GgufBlockTypes, Q4KBodyQ6KOutputServesItsDequantizedWeights) {
   EXPECT_GT(p.tensors_per_type.at(ggml_type::kQ4_K), 10);
   std::vector<TokenId> tokens;
   for (int i = 0; i < 64; ++i) tokens.push_back(static_cast<TokenId>((i * 37 + 5) % o.vocab_size));
-  const Closeness c = check_pair(p, o.output, tokens);
-  std::printf("q4_K body + q6_K output: rms rel logit diff %.4f, top-1 agreement %.3f\n", c.rms_rel, c.top1_agree);
+  const PairResult pr = check_pair(p, o.output, tokens);
+  const Closeness c = pr.to_original;
+  std::printf("q4_K body + q6_K output: rms rel logit diff %.4f, top-1 agreement %.3f; affine8 vs its twin %.4f, %.3f (%d matrices)\n",
+              c.rms_rel, c.top1_agree, pr.to_twin.rms_rel, pr.to_twin.top1_agree, pr.affine8);
+  EXPECT_GT(pr.affine8, 10);
+  // W8A8 against the same weights in fp32: measured 0.009 and 0.98.
+  EXPECT_LT(pr.to_twin.rms_rel, 0.02);
+  EXPECT_GT(pr.to_twin.top1_agree, 0.9);
   // Random uniform weights and densa's no-clip reference quantizer (coarser than ggml's
   // search): measured 0.164 and 0.80; the bounds leave ~25% room.
   EXPECT_LT(c.rms_rel, 0.2);
@@ -210,8 +247,11 @@ TEST_P(GgufBlockTypesArch, MoeFamilyServesItsDequantizedWeights) {
   EXPECT_EQ(p.tensors_per_type.size(), types.size());
   std::vector<TokenId> tokens;
   for (int i = 0; i < 24; ++i) tokens.push_back(static_cast<TokenId>((i * 53 + 7) % hf->config.vocab_size));
-  const Closeness c = check_pair(p, dir / "f32.gguf", tokens);
-  std::printf("%s: rms rel logit diff %.4f, top-1 agreement %.3f\n", arch.c_str(), c.rms_rel, c.top1_agree);
+  const PairResult pr = check_pair(p, dir / "f32.gguf", tokens);
+  std::printf("%s: rms rel logit diff %.4f, top-1 agreement %.3f; affine8 vs its twin %.4f, %.3f (%d matrices)\n",
+              arch.c_str(), pr.to_original.rms_rel, pr.to_original.top1_agree, pr.to_twin.rms_rel, pr.to_twin.top1_agree,
+              pr.affine8);
+  EXPECT_LT(pr.to_twin.rms_rel, 0.02);  // measured <= 0.0063 (W8A8 on the 128-wide matrices)
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, GgufBlockTypesArch,

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/check.h"
 #include "core/dtype.h"
 #include "quant/activation_q8.h"
+#include "quant/affine8.h"
 #include "quant/dequantize.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
@@ -114,6 +116,77 @@ void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, flo
         acc = std::fma(sum, scale, acc);
       }
       y[i * w.rows + r] = acc;
+    }
+  });
+}
+
+void matmul_affine8_lanes_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(is_affine8(w.dtype) && w.cols % kAffine8Block == 0)
+      << "matmul_affine8_lanes_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
+  const bool g16 = w.dtype == DType::kA8G16;
+  const int64_t group = affine8_group(w.dtype), groups = affine8_groups_per_block(w.dtype);
+  for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const uint8_t* row = w.row_ptr(r);
+      float acc[16] = {};
+      for (int64_t b = 0; b < w.cols / kAffine8Block; ++b) {
+        const uint8_t* codes = affine8_codes(w.dtype, row, b);
+        float scale[8], min[8];
+        std::memcpy(scale, affine8_scales(w.dtype, row, b), static_cast<size_t>(4 * groups));
+        std::memcpy(min, affine8_mins(w.dtype, row, b), static_cast<size_t>(4 * groups));
+        const int8_t* qb = q.data() + b * kAffine8Block;
+        const float* xs = sx.data() + b * 4;
+        auto dot4 = [&](int64_t k) {  // the exact sum over columns k .. k + 3 of the block
+          int32_t s = 0;
+          for (int64_t e = k; e < k + 4; ++e) s += static_cast<int32_t>(codes[e]) * qb[e];
+          return s;
+        };
+        for (int l = 0; l < 16; ++l) {
+          const int j = l / 4, t = l % 4;
+          const int32_t s1 = dot4(32 * j + 4 * t), s2 = dot4(32 * j + 16 + 4 * t);
+          if (g16) {
+            acc[l] = std::fma(static_cast<float>(s1), scale[2 * j] * xs[j], acc[l]);
+            acc[l] = std::fma(static_cast<float>(s2), scale[2 * j + 1] * xs[j], acc[l]);
+          } else {
+            acc[l] = std::fma(static_cast<float>(s1 + s2), scale[j] * xs[j], acc[l]);
+          }
+        }
+        for (int l = 0; l < 16; ++l) {
+          float m = 0.0f, term = 0.0f;
+          if (l < groups) {
+            int32_t sum = 0;
+            for (int64_t k = group * l; k < group * (l + 1); ++k) sum += qb[k];
+            m = min[l];
+            term = xs[group * l / 32] * static_cast<float>(sum);
+          }
+          acc[l] = std::fma(m, term, acc[l]);
+        }
+      }
+      // The kernel's hsum tree.
+      float t8[8], t4[4];
+      for (int l = 0; l < 8; ++l) t8[l] = acc[l] + acc[l + 8];
+      for (int l = 0; l < 4; ++l) t4[l] = t8[l] + t8[l + 4];
+      y[i * w.rows + r] = (t4[0] + t4[2]) + (t4[1] + t4[3]);
+    }
+  });
+}
+
+void matmul_affine8_x_q8(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(is_affine8(w.dtype) && w.cols % kAffine8Block == 0) << "matmul_affine8_x_q8: dtype " << dtype_name(w.dtype);
+  const int64_t group = affine8_group(w.dtype);
+  for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const uint8_t* row = w.row_ptr(r);
+      double acc = 0.0;
+      for (int64_t k = 0; k < w.cols; ++k) {
+        const int64_t b = k / kAffine8Block, g = k % kAffine8Block / group;
+        float scale, min;
+        std::memcpy(&scale, affine8_scales(w.dtype, row, b) + g, 4);
+        std::memcpy(&min, affine8_mins(w.dtype, row, b) + g, 4);
+        const double wk = static_cast<double>(scale) * affine8_codes(w.dtype, row, b)[k % kAffine8Block] + min;
+        acc += wk * static_cast<double>(sx[static_cast<size_t>(k / kActQ8Block)]) * q[static_cast<size_t>(k)];
+      }
+      y[i * w.rows + r] = static_cast<float>(acc);
     }
   });
 }

@@ -1,0 +1,39 @@
+#pragma once
+// The W8A8 kernel for affine 8-bit weights (DType::kA8G16 / kA8G32, quant/affine8.h: GGUF
+// K-quants, IQ4 and MXFP4 repacked at load), called through matmul_quant_avx512.h's entry
+// points. Requires AVX-512 VNNI (cpu_isa_hardware() >= kAvx512Bf16).
+//
+// Arithmetic, per output y[i, r] (kernels/reference/matmul_quant_ref.h has the scalar twin it
+// equals bit for bit): x row i is quantized by activation_q8_quantize (int8 q, one fp32 scale
+// per 32 columns). Per 128-column block, in order, 16 fp32 lanes l (x block j = l / 4, part
+// t = l % 4) take
+//   s1 = exact int32 sum of code * q over columns 32j + 4t .. +3,  s2 = over 32j + 16 + 4t .. +3
+//   groups of 32: acc[l] = fmaf(float(s1 + s2), scale[j] * xs[j], acc[l])
+//   groups of 16: acc[l] = fmaf(float(s1), scale[2j] * xs[j], acc[l]);
+//                 acc[l] = fmaf(float(s2), scale[2j + 1] * xs[j], acc[l])
+//   then acc[l] = fmaf(min[l], xs[g(l)] * float(sum of q over group l), acc[l]) for the block's
+//   groups l (4 or 8), and fmaf(0, 0, acc[l]) for the other lanes,
+// and y = the fixed lane tree of kernels/internal/hsum_avx512.h. Every quantity depends on x
+// row i and weight row r only, so results do not depend on n, other rows or the thread split.
+// Error: |y - sum w x| <= sum_k |w_k| * amax(x block of k) / 254 plus fp32 accumulation.
+#include <cstdint>
+
+#include "core/tensor_view.h"
+
+namespace densa::matmul_internal {
+
+// Prepared bytes per 128 columns: 64 q (128-bit lane j: x block j's columns 0-15), 64 q
+// (columns 16-31), 16 fp32 lane x scales, 16 fp32 group terms (xs * sum of q, zero-padded).
+inline constexpr int64_t kAffine8XStepBytes = 256;
+
+inline int64_t affine8_x_stride(int64_t cols) { return cols / 128 * kAffine8XStepBytes; }
+
+// One x row of `cols` (a multiple of 128) columns for weights of dtype t.
+void affine8_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out);
+
+// y[i, r] for x rows [0, n) and weight rows [r_begin, r_end); xp holds n prepared rows of
+// x_stride bytes; y is [n, w.rows].
+void affine8_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
+                         int64_t r_begin, int64_t r_end);
+
+}  // namespace densa::matmul_internal

@@ -1,0 +1,156 @@
+// The W8A8 kernel for affine 8-bit weights (GGUF K-quants, IQ4, MXFP4 repacked at load;
+// kernels/internal/matmul_affine8.h): bit for bit its scalar lane twin
+// (ref::matmul_affine8_lanes_fp32) for every n and thread count; within fp32 accumulation of the
+// double oracle (ref::matmul_affine8_x_q8) and within the activation-rounding bound of the
+// exact product; extreme codes (0 and 255 in every group), NaN activations; and the fallback
+// (CPUs below AVX-512) equal to the fp32 matrix of the same values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "kernels/internal/matmul_isa.h"
+#include "kernels/internal/matmul_quant_avx512.h"
+#include "kernels/reference/matmul_quant_ref.h"
+#include "quant/affine8.h"
+#include "quant/dequantize.h"
+#include "quant/ggml_blocks.h"
+
+namespace densa {
+namespace {
+
+bool have_avx512() { return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16); }
+
+struct A8Matrix {
+  std::vector<uint8_t> bytes;
+  WeightView view;
+};
+
+// rows x cols of ggml type `type` from the reference quantizer, converted to affine8.
+A8Matrix make(uint32_t type, int64_t rows, int64_t cols, uint32_t seed) {
+  const GgmlBlockFormat& fm = *ggml_block_format(type);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  std::vector<float> src(static_cast<size_t>(rows * cols));
+  for (float& v : src) v = nd(rng);
+  std::vector<uint8_t> blocks(static_cast<size_t>(rows * cols / fm.block_elems * fm.block_bytes));
+  fm.quantize(src.data(), rows * cols, blocks.data());
+  A8Matrix m;
+  const DType t = *affine8_dtype_for_ggml(type);
+  m.bytes.resize(static_cast<size_t>(rows * dtype_row_bytes(t, cols)));
+  EXPECT_TRUE(affine8_from_ggml(type, blocks.data(), rows, cols, m.bytes.data()));
+  m.view.dtype = t;
+  m.view.rows = rows;
+  m.view.cols = cols;
+  m.view.data = m.bytes.data();
+  return m;
+}
+
+std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (float& v : x) v = nd(rng);
+  for (int64_t k = 0; k < cols && n > 1; k += 97) x[static_cast<size_t>(cols + k)] *= 40.0f;  // outliers in row 1
+  return x;
+}
+
+const uint32_t kTypes[] = {ggml_type::kQ4_K, ggml_type::kQ6_K, ggml_type::kIQ4_XS, ggml_type::kMXFP4,
+                           ggml_type::kQ2_K, ggml_type::kQ3_K, ggml_type::kQ5_K, ggml_type::kQ5_0,
+                           ggml_type::kQ4_1, ggml_type::kIQ4_NL};
+
+TEST(MatmulAffine8, EqualsItsLaneTwinBitForBit) {
+  if (!have_avx512()) GTEST_SKIP() << "no AVX-512 VNNI: the affine8 kernel does not run here";
+  ThreadPool pool(3);
+  for (uint32_t type : kTypes) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 256}, {64, 512}, {5, 1024}}) {
+      const std::string what = std::string(ggml_block_format(type)->name) + " " + std::to_string(rows) + "x" +
+                               std::to_string(cols);
+      SCOPED_TRACE(what);
+      A8Matrix m = make(type, rows, cols, static_cast<uint32_t>(type * 100 + rows));
+      // Extreme codes: row 0 all 0, row 1 all 255 (out of every format's range, still exact).
+      const int64_t rb = dtype_row_bytes(m.view.dtype, cols);
+      for (int64_t b = 0; b < cols / kAffine8Block; ++b) {
+        std::memset(m.bytes.data() + b * dtype_block_bytes(m.view.dtype), 0, kAffine8Block);
+        std::memset(m.bytes.data() + rb + b * dtype_block_bytes(m.view.dtype), 255, kAffine8Block);
+      }
+      ASSERT_TRUE(matmul_internal::matmul_quant_avx512_supports(m.view));
+      for (int64_t n : {1, 2, 3, 4, 7, 17}) {
+        std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n + cols));
+        if (n == 7) x[static_cast<size_t>(3 * cols + 40)] = NAN;  // row 3's block 1 is NaN
+        std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
+        ref::matmul_affine8_lanes_fp32(m.view, x.data(), n, twin.data());
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, y.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, yp.data(), &pool);
+        EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "n " << n;
+        EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, n " << n;
+        if (n == 7) {
+          for (int64_t r = 0; r < rows; ++r) EXPECT_TRUE(std::isnan(y[static_cast<size_t>(3 * rows + r)])) << r;
+        }
+      }
+    }
+  }
+}
+
+// The twin is the kernel's own arithmetic; these bound it against independent sums: the double
+// oracle of the same rounded activations (fp32 accumulation only) and the exact product of the
+// stored values with fp32 x (the activation rounding, sum_k |w_k| amax(x block) / 254).
+TEST(MatmulAffine8, WithinBoundsOfTheExactProduct) {
+  for (uint32_t type : kTypes) {
+    SCOPED_TRACE(ggml_block_format(type)->name);
+    const int64_t rows = 24, cols = 768, n = 5;
+    const A8Matrix m = make(type, rows, cols, type);
+    const std::vector<float> x = random_x(n, cols, 3);
+    std::vector<float> twin(static_cast<size_t>(n * rows)), oracle(twin.size());
+    ref::matmul_affine8_lanes_fp32(m.view, x.data(), n, twin.data());
+    ref::matmul_affine8_x_q8(m.view, x.data(), n, oracle.data());
+    std::vector<float> w(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(m.view, r, w.data());
+      for (int64_t i = 0; i < n; ++i) {
+        double exact = 0, mag = 0, bound = 0;
+        for (int64_t k = 0; k < cols; ++k) {
+          const double xv = x[static_cast<size_t>(i * cols + k)];
+          exact += static_cast<double>(w[k]) * xv;
+          mag += std::fabs(static_cast<double>(w[k]) * xv);
+          double amax = 0;
+          for (int64_t j = k / 32 * 32; j < k / 32 * 32 + 32; ++j) amax = std::max(amax, std::fabs(double(x[static_cast<size_t>(i * cols + j)])));
+          bound += std::fabs(static_cast<double>(w[k])) * amax / 254.0;
+        }
+        const float got = twin[static_cast<size_t>(i * rows + r)];
+        // fp32 accumulation: the products are summed in 16 lanes of 6 blocks each, then a tree.
+        EXPECT_NEAR(got, oracle[static_cast<size_t>(i * rows + r)], 1e-5 * mag + 1e-6) << r << "," << i;
+        EXPECT_NEAR(got, exact, bound * 1.001 + 1e-5 * mag + 1e-6) << r << "," << i;
+      }
+    }
+  }
+}
+
+// Below AVX-512 the matrix runs through the fallback, which decodes the exact values: the same
+// result as the fp32 matrix holding them.
+TEST(MatmulAffine8, FallbackEqualsTheFp32MatrixOfTheSameValues) {
+  for (uint32_t type : {ggml_type::kQ4_K, ggml_type::kQ6_K}) {
+    const int64_t rows = 9, cols = 512, n = 3;
+    const A8Matrix m = make(type, rows, cols, 5);
+    std::vector<float> f32(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) dequantize_row(m.view, r, f32.data() + r * cols);
+    WeightView fv;
+    fv.dtype = DType::kF32;
+    fv.rows = rows;
+    fv.cols = cols;
+    fv.data = f32.data();
+    const std::vector<float> x = random_x(n, cols, 9);
+    std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
+    matmul_internal::matmul_with_isa(CpuIsa::kScalar, fv, x.data(), n, want.data(), nullptr);
+    matmul_internal::matmul_with_isa(CpuIsa::kScalar, m.view, x.data(), n, got.data(), nullptr);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << ggml_block_format(type)->name;
+  }
+}
+
+}  // namespace
+}  // namespace densa
