@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# densa against llama.cpp on the GGUF quants people download (issue #35): llama.cpp's own
+# quantizer writes Q4_K_M, Q6_K, IQ4_XS and MXFP4_MOE files from densa's F16 preset checkpoints,
+# and both engines read the same files, in turn, as bench/llamacpp/compare.sh does.
+#
+# Usage: bench/llamacpp/kquants.sh DENSA OUT_DIR [ROUNDS] [--rows REGEX] [--quick]
+#   MODEL_DIR (default /tmp/densa-perf-models), THREADS (default 2) as in compare.sh.
+#   Rows SHAPE_KIND_FORMAT: SHAPE dense | moe; KIND decode1 (batch-1 decode), prefill (512
+#   tokens), agg64 (64 parallel decodes); FORMAT q4km | q6k | iq4xs | mxfp4 (MoE only: llama.cpp's
+#   MXFP4_MOE puts only the expert stacks in MXFP4, the rest in Q8_0).
+#   densa runs each file twice: affine8 (the default: K-quants as affine 8-bit rows, W8A8) and
+#   f32 (--ggml-blocks f32: the same values as fp32, what densa did before).
+# Writes OUT_DIR/round-N/<row>.<engine-config>.json and OUT_DIR/summary.md (summarize.py).
+set -euo pipefail
+
+DENSA=$(realpath "$1")
+OUT=$2
+shift 2
+ROUNDS=3
+if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then ROUNDS=$1; shift; fi
+ROWS=.
+QUICK=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rows) ROWS=$2; shift ;;
+    --quick) QUICK=1 ;;
+    *) echo "usage: $0 DENSA OUT_DIR [ROUNDS] [--rows REGEX] [--quick]" >&2; exit 2 ;;
+  esac
+  shift
+done
+HERE=$(cd "$(dirname "$0")" && pwd)
+MD=${MODEL_DIR:-/tmp/densa-perf-models}
+THREADS=${THREADS:-2}
+BINS=$HERE/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+mkdir -p "$MD" "$OUT"
+OUT=$(realpath "$OUT")
+rm -rf "$OUT"/round-*
+: > "$OUT/load.txt"
+[ -d "$BINS" ] || { echo "run $HERE/install.sh first" >&2; exit 2; }
+log() { echo "== kquants: $*" >&2; }
+
+# shellcheck source=bench/perf_common.sh
+. "$HERE/../perf_common.sh"
+perf_sizes "$QUICK"
+stamp() { echo "$1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')" >> "$OUT/load.txt"; }
+
+declare -A M
+declare -A FTYPE=([q4km]=Q4_K_M [q6k]=Q6_K [iq4xs]=IQ4_XS [mxfp4]=MXFP4_MOE)
+for shape in dense moe; do
+  f16=$(perf_gen "$DENSA" "$MD" "$QUICK" "$shape" f16 gguf --tokenizer bytes)
+  for fmt in q4km q6k iq4xs mxfp4; do
+    [ "$fmt" = mxfp4 ] && [ "$shape" = dense ] && continue
+    out=${f16%-f16.gguf}-$fmt.gguf
+    if [ ! -e "$out" ]; then
+      log "llama.cpp quantize $shape ${FTYPE[$fmt]} -> $out"
+      /usr/bin/python3 "$HERE/quantize_gguf.py" "$BINS" "$f16" "$out.tmp" "${FTYPE[$fmt]}" >&2
+      mv "$out.tmp" "$out"
+    fi
+    M[$shape-$fmt]=$out
+  done
+done
+
+# llama DIR ROW MODEL ARGS... / densa DIR ROW CONFIG MODEL ARGS...
+llama() {
+  local dir=$1 row=$2 model=$3
+  shift 3
+  stamp "$(basename "$dir") $row.llama-f16"
+  (cd "$HERE" && node llamacpp_bench.mjs -m "$model" --kv-dtype f16 --threads "$THREADS" \
+     --json "$dir/$row.llama-f16.json" "$@") | sed "s/^/[$row llama.cpp] /" >&2
+}
+densa() {
+  local dir=$1 row=$2 config=$3 model=$4
+  shift 4
+  stamp "$(basename "$dir") $row.densa-$config"
+  "$DENSA" bench offline -m "$model" --threads "$THREADS" --json "$dir/$row.densa-$config.json" "$@" \
+    | grep -E '^(prefill|decode):' | sed "s/^/[$row densa $config] /" >&2
+}
+
+args_of() {
+  case "$1" in
+    decode1) echo "${D1[@]}" ;;
+    prefill) echo "${PF[@]}" ;;
+    agg64) echo "${AGG[@]}" ;;
+  esac
+}
+
+run_row() {
+  local dir=$1 first=$2 shape=$3 kind=$4 fmt=$5
+  local row=${shape}_${kind}_$fmt model=${M[$shape-$fmt]:-}
+  [ -n "$model" ] || return 0
+  [[ "$row" =~ $ROWS ]] || return 0
+  read -r -a a <<< "$(args_of "$kind")"
+  # 64 parallel decodes of the f32 form take minutes per run: only the default there.
+  local configs=(affine8 f32)
+  [ "$kind" = agg64 ] && configs=(affine8)
+  run_densa() { for c in "${configs[@]}"; do
+    if [ "$c" = f32 ]; then densa "$dir" "$row" "$c" "$model" "${a[@]}" --ggml-blocks f32
+    else densa "$dir" "$row" "$c" "$model" "${a[@]}"; fi; done; }
+  if [ "$first" = llama ]; then llama "$dir" "$row" "$model" "${a[@]}"; run_densa
+  else run_densa; llama "$dir" "$row" "$model" "${a[@]}"; fi
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+  dir=$OUT/round-$r
+  mkdir -p "$dir"
+  first=llama
+  [ $((r % 2)) = 0 ] && first=densa
+  log "round $r of $ROUNDS ($first first)"
+  for shape in dense moe; do
+    for kind in decode1 prefill agg64; do
+      for fmt in q4km q6k iq4xs mxfp4; do run_row "$dir" "$first" "$shape" "$kind" "$fmt"; done
+    done
+  done
+done
+python3 "$HERE/summarize.py" "$OUT" | tee "$OUT/summary.md"
