@@ -23,7 +23,7 @@
 #include "core/thread_pool.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/matmul.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
 
@@ -42,7 +42,7 @@ constexpr Shape kShapes[] = {
     {7168, 2048, "7168x2048"},    // Kimi K2 expert down projection
 };
 constexpr DType kDtypes[] = {DType::kF32,  DType::kBF16,  DType::kF16,  DType::kQ8_0,
-                             DType::kQ4_0, DType::kA8G32, DType::kA8G16};
+                             DType::kQ4_0, DType::kA8G32, DType::kA8G16, DType::kA4G32, DType::kA4IQ4};
 
 uint32_t next_random(uint32_t& s) {
   s = s * 1664525u + 1013904223u;
@@ -84,15 +84,20 @@ void fill_weights(DType dtype, uint8_t* p, int64_t rows, int64_t cols, uint32_t 
     case DType::kI32:
     case DType::kU8: return;
     case DType::kA8G16:
-    case DType::kA8G32: {  // affine 8-bit rows (GGUF K-quants repacked): 4-bit codes, plausible scales
-      const int64_t groups = affine8_groups_per_block(dtype);
-      for (int64_t b = 0; b < count / kAffine8Block; ++b) {
+    case DType::kA8G32:
+    case DType::kA4G32:
+    case DType::kA4IQ4:
+    case DType::kA4MXFP4: {  // affine rows (GGUF K-quants repacked): 4-bit codes, plausible scales
+      const int64_t groups = affine_groups_per_block(dtype), code_bytes = affine_code_bytes(dtype);
+      for (int64_t b = 0; b < count / kAffineBlock; ++b) {
         uint8_t* blk = p + b * dtype_block_bytes(dtype);
-        for (int64_t j = 0; j < kAffine8Block; ++j) blk[j] = static_cast<uint8_t>(next_random(seed) >> 28);
+        for (int64_t j = 0; j < code_bytes; ++j) {
+          blk[j] = static_cast<uint8_t>(next_random(seed) >> (code_bytes == kAffineBlock ? 28 : 24));
+        }
         for (int64_t g = 0; g < groups; ++g) {
           const float scale = 0.01f, min = -0.08f;
-          std::memcpy(blk + kAffine8Block + 4 * g, &scale, 4);
-          std::memcpy(blk + kAffine8Block + 4 * (groups + g), &min, 4);
+          std::memcpy(blk + code_bytes + 4 * g, &scale, 4);
+          std::memcpy(blk + code_bytes + 4 * (groups + g), &min, 4);
         }
       }
       return;

@@ -28,10 +28,11 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
       ->check(CLI::IsMember({"tiles", "rows"}))
       ->capture_default_str();
   cmd->add_option("--ggml-blocks", args.ggml_blocks,
-                  "GGUF K-quant, IQ4 and MXFP4 matrices in memory: affine8 (8-bit codes with fp32 group scales "
-                  "and mins: the file's exact values at 10-12 bits per weight, int8 x on AVX-512 VNNI) | f32 "
-                  "(the same values as fp32: 32 bits per weight, fp32 x)")
-      ->check(CLI::IsMember({"affine8", "f32"}))
+                  "GGUF K-quant, IQ4 and MXFP4 matrices in memory: packed (the file's exact values as codes with fp32 "
+                  "group scales and mins, int8 x on AVX-512 VNNI: 4-bit codes for Q4_K / Q4_1 / IQ4 / MXFP4, 6 bits "
+                  "per weight; 8-bit codes for the others, 10-12) | affine8 (8-bit codes for all) | f32 (the same "
+                  "values as fp32: 32 bits per weight, fp32 x)")
+      ->check(CLI::IsMember({"packed", "affine8", "f32"}))
       ->capture_default_str();
   cmd->add_option("--bf16-activations", args.bf16_activations,
                   "BF16 and F16 matrices: auto (where the CPU grants AMX-BF16, x is rounded to bf16 and the "
@@ -46,7 +47,9 @@ Result<LoadOptions> load_options_from(const WeightArgs& args) {
   opts.weight_group_size = args.weight_group_size;
   opts.int4_tiles = args.int4_layout != "rows";
   opts.int8_tiles = args.int8_layout != "rows";
-  opts.ggml_affine8 = args.ggml_blocks != "f32";
+  opts.ggml_blocks = args.ggml_blocks == "f32"       ? GgmlBlockForm::kF32
+                     : args.ggml_blocks == "affine8" ? GgmlBlockForm::kAffine8
+                                                     : GgmlBlockForm::kPacked;
   matmul_set_bf16_exact(args.bf16_activations == "f32");
   auto parse = [&](const std::string& flag, const std::string& name) -> Result<WeightQuantSpec> {
     Result<WeightQuantSpec> spec = weight_quant_spec_from_name(name, args.weight_group_size);

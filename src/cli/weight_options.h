@@ -17,7 +17,7 @@ struct WeightArgs {
   std::string lm_head_dtype;  // empty: as stored
   std::string int4_layout = "tiles";  // tiles | rows (LoadOptions::int4_tiles)
   std::string int8_layout = "tiles";  // tiles | rows (LoadOptions::int8_tiles)
-  std::string ggml_blocks = "affine8";  // affine8 | f32 (LoadOptions::ggml_affine8)
+  std::string ggml_blocks = "packed";  // packed | affine8 | f32 (LoadOptions::ggml_blocks)
   std::string bf16_activations = "auto";  // auto | f32 (matmul_set_bf16_exact)
 };
 

@@ -18,13 +18,17 @@ std::string_view dtype_name(DType t) {
     case DType::kU8: return "u8";
     case DType::kA8G16: return "a8g16";
     case DType::kA8G32: return "a8g32";
+    case DType::kA4G32: return "a4g32";
+    case DType::kA4IQ4: return "a4iq4";
+    case DType::kA4MXFP4: return "a4mxfp4";
   }
   return "?";
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                  DType::kFP8E4M3, DType::kI4, DType::kI8, DType::kI32, DType::kU8, DType::kA8G16, DType::kA8G32}) {
+                  DType::kFP8E4M3, DType::kI4, DType::kI8, DType::kI32, DType::kU8, DType::kA8G16, DType::kA8G32,
+                  DType::kA4G32, DType::kA4IQ4, DType::kA4MXFP4}) {
     if (dtype_name(t) == name) return t;
   }
   if (name == "fp8") return DType::kFP8E4M3;

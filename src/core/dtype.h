@@ -21,12 +21,16 @@ enum class DType : uint8_t {
   kI8,
   kI32,
   kU8,
-  // GGUF K-quants, IQ4 and MXFP4 repacked at load (quant/affine8.h), rows of 128-column blocks:
-  // 128 uint8 codes, then the fp32 scale and the fp32 min of each group (value = code * scale
-  // + min, exact). kA8G16: groups of 16 (Q2_K, Q3_K, Q6_K), 192 bytes per block; kA8G32:
-  // groups of 32 (the others), 160 bytes.
+  // GGUF K-quants, IQ4 and MXFP4 repacked at load (quant/affine_rows.h), rows of 128-column
+  // blocks: the codes, then the fp32 scale and the fp32 min of each group (value = code * scale
+  // + min, exact). kA8G16: uint8 codes, groups of 16 (Q2_K, Q3_K, Q5_K... see affine_rows.h),
+  // 192 bytes per block; kA8G32: uint8 codes, groups of 32, 160 bytes; kA4G32 / kA4IQ4 /
+  // kA4MXFP4: 4-bit codes (linear 0..15, IQ4's grid, MXFP4's levels), groups of 32, 96 bytes.
   kA8G16,
   kA8G32,
+  kA4G32,
+  kA4IQ4,
+  kA4MXFP4,
 };
 
 std::string_view dtype_name(DType t);
@@ -40,7 +44,10 @@ constexpr int64_t dtype_block_elems(DType t) {
     case DType::kQ4_0: return 32;
     case DType::kI4: return 2;
     case DType::kA8G16:
-    case DType::kA8G32: return 128;
+    case DType::kA8G32:
+    case DType::kA4G32:
+    case DType::kA4IQ4:
+    case DType::kA4MXFP4: return 128;
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
@@ -67,6 +74,9 @@ constexpr int64_t dtype_block_bytes(DType t) {
     case DType::kU8: return 1;
     case DType::kA8G16: return 192;
     case DType::kA8G32: return 160;
+    case DType::kA4G32:
+    case DType::kA4IQ4:
+    case DType::kA4MXFP4: return 96;
   }
   return 1;
 }

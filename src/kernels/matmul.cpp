@@ -40,7 +40,7 @@ bool matmul_supports(DType t) {
     case DType::kI32:
     case DType::kU8:
     case DType::kA8G16:
-    case DType::kA8G32: return false;
+    case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: return false;
   }
   return false;
 }

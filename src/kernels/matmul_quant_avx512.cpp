@@ -65,11 +65,11 @@
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "kernels/internal/align.h"
-#include "kernels/internal/matmul_affine8.h"
+#include "kernels/internal/matmul_affine.h"
 #include "kernels/internal/amx_tile.h"
 #include "kernels/internal/hsum_avx512.h"
 #include "quant/activation_q8.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 #include "quant/fp8.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
@@ -113,7 +113,7 @@ int64_t int8_x_stride(int64_t cols) { return (cols + kInt8Step - 1) / kInt8Step 
 int64_t int8t_x_stride(int64_t cols) { return (cols + 8 * (cols / 32) + 63) / 64 * 64; }
 int64_t x_stride(const WeightView& w) {
   if (w.layout == WeightLayout::kInt8Tiles16) return int8t_x_stride(w.cols);
-  if (is_affine8(w.dtype)) return affine8_x_stride(w.cols);
+  if (is_affine_rows(w.dtype)) return affine_x_stride(w.cols);
   return w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : w.dtype == DType::kI8 ? int8_x_stride(w.cols) : int4_x_stride(w.cols);
 }
 
@@ -1374,7 +1374,7 @@ DENSA_AVX512 void int8_tiles_rows(const Args& a, int64_t n, int64_t r_begin, int
 }
 
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
-  if (is_affine8(a.w->dtype)) return affine8_rows_avx512(*a.w, a.xp, a.x_stride, n, a.y, r_begin, r_end);
+  if (is_affine_rows(a.w->dtype)) return affine_rows_avx512(*a.w, a.xp, a.x_stride, n, a.y, r_begin, r_end);
   if (a.w->layout == WeightLayout::kInt8Tiles16) return int8_tiles_rows(a, n, r_begin, r_end);
   if (a.w->layout == WeightLayout::kInt4Tiles8) {
     return a.w->scales_f16 != nullptr ? int4_tiles_rows<true>(a, n, r_begin, r_end)
@@ -1426,8 +1426,8 @@ bool on_amx(const WeightView& w) {
 
 bool matmul_quant_avx512_supports(const WeightView& w) {
   if (half_float(w.dtype)) return w.layout == WeightLayout::kRows && matmul_quant_bf16_amx();
-  if (is_affine8(w.dtype)) {  // GGUF K-quants / IQ4 / MXFP4 repacked (kernels/internal/matmul_affine8.h)
-    return w.layout == WeightLayout::kRows && w.cols % kAffine8Block == 0 &&
+  if (is_affine_rows(w.dtype)) {  // GGUF K-quants / IQ4 / MXFP4 repacked (kernels/internal/matmul_affine.h)
+    return w.layout == WeightLayout::kRows && w.cols % kAffineBlock == 0 &&
            static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16);
   }
   if (w.scale_rows <= 0 || w.scale_cols <= 0) return false;
@@ -1501,8 +1501,8 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
   for (int64_t i = i_begin; i < i_end; ++i) {
     if (w.dtype == DType::kFP8E4M3) {
       prepare_x_fp8(x + i * w.cols, w.cols, xp + i * stride);
-    } else if (is_affine8(w.dtype)) {
-      affine8_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
+    } else if (is_affine_rows(w.dtype)) {
+      affine_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
     } else if (w.layout == WeightLayout::kInt8Tiles16) {
       prepare_x_int8t(x + i * w.cols, w.cols, xp + i * stride);
     } else if (w.dtype == DType::kI8) {

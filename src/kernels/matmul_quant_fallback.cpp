@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "core/check.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 #include "quant/dequantize.h"
 
 namespace densa::matmul_internal {
@@ -41,14 +41,14 @@ void rows_kernel(const WeightView& w, const float* x, int64_t n, float* y, int64
 }  // namespace
 
 bool matmul_quant_fallback_supports(DType t) {
-  return t == DType::kFP8E4M3 || t == DType::kI4 || t == DType::kI8 || is_affine8(t);
+  return t == DType::kFP8E4M3 || t == DType::kI4 || t == DType::kI8 || is_affine_rows(t);
 }
 
 void matmul_quant_fallback_rows(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
                                 int64_t r_end) {
   CHECK(matmul_quant_fallback_supports(w.dtype)) << "matmul fallback: dtype " << dtype_name(w.dtype);
-  if (is_affine8(w.dtype)) {  // self-contained rows (scales and mins inside each block)
-    CHECK(w.layout == WeightLayout::kRows && w.cols % kAffine8Block == 0) << "matmul fallback: affine8 cols " << w.cols;
+  if (is_affine_rows(w.dtype)) {  // self-contained rows (scales and mins inside each block)
+    CHECK(w.layout == WeightLayout::kRows && w.cols % kAffineBlock == 0) << "matmul fallback: affine8 cols " << w.cols;
   } else {
     CHECK(w.dtype == DType::kFP8E4M3 ? w.scales_f32 != nullptr : (w.scales_bf16 != nullptr || w.scales_f16 != nullptr))
         << "matmul fallback: missing scales";

@@ -22,7 +22,7 @@
 #include "model/hf_tensor_inventory.h"
 #include "model/quantize_weights.h"
 #include "quant/dequantize.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 #include "quant/ggml_blocks.h"
 #include "text/gguf_bpe.h"
 #include "text/tokenizer_loader.h"
@@ -65,7 +65,7 @@ Status check_shape(const TensorSource& src, const RawTensor& t, const std::vecto
 bool is_matrix_dtype(DType t) {
   switch (t) {
     case DType::kF32: case DType::kF16: case DType::kBF16: case DType::kQ8_0: case DType::kQ4_0:
-    case DType::kA8G16: case DType::kA8G32: return true;
+    case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: return true;
     case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8: return false;
   }
   return false;
@@ -117,7 +117,7 @@ Result<std::vector<float>> load_vector(const TensorSource& src, const std::strin
         break;
       }
       case DType::kQ8_0: case DType::kQ4_0: case DType::kFP8E4M3: case DType::kI4: case DType::kI8:
-      case DType::kI32: case DType::kU8: case DType::kA8G16: case DType::kA8G32:
+      case DType::kI32: case DType::kU8: case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
         return unimplemented(src.origin + ": tensor '" + name + "' has dtype " + std::string(dtype_name(t.dtype)) +
                              ", unsupported for norm vectors (supported: f32, f16, bf16)");
     }
@@ -377,10 +377,11 @@ bool ggml_type_of_dtype_known(uint32_t id) {
 
 // A GGUF tensor as a RawTensor: the mapped bytes for the DType formats (f32, f16, bf16, q8_0,
 // q4_0); the other block formats (quant/ggml_blocks.h: q4_1 ... q6_K, iq4_nl, iq4_xs, mxfp4)
-// converted once into a buffer owned by w: affine 8-bit rows (quant/affine8.h: the file's exact
-// values at 10-12 bits per weight, run by the W8A8 kernels) where rows are whole 128-column
+// converted once into a buffer owned by w: affine rows (quant/affine_rows.h: the file's exact
+// values at 6-12 bits per weight, run by the W8A8 kernels) where rows are whole 128-column
 // blocks, else fp32, the values ggml's dequantizer gives (4 bytes per weight).
-Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, ModelWeights& w, bool affine8,
+Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, ModelWeights& w,
+                                  std::optional<AffineWidth> affine,
                                   std::map<std::string, RawTensor, std::less<>>& converted) {
   if (const auto it = converted.find(name); it != converted.end()) return it->second;
   const GgufTensorInfo* info = f.tensor_info(name);
@@ -398,12 +399,12 @@ Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, Mo
   int64_t numel = 1;
   for (int64_t d : t.ne) numel *= d;
   const int64_t cols = t.ne.empty() ? 0 : t.ne[0];
-  if (const std::optional<DType> a8 = affine8_dtype_for_ggml(info->ggml_type);
-      a8.has_value() && affine8 && cols > 0 && cols % kAffine8Block == 0) {
+  if (const std::optional<DType> a = affine.has_value() ? affine_dtype_for_ggml(info->ggml_type, *affine) : std::nullopt;
+      a.has_value() && cols > 0 && cols % kAffineBlock == 0) {
     const int64_t rows = numel / cols;
-    uint8_t* out = w.alloc_owned(static_cast<size_t>(rows * dtype_row_bytes(*a8, cols)));
-    if (affine8_from_ggml(info->ggml_type, t.data, rows, cols, out)) {
-      RawTensor r{t.name, *a8, std::move(shape), out};
+    uint8_t* out = w.alloc_owned(static_cast<size_t>(rows * dtype_row_bytes(*a, cols)));
+    if (affine_from_ggml(info->ggml_type, *a, t.data, rows, cols, out)) {
+      RawTensor r{t.name, *a, std::move(shape), out};
       converted.emplace(name, r);
       return r;
     }
@@ -416,8 +417,9 @@ Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, Mo
   return r;
 }
 
-// affine8: the block types of quant/affine8.h in that form (for the kernels), else fp32.
-Result<ModelWeights> load_gguf(const std::filesystem::path& path, bool affine8) {
+// affine: the block types of quant/affine_rows.h as affine rows of that width (for the
+// kernels), or (nullopt) as fp32.
+Result<ModelWeights> load_gguf(const std::filesystem::path& path, std::optional<AffineWidth> affine) {
   DENSA_ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path));
   ModelWeights w;
   w.source = path.string();
@@ -427,8 +429,8 @@ Result<ModelWeights> load_gguf(const std::filesystem::path& path, bool affine8) 
   src.origin = path.string();
   src.gguf = true;
   std::map<std::string, RawTensor, std::less<>> converted;  // each tensor converted once
-  src.get = [&f, &w, &converted, affine8](const std::string& name) {
-    return gguf_raw_tensor(f, name, w, affine8, converted);
+  src.get = [&f, &w, &converted, affine](const std::string& name) {
+    return gguf_raw_tensor(f, name, w, affine, converted);
   };
   src.has = [&f](const std::string& name) { return f.has_tensor(name); };
   DENSA_RETURN_IF_ERROR(load_tensors(src, w));
@@ -491,11 +493,11 @@ Result<ModelWeights> load_hf(const std::filesystem::path& dir) {
   return w;
 }
 
-Result<ModelWeights> load_stored(const std::filesystem::path& path, bool affine8) {
+Result<ModelWeights> load_stored(const std::filesystem::path& path, std::optional<AffineWidth> affine) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return load_hf(path);
   if (!std::filesystem::exists(path, ec)) return not_found(path.string() + ": no such file or directory");
-  return load_gguf(path, affine8);
+  return load_gguf(path, affine);
 }
 
 }  // namespace
@@ -512,7 +514,11 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
       return invalid_argument("lm_head: " + s.message());
     }
   }
-  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path, options.prepare_for_kernels && options.ggml_affine8));
+  std::optional<AffineWidth> affine;
+  if (options.prepare_for_kernels && options.ggml_blocks != GgmlBlockForm::kF32) {
+    affine = options.ggml_blocks == GgmlBlockForm::kPacked ? AffineWidth::kPacked : AffineWidth::kWide;
+  }
+  DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path, affine));
   DENSA_RETURN_IF_ERROR(shard_weights(w, options.parallel));
   // Set before any conversion, so quantize-on-load and repacking write tiles directly.
   w.int4_tiles = options.prepare_for_kernels && options.int4_tiles && matmul_prefers_int4_tiles();

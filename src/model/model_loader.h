@@ -10,6 +10,11 @@
 
 namespace densa {
 
+// kPacked: affine rows (quant/affine_rows.h: the file's exact values, W8A8 kernels), 4-bit codes
+// for the 4-bit formats (6 bits per weight) and 8-bit for the others (10-12); kAffine8: 8-bit
+// codes for all; kF32: fp32 (the same values, 32 bits per weight, fp32 products).
+enum class GgmlBlockForm : uint8_t { kPacked, kAffine8, kF32 };
+
 struct LoadOptions {
   // Quantize-on-load target for the large matrices (attention, dense FFN, experts; norms,
   // router, embeddings and lm_head stay as stored): kBF16, kFP8E4M3 (128x128 block scales),
@@ -36,12 +41,10 @@ struct LoadOptions {
   // (WeightLayout::kInt8Tiles16) where the kernels read them (matmul_prefers_int8_tiles); false
   // keeps them row-major. The two layouts' kernels round differently (kernels/matmul.h).
   bool int8_tiles = true;
-  // With prepare_for_kernels: GGUF Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS and MXFP4 matrices
-  // whose rows are whole 128-column blocks are held as affine 8-bit rows (quant/affine8.h, the
-  // file's values exactly, 10-12 bits per weight, W8A8 kernels); false holds them as fp32 (the
-  // same values, 32 bits per weight, fp32 products). Tools that report or rewrite tensors always
-  // see fp32.
-  bool ggml_affine8 = true;
+  // With prepare_for_kernels: how GGUF Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS and MXFP4
+  // matrices whose rows are whole 128-column blocks are held (GgmlBlockForm). Tools that
+  // report or rewrite tensors always see fp32.
+  GgmlBlockForm ggml_blocks = GgmlBlockForm::kPacked;
   // Keep only this rank's slice of a tensor- / expert-parallel layout (model/shard.h), cut
   // from the stored tensors before any conversion.
   ParallelLayout parallel;

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/check.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 #include "quant/fp8_block.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
@@ -72,8 +72,8 @@ void dequantize_row_range(const WeightView& w, int64_t row, int64_t begin, int64
       int8_group_dequantize(w, row, begin, count, out);
       return;
     case DType::kA8G16:
-    case DType::kA8G32:
-      affine8_dequantize(w.dtype, p, begin, count, out);
+    case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
+      affine_dequantize(w.dtype, p, begin, count, out);
       return;
     case DType::kI32:
     case DType::kU8:

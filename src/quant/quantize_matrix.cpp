@@ -34,7 +34,7 @@ Status check_quant_target(const WeightQuantSpec& spec, int64_t rows, int64_t col
     case DType::kI32:
     case DType::kU8:
     case DType::kA8G16:
-    case DType::kA8G32: break;
+    case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   return invalid_argument("unsupported weight dtype '" + std::string(dtype_name(spec.dtype)) +
                           "' (supported: bf16, fp8, int4, q8_0, q4_0)");
@@ -65,7 +65,7 @@ std::string weight_quant_spec_name(const WeightQuantSpec& spec) {
     case DType::kI32:
     case DType::kU8:
     case DType::kA8G16:
-    case DType::kA8G32: break;
+    case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   return std::string(dtype_name(spec.dtype));
 }
@@ -144,7 +144,7 @@ QuantizedMatrix quantize_matrix(const float* src, int64_t rows, int64_t cols, co
     case DType::kI32:
     case DType::kU8:
     case DType::kA8G16:
-    case DType::kA8G32: break;
+    case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   CHECK(false) << "quantize_matrix: unreachable";
   return m;

@@ -15,7 +15,7 @@
 #include "io/gguf_file.h"
 #include "io/test_file_writers.h"
 #include "model/model_loader.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 #include "quant/ggml_blocks.h"
 #include "test_util.h"
 #include "tools/gen_model.h"
@@ -90,12 +90,12 @@ Closeness compare(const std::vector<float>& got, const std::vector<float>& ref, 
   return {std::sqrt(se / sr), static_cast<double>(agree) / static_cast<double>(rows)};
 }
 
-int affine8_matrices(const ModelWeights& w) {
-  int n = is_affine8(w.lm_head.dtype) ? 1 : 0;
+int affine_matrices(const ModelWeights& w) {
+  int n = is_affine_rows(w.lm_head.dtype) ? 1 : 0;
   for (const LayerWeights& l : w.layers) {
-    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) n += is_affine8(v->dtype);
+    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) n += is_affine_rows(v->dtype);
     for (const auto* stack : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
-      for (const WeightView& v : *stack) n += is_affine8(v.dtype);
+      for (const WeightView& v : *stack) n += is_affine_rows(v.dtype);
     }
   }
   return n;
@@ -104,30 +104,33 @@ int affine8_matrices(const ModelWeights& w) {
 struct PairResult {
   Closeness to_original;  // the quantized file's default load against the unquantized model
   Closeness to_twin;      // its default load against the dequantized twin
-  int affine8 = 0;        // matrices the default load holds as affine 8-bit rows
+  int affine8 = 0;        // matrices the default load holds as affine rows
 };
 
-// Loads q twice and dq once. Held as fp32 (ggml_affine8 = false), q must give dq's logits and
-// greedy tokens bit for bit: the conversion keeps the file's exact values. The default load
-// holds the matrices it can as affine 8-bit rows, computed with int8 activations (W8A8), so
-// its logits are compared with dq's for closeness; returned with their closeness to `original`.
+// Loads q in its three forms and dq once. Held as fp32 (GgmlBlockForm::kF32), q must give dq's
+// logits and greedy tokens bit for bit: the conversion keeps the file's exact values. The
+// default (kPacked) holds the matrices it can as affine rows, computed with int8 activations
+// (W8A8), so its logits are compared with dq's for closeness; kAffine8 holds the same codes 8
+// bits wide, which the kernel reads to the same numbers, so its logits must equal kPacked's bit
+// for bit. Returns the default's closeness to `original` and to dq.
 PairResult check_pair(const QuantPair& p, const std::filesystem::path& original, const std::vector<TokenId>& tokens) {
   auto q = load_model(p.quantized);
-  auto qf = load_model(p.quantized, LoadOptions{.ggml_affine8 = false});
+  auto q8 = load_model(p.quantized, LoadOptions{.ggml_blocks = GgmlBlockForm::kAffine8});
+  auto qf = load_model(p.quantized, LoadOptions{.ggml_blocks = GgmlBlockForm::kF32});
   auto dq = load_model(p.dequantized);
   auto orig = load_model(original);
-  EXPECT_TRUE(q.is_ok()) << q.status().to_string();
-  EXPECT_TRUE(qf.is_ok()) << qf.status().to_string();
-  EXPECT_TRUE(dq.is_ok()) << dq.status().to_string();
-  EXPECT_TRUE(orig.is_ok()) << orig.status().to_string();
-  if (!q.is_ok() || !qf.is_ok() || !dq.is_ok() || !orig.is_ok()) return {};
-  EXPECT_EQ(affine8_matrices(*qf), 0);
+  for (const auto* m : {&q, &q8, &qf, &dq, &orig}) EXPECT_TRUE(m->is_ok()) << m->status().to_string();
+  if (!q.is_ok() || !q8.is_ok() || !qf.is_ok() || !dq.is_ok() || !orig.is_ok()) return {};
+  EXPECT_EQ(affine_matrices(*qf), 0);
+  EXPECT_EQ(affine_matrices(*q8), affine_matrices(*q));
   const int64_t vocab = q->config.vocab_size;
   const std::vector<float> lq = prompt_logits(*q, tokens, DType::kF32, &pool());
+  const std::vector<float> lq8 = prompt_logits(*q8, tokens, DType::kF32, &pool());
   const std::vector<float> lqf = prompt_logits(*qf, tokens, DType::kF32, &pool());
   const std::vector<float> ldq = prompt_logits(*dq, tokens, DType::kF32, &pool());
   EXPECT_EQ(lqf.size(), ldq.size());
   EXPECT_EQ(std::memcmp(lqf.data(), ldq.data(), lqf.size() * 4), 0) << "logits differ from the dequantized twin's";
+  EXPECT_EQ(std::memcmp(lq.data(), lq8.data(), lq.size() * 4), 0) << "4-bit and 8-bit codes differ";
   GenerateOptions opts;
   opts.max_new_tokens = 12;
   opts.sampling.temperature = 0.0f;
@@ -138,7 +141,7 @@ PairResult check_pair(const QuantPair& p, const std::filesystem::path& original,
   EXPECT_EQ(gq.size(), 12u);
   EXPECT_EQ(gq, generate(*dq, prompt, opts, &pool(), keep)) << "greedy tokens differ from the dequantized twin's";
   return {compare(lq, prompt_logits(*orig, tokens, DType::kF32, &pool()), vocab), compare(lq, ldq, vocab),
-          affine8_matrices(*q)};
+          affine_matrices(*q)};
 }
 
 int layer_of(const std::string& name) {
@@ -168,7 +171,7 @@ TEST(GgufBlockTypes, MixtralMixOfEveryTypeServesItsDequantizedWeights) {
   const std::vector<TokenId> head(tokens.begin(), tokens.begin() + std::min<size_t>(tokens.size(), 96));
   const PairResult pr = check_pair(p, model_dir("tinystories-mixtral-3.6m") / "gguf" / "tinystories-mixtral-3.6m-f32.gguf", head);
   const Closeness c = pr.to_original;
-  std::printf("mixtral mix: rms rel logit diff %.4f, top-1 agreement %.3f; affine8 vs its twin %.4f, %.3f (%d matrices)\n",
+  std::printf("mixtral mix: rms rel logit diff %.4f, top-1 agreement %.3f; affine vs its twin %.4f, %.3f (%d matrices)\n",
               c.rms_rel, c.top1_agree, pr.to_twin.rms_rel, pr.to_twin.top1_agree, pr.affine8);
   EXPECT_GT(pr.affine8, 0);
   // W8A8 against the same weights in fp32: measured 0.015 and 1.0.
@@ -209,7 +212,7 @@ TEST(GgufBlockTypes, Q4KBodyQ6KOutputServesItsDequantizedWeights) {
   for (int i = 0; i < 64; ++i) tokens.push_back(static_cast<TokenId>((i * 37 + 5) % o.vocab_size));
   const PairResult pr = check_pair(p, o.output, tokens);
   const Closeness c = pr.to_original;
-  std::printf("q4_K body + q6_K output: rms rel logit diff %.4f, top-1 agreement %.3f; affine8 vs its twin %.4f, %.3f (%d matrices)\n",
+  std::printf("q4_K body + q6_K output: rms rel logit diff %.4f, top-1 agreement %.3f; affine vs its twin %.4f, %.3f (%d matrices)\n",
               c.rms_rel, c.top1_agree, pr.to_twin.rms_rel, pr.to_twin.top1_agree, pr.affine8);
   EXPECT_GT(pr.affine8, 10);
   // W8A8 against the same weights in fp32: measured 0.009 and 0.98.
@@ -248,7 +251,7 @@ TEST_P(GgufBlockTypesArch, MoeFamilyServesItsDequantizedWeights) {
   std::vector<TokenId> tokens;
   for (int i = 0; i < 24; ++i) tokens.push_back(static_cast<TokenId>((i * 53 + 7) % hf->config.vocab_size));
   const PairResult pr = check_pair(p, dir / "f32.gguf", tokens);
-  std::printf("%s: rms rel logit diff %.4f, top-1 agreement %.3f; affine8 vs its twin %.4f, %.3f (%d matrices)\n",
+  std::printf("%s: rms rel logit diff %.4f, top-1 agreement %.3f; affine vs its twin %.4f, %.3f (%d matrices)\n",
               arch.c_str(), pr.to_original.rms_rel, pr.to_original.top1_agree, pr.to_twin.rms_rel, pr.to_twin.top1_agree,
               pr.affine8);
   EXPECT_LT(pr.to_twin.rms_rel, 0.02);  // measured <= 0.0063 (W8A8 on the 128-wide matrices)

@@ -8,7 +8,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "quant/activation_q8.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 #include "quant/dequantize.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
@@ -120,21 +120,22 @@ void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, flo
   });
 }
 
-void matmul_affine8_lanes_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
-  CHECK(is_affine8(w.dtype) && w.cols % kAffine8Block == 0)
-      << "matmul_affine8_lanes_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
+void matmul_affine_lanes_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(is_affine_rows(w.dtype) && w.cols % kAffineBlock == 0)
+      << "matmul_affine_lanes_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
   const bool g16 = w.dtype == DType::kA8G16;
-  const int64_t group = affine8_group(w.dtype), groups = affine8_groups_per_block(w.dtype);
+  const int64_t group = affine_group(w.dtype), groups = affine_groups_per_block(w.dtype);
   for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
       const uint8_t* row = w.row_ptr(r);
       float acc[16] = {};
-      for (int64_t b = 0; b < w.cols / kAffine8Block; ++b) {
-        const uint8_t* codes = affine8_codes(w.dtype, row, b);
+      for (int64_t b = 0; b < w.cols / kAffineBlock; ++b) {
+        uint8_t codes[kAffineBlock];
+        affine_block_codes(w.dtype, row, b, codes);
         float scale[8], min[8];
-        std::memcpy(scale, affine8_scales(w.dtype, row, b), static_cast<size_t>(4 * groups));
-        std::memcpy(min, affine8_mins(w.dtype, row, b), static_cast<size_t>(4 * groups));
-        const int8_t* qb = q.data() + b * kAffine8Block;
+        std::memcpy(scale, affine_scales(w.dtype, row, b), static_cast<size_t>(4 * groups));
+        std::memcpy(min, affine_mins(w.dtype, row, b), static_cast<size_t>(4 * groups));
+        const int8_t* qb = q.data() + b * kAffineBlock;
         const float* xs = sx.data() + b * 4;
         auto dot4 = [&](int64_t k) {  // the exact sum over columns k .. k + 3 of the block
           int32_t s = 0;
@@ -171,19 +172,21 @@ void matmul_affine8_lanes_fp32(const WeightView& w, const float* x, int64_t n, f
   });
 }
 
-void matmul_affine8_x_q8(const WeightView& w, const float* x, int64_t n, float* y) {
-  CHECK(is_affine8(w.dtype) && w.cols % kAffine8Block == 0) << "matmul_affine8_x_q8: dtype " << dtype_name(w.dtype);
-  const int64_t group = affine8_group(w.dtype);
+void matmul_affine_x_q8(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(is_affine_rows(w.dtype) && w.cols % kAffineBlock == 0) << "matmul_affine_x_q8: dtype " << dtype_name(w.dtype);
+  const int64_t group = affine_group(w.dtype);
   for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
       const uint8_t* row = w.row_ptr(r);
       double acc = 0.0;
       for (int64_t k = 0; k < w.cols; ++k) {
-        const int64_t b = k / kAffine8Block, g = k % kAffine8Block / group;
+        const int64_t b = k / kAffineBlock, g = k % kAffineBlock / group;
         float scale, min;
-        std::memcpy(&scale, affine8_scales(w.dtype, row, b) + g, 4);
-        std::memcpy(&min, affine8_mins(w.dtype, row, b) + g, 4);
-        const double wk = static_cast<double>(scale) * affine8_codes(w.dtype, row, b)[k % kAffine8Block] + min;
+        std::memcpy(&scale, affine_scales(w.dtype, row, b) + g, 4);
+        std::memcpy(&min, affine_mins(w.dtype, row, b) + g, 4);
+        uint8_t codes[kAffineBlock];
+        affine_block_codes(w.dtype, row, b, codes);
+        const double wk = static_cast<double>(scale) * codes[k % kAffineBlock] + min;
         acc += wk * static_cast<double>(sx[static_cast<size_t>(k / kActQ8Block)]) * q[static_cast<size_t>(k)];
       }
       y[i * w.rows + r] = static_cast<float>(acc);

@@ -30,13 +30,13 @@ void matmul_int8_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
 // y[i, r] = acc. The kernels must equal it bit for bit. Reads either layout; cols % 32 == 0.
 void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, float* y);
 
-// Affine 8-bit weights (DType::kA8G16 / kA8G32, quant/affine8.h): the arithmetic stated in
-// kernels/internal/matmul_affine8.h, lane by lane in scalar fp32. The AVX-512 kernel must equal
+// Affine-row weights (DType::kA8G16 / kA8G32 / kA4*, quant/affine_rows.h): the arithmetic stated in
+// kernels/internal/matmul_affine.h, lane by lane in scalar fp32. The AVX-512 kernel must equal
 // it bit for bit.
-void matmul_affine8_lanes_fp32(const WeightView& w, const float* x, int64_t n, float* y);
+void matmul_affine_lanes_fp32(const WeightView& w, const float* x, int64_t n, float* y);
 
 // The same weights against x quantized the same way, accumulated in double from the exact
 // weight values code * scale + min: y[i, r] = sum_k w[r, k] * x_scale[i, k / 32] * x_q[i, k].
-void matmul_affine8_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
+void matmul_affine_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
 
 }  // namespace densa::ref

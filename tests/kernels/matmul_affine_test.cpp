@@ -1,7 +1,8 @@
-// The W8A8 kernel for affine 8-bit weights (GGUF K-quants, IQ4, MXFP4 repacked at load;
-// kernels/internal/matmul_affine8.h): bit for bit its scalar lane twin
-// (ref::matmul_affine8_lanes_fp32) for every n and thread count; within fp32 accumulation of the
-// double oracle (ref::matmul_affine8_x_q8) and within the activation-rounding bound of the
+// The W8A8 kernel for affine-row weights (GGUF K-quants, IQ4, MXFP4 repacked at load, 4-bit and
+// 8-bit codes;
+// kernels/internal/matmul_affine.h): bit for bit its scalar lane twin
+// (ref::matmul_affine_lanes_fp32) for every n and thread count; within fp32 accumulation of the
+// double oracle (ref::matmul_affine_x_q8) and within the activation-rounding bound of the
 // exact product; extreme codes (0 and 255 in every group), NaN activations; and the fallback
 // (CPUs below AVX-512) equal to the fp32 matrix of the same values.
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/reference/matmul_quant_ref.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 #include "quant/dequantize.h"
 #include "quant/ggml_blocks.h"
 
@@ -32,7 +33,7 @@ struct A8Matrix {
 };
 
 // rows x cols of ggml type `type` from the reference quantizer, converted to affine8.
-A8Matrix make(uint32_t type, int64_t rows, int64_t cols, uint32_t seed) {
+A8Matrix make(uint32_t type, int64_t rows, int64_t cols, uint32_t seed, AffineWidth width = AffineWidth::kPacked) {
   const GgmlBlockFormat& fm = *ggml_block_format(type);
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 0.05f);
@@ -41,9 +42,9 @@ A8Matrix make(uint32_t type, int64_t rows, int64_t cols, uint32_t seed) {
   std::vector<uint8_t> blocks(static_cast<size_t>(rows * cols / fm.block_elems * fm.block_bytes));
   fm.quantize(src.data(), rows * cols, blocks.data());
   A8Matrix m;
-  const DType t = *affine8_dtype_for_ggml(type);
+  const DType t = *affine_dtype_for_ggml(type, width);
   m.bytes.resize(static_cast<size_t>(rows * dtype_row_bytes(t, cols)));
-  EXPECT_TRUE(affine8_from_ggml(type, blocks.data(), rows, cols, m.bytes.data()));
+  EXPECT_TRUE(affine_from_ggml(type, t, blocks.data(), rows, cols, m.bytes.data()));
   m.view.dtype = t;
   m.view.rows = rows;
   m.view.cols = cols;
@@ -64,27 +65,30 @@ const uint32_t kTypes[] = {ggml_type::kQ4_K, ggml_type::kQ6_K, ggml_type::kIQ4_X
                            ggml_type::kQ2_K, ggml_type::kQ3_K, ggml_type::kQ5_K, ggml_type::kQ5_0,
                            ggml_type::kQ4_1, ggml_type::kIQ4_NL};
 
-TEST(MatmulAffine8, EqualsItsLaneTwinBitForBit) {
+TEST(MatmulAffine, EqualsItsLaneTwinBitForBit) {
   if (!have_avx512()) GTEST_SKIP() << "no AVX-512 VNNI: the affine8 kernel does not run here";
   ThreadPool pool(3);
   for (uint32_t type : kTypes) {
+   for (AffineWidth width : {AffineWidth::kPacked, AffineWidth::kWide}) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 256}, {64, 512}, {5, 1024}}) {
-      const std::string what = std::string(ggml_block_format(type)->name) + " " + std::to_string(rows) + "x" +
+      A8Matrix m = make(type, rows, cols, static_cast<uint32_t>(type * 100 + rows), width);
+      const std::string what = std::string(ggml_block_format(type)->name) + " as " +
+                               std::string(dtype_name(m.view.dtype)) + " " + std::to_string(rows) + "x" +
                                std::to_string(cols);
       SCOPED_TRACE(what);
-      A8Matrix m = make(type, rows, cols, static_cast<uint32_t>(type * 100 + rows));
-      // Extreme codes: row 0 all 0, row 1 all 255 (out of every format's range, still exact).
-      const int64_t rb = dtype_row_bytes(m.view.dtype, cols);
-      for (int64_t b = 0; b < cols / kAffine8Block; ++b) {
-        std::memset(m.bytes.data() + b * dtype_block_bytes(m.view.dtype), 0, kAffine8Block);
-        std::memset(m.bytes.data() + rb + b * dtype_block_bytes(m.view.dtype), 255, kAffine8Block);
+      // Extreme codes: row 0 all code bytes 0, row 1 all 255 (8-bit: codes 0 and 255, out of
+      // every format's range and still exact; 4-bit: the first and last nibble of the table).
+      const int64_t rb = dtype_row_bytes(m.view.dtype, cols), code_bytes = affine_code_bytes(m.view.dtype);
+      for (int64_t b = 0; b < cols / kAffineBlock; ++b) {
+        std::memset(m.bytes.data() + b * dtype_block_bytes(m.view.dtype), 0, static_cast<size_t>(code_bytes));
+        std::memset(m.bytes.data() + rb + b * dtype_block_bytes(m.view.dtype), 255, static_cast<size_t>(code_bytes));
       }
       ASSERT_TRUE(matmul_internal::matmul_quant_avx512_supports(m.view));
       for (int64_t n : {1, 2, 3, 4, 7, 17}) {
         std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n + cols));
         if (n == 7) x[static_cast<size_t>(3 * cols + 40)] = NAN;  // row 3's block 1 is NaN
         std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
-        ref::matmul_affine8_lanes_fp32(m.view, x.data(), n, twin.data());
+        ref::matmul_affine_lanes_fp32(m.view, x.data(), n, twin.data());
         matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, y.data(), nullptr);
         matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, yp.data(), &pool);
         EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "n " << n;
@@ -94,21 +98,23 @@ TEST(MatmulAffine8, EqualsItsLaneTwinBitForBit) {
         }
       }
     }
+   }
   }
 }
 
 // The twin is the kernel's own arithmetic; these bound it against independent sums: the double
 // oracle of the same rounded activations (fp32 accumulation only) and the exact product of the
 // stored values with fp32 x (the activation rounding, sum_k |w_k| amax(x block) / 254).
-TEST(MatmulAffine8, WithinBoundsOfTheExactProduct) {
+TEST(MatmulAffine, WithinBoundsOfTheExactProduct) {
   for (uint32_t type : kTypes) {
-    SCOPED_TRACE(ggml_block_format(type)->name);
+   for (AffineWidth width : {AffineWidth::kPacked, AffineWidth::kWide}) {
     const int64_t rows = 24, cols = 768, n = 5;
-    const A8Matrix m = make(type, rows, cols, type);
+    const A8Matrix m = make(type, rows, cols, type, width);
+    SCOPED_TRACE(std::string(ggml_block_format(type)->name) + " as " + std::string(dtype_name(m.view.dtype)));
     const std::vector<float> x = random_x(n, cols, 3);
     std::vector<float> twin(static_cast<size_t>(n * rows)), oracle(twin.size());
-    ref::matmul_affine8_lanes_fp32(m.view, x.data(), n, twin.data());
-    ref::matmul_affine8_x_q8(m.view, x.data(), n, oracle.data());
+    ref::matmul_affine_lanes_fp32(m.view, x.data(), n, twin.data());
+    ref::matmul_affine_x_q8(m.view, x.data(), n, oracle.data());
     std::vector<float> w(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
       dequantize_row(m.view, r, w.data());
@@ -128,13 +134,14 @@ TEST(MatmulAffine8, WithinBoundsOfTheExactProduct) {
         EXPECT_NEAR(got, exact, bound * 1.001 + 1e-5 * mag + 1e-6) << r << "," << i;
       }
     }
+   }
   }
 }
 
 // Below AVX-512 the matrix runs through the fallback, which decodes the exact values: the same
 // result as the fp32 matrix holding them.
-TEST(MatmulAffine8, FallbackEqualsTheFp32MatrixOfTheSameValues) {
-  for (uint32_t type : {ggml_type::kQ4_K, ggml_type::kQ6_K}) {
+TEST(MatmulAffine, FallbackEqualsTheFp32MatrixOfTheSameValues) {
+  for (uint32_t type : {ggml_type::kQ4_K, ggml_type::kQ6_K, ggml_type::kIQ4_XS}) {
     const int64_t rows = 9, cols = 512, n = 3;
     const A8Matrix m = make(type, rows, cols, 5);
     std::vector<float> f32(static_cast<size_t>(rows * cols));

@@ -1,4 +1,4 @@
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 
 #include <cmath>
 #include <cstring>
@@ -26,7 +26,7 @@ uint32_t load_u32(const uint8_t* p) {
 
 // One source block decoded into groups: scale[g], min[g] and codes[block elements]. Each
 // decoder reads the block exactly as the reference dequantizer beside it in quant/ does
-// (tests/quant/affine8_test.cpp checks the values against those).
+// (tests/quant/affine_rows_test.cpp checks the values against those).
 struct Groups {
   float scale[16];
   float min[16];
@@ -156,17 +156,22 @@ void decode_mxfp4(const uint8_t* blk, Groups& g) {
 
 struct Decoder {
   uint32_t type;
-  DType dtype;
+  DType wide, packed;  // the 8-bit form, and the form AffineWidth::kPacked uses
   void (*decode)(const uint8_t* blk, Groups& g);
 };
 
 constexpr Decoder kDecoders[] = {
-    {ggml_type::kQ4_1, DType::kA8G32, decode_q4_1},   {ggml_type::kQ5_0, DType::kA8G32, decode_q5_0},
-    {ggml_type::kQ5_1, DType::kA8G32, decode_q5_1},   {ggml_type::kQ2_K, DType::kA8G16, decode_q2_k},
-    {ggml_type::kQ3_K, DType::kA8G16, decode_q3_k},   {ggml_type::kQ4_K, DType::kA8G32, decode_q4_k},
-    {ggml_type::kQ5_K, DType::kA8G32, decode_q5_k},   {ggml_type::kQ6_K, DType::kA8G16, decode_q6_k},
-    {ggml_type::kIQ4_NL, DType::kA8G32, decode_iq4_nl}, {ggml_type::kIQ4_XS, DType::kA8G32, decode_iq4_xs},
-    {ggml_type::kMXFP4, DType::kA8G32, decode_mxfp4},
+    {ggml_type::kQ4_1, DType::kA8G32, DType::kA4G32, decode_q4_1},
+    {ggml_type::kQ5_0, DType::kA8G32, DType::kA8G32, decode_q5_0},
+    {ggml_type::kQ5_1, DType::kA8G32, DType::kA8G32, decode_q5_1},
+    {ggml_type::kQ2_K, DType::kA8G16, DType::kA8G16, decode_q2_k},
+    {ggml_type::kQ3_K, DType::kA8G16, DType::kA8G16, decode_q3_k},
+    {ggml_type::kQ4_K, DType::kA8G32, DType::kA4G32, decode_q4_k},
+    {ggml_type::kQ5_K, DType::kA8G32, DType::kA8G32, decode_q5_k},
+    {ggml_type::kQ6_K, DType::kA8G16, DType::kA8G16, decode_q6_k},
+    {ggml_type::kIQ4_NL, DType::kA8G32, DType::kA4IQ4, decode_iq4_nl},
+    {ggml_type::kIQ4_XS, DType::kA8G32, DType::kA4IQ4, decode_iq4_xs},
+    {ggml_type::kMXFP4, DType::kA8G32, DType::kA4MXFP4, decode_mxfp4},
 };
 
 const Decoder* decoder_for(uint32_t type) {
@@ -176,21 +181,61 @@ const Decoder* decoder_for(uint32_t type) {
   return nullptr;
 }
 
-}  // namespace
+// The nibble tables: codes as the decoders above write them (IQ4: level + 128, MXFP4: level + 12).
+struct NibbleTables {
+  uint8_t linear[16], iq4[16], mxfp4[16];
+  NibbleTables() {
+    for (int n = 0; n < 16; ++n) {
+      linear[n] = static_cast<uint8_t>(n);
+      iq4[n] = static_cast<uint8_t>(kIq4Grid[n] + 128);
+      mxfp4[n] = static_cast<uint8_t>(kMxfp4Grid[n] + 12);
+    }
+  }
+};
 
-std::optional<DType> affine8_dtype_for_ggml(uint32_t ggml_type) {
-  const Decoder* d = decoder_for(ggml_type);
-  if (d == nullptr) return std::nullopt;
-  return d->dtype;
+const NibbleTables& nibble_tables() {
+  static const NibbleTables t;
+  return t;
 }
 
-bool affine8_from_ggml(uint32_t ggml_type, const uint8_t* blocks, int64_t rows, int64_t cols, uint8_t* out) {
+// The nibble standing for `code` in table `lut` (the first, where two stand for one value:
+// MXFP4's +0 and -0), or -1.
+int nibble_of(const uint8_t* lut, uint8_t code) {
+  for (int n = 0; n < 16; ++n) {
+    if (lut[n] == code) return n;
+  }
+  return -1;
+}
+
+}  // namespace
+
+const uint8_t* affine_nibble_codes(DType t) {
+  const NibbleTables& n = nibble_tables();
+  switch (t) {
+    case DType::kA4G32: return n.linear;
+    case DType::kA4IQ4: return n.iq4;
+    case DType::kA4MXFP4: return n.mxfp4;
+    default: break;
+  }
+  CHECK(false) << "affine rows: " << dtype_name(t) << " has no nibbles";
+  return nullptr;
+}
+
+std::optional<DType> affine_dtype_for_ggml(uint32_t ggml_type, AffineWidth width) {
+  const Decoder* d = decoder_for(ggml_type);
+  if (d == nullptr) return std::nullopt;
+  return width == AffineWidth::kPacked ? d->packed : d->wide;
+}
+
+bool affine_from_ggml(uint32_t ggml_type, DType t, const uint8_t* blocks, int64_t rows, int64_t cols, uint8_t* out) {
   const Decoder* dec = decoder_for(ggml_type);
   const GgmlBlockFormat* fmt = ggml_block_format(ggml_type);
-  CHECK(dec != nullptr && fmt != nullptr) << "affine8: ggml type " << ggml_type;
-  CHECK(cols % kAffine8Block == 0 && cols % fmt->block_elems == 0) << "affine8: cols " << cols;
-  const DType t = dec->dtype;
-  const int64_t group = affine8_group(t), per_block = affine8_groups_per_block(t);
+  CHECK(dec != nullptr && fmt != nullptr) << "affine rows: ggml type " << ggml_type;
+  CHECK(t == dec->wide || t == dec->packed) << "affine rows: " << fmt->name << " as " << dtype_name(t);
+  CHECK(cols % kAffineBlock == 0 && cols % fmt->block_elems == 0) << "affine rows: cols " << cols;
+  const bool nibbles = is_affine_nibbles(t);
+  const uint8_t* lut = nibbles ? affine_nibble_codes(t) : nullptr;
+  const int64_t group = affine_group(t), per_block = affine_groups_per_block(t), code_bytes = affine_code_bytes(t);
   const int64_t src_groups = fmt->block_elems / group;  // groups per source block
   const int64_t row_bytes = dtype_row_bytes(t, cols);
   Groups g;
@@ -201,26 +246,55 @@ bool affine8_from_ggml(uint32_t ggml_type, const uint8_t* blocks, int64_t rows, 
       for (int64_t s = 0; s < src_groups; ++s) {
         if (!std::isfinite(g.scale[s]) || !std::isfinite(g.min[s])) return false;
         const int64_t k = k0 + s * group;  // first column of this group
-        const int64_t b = k / kAffine8Block, slot = k % kAffine8Block / group;
+        const int64_t b = k / kAffineBlock, slot = k % kAffineBlock / group;
         uint8_t* blk = row + b * dtype_block_bytes(t);
-        std::memcpy(blk + k % kAffine8Block, g.code + s * group, static_cast<size_t>(group));
-        std::memcpy(blk + kAffine8Block + 4 * slot, &g.scale[s], 4);
-        std::memcpy(blk + kAffine8Block + 4 * (per_block + slot), &g.min[s], 4);
+        if (nibbles) {  // group `slot` of 32: bytes 16 slot .. +15, low then high nibbles
+          for (int64_t e = 0; e < 16; ++e) {
+            const int lo = nibble_of(lut, g.code[s * group + e]), hi = nibble_of(lut, g.code[s * group + 16 + e]);
+            CHECK(lo >= 0 && hi >= 0) << "affine rows: " << fmt->name << " code without a nibble";
+            blk[16 * slot + e] = static_cast<uint8_t>(lo | (hi << 4));
+          }
+        } else {
+          std::memcpy(blk + k % kAffineBlock, g.code + s * group, static_cast<size_t>(group));
+        }
+        std::memcpy(blk + code_bytes + 4 * slot, &g.scale[s], 4);
+        std::memcpy(blk + code_bytes + 4 * (per_block + slot), &g.min[s], 4);
       }
     }
   }
   return true;
 }
 
-void affine8_dequantize(DType t, const uint8_t* row, int64_t begin, int64_t count, float* out) {
-  CHECK(is_affine8(t)) << "affine8: dtype " << dtype_name(t);
-  const int64_t group = affine8_group(t);
+void affine_block_codes(DType t, const uint8_t* row, int64_t b, uint8_t* codes) {
+  const uint8_t* src = affine_code_bytes_of(t, row, b);
+  if (!is_affine_nibbles(t)) {
+    std::memcpy(codes, src, kAffineBlock);
+    return;
+  }
+  const uint8_t* lut = affine_nibble_codes(t);
+  for (int j = 0; j < 4; ++j) {
+    for (int e = 0; e < 16; ++e) {
+      codes[32 * j + e] = lut[src[16 * j + e] & 0x0f];
+      codes[32 * j + 16 + e] = lut[src[16 * j + e] >> 4];
+    }
+  }
+}
+
+void affine_dequantize(DType t, const uint8_t* row, int64_t begin, int64_t count, float* out) {
+  CHECK(is_affine_rows(t)) << "affine rows: dtype " << dtype_name(t);
+  const int64_t group = affine_group(t);
+  uint8_t codes[kAffineBlock];
+  int64_t decoded = -1;  // the block `codes` holds
   for (int64_t k = begin; k < begin + count; ++k) {
-    const int64_t b = k / kAffine8Block, slot = k % kAffine8Block / group;
+    const int64_t b = k / kAffineBlock, slot = k % kAffineBlock / group;
+    if (b != decoded) {
+      affine_block_codes(t, row, b, codes);
+      decoded = b;
+    }
     float scale, min;
-    std::memcpy(&scale, affine8_scales(t, row, b) + slot, 4);
-    std::memcpy(&min, affine8_mins(t, row, b) + slot, 4);
-    out[k - begin] = std::fmaf(scale, static_cast<float>(affine8_codes(t, row, b)[k % kAffine8Block]), min);
+    std::memcpy(&scale, affine_scales(t, row, b) + slot, 4);
+    std::memcpy(&min, affine_mins(t, row, b) + slot, 4);
+    out[k - begin] = std::fmaf(scale, static_cast<float>(codes[k % kAffineBlock]), min);
   }
 }
 

@@ -1,7 +1,8 @@
-// AVX-512 VNNI kernel for affine 8-bit weights; the arithmetic it must keep is stated in
-// kernels/internal/matmul_affine8.h. Per 128-column block and weight row: two 64-byte code loads
-// regrouped so that 128-bit lane j holds columns 0-15 (then 16-31) of group j, as the prepared
-// x is; vpdpbusd of the unsigned codes with the signed q; the block's group scales spread over
+// AVX-512 VNNI kernel for affine-row weights; the arithmetic it must keep is stated in
+// kernels/internal/matmul_affine.h. Per 128-column block and weight row: the codes with 128-bit
+// lane j holding columns 0-15 (then 16-31) of group j, as the prepared x is (8-bit codes: two
+// 64-byte loads regrouped; 4-bit: one load split into low and high nibbles, looked up by
+// vpshufb where the nibbles index a table); vpdpbusd of the unsigned codes with the signed q; the block's group scales spread over
 // the lanes by one permute; the min term as one fma of the (zero-padded) mins with the
 // prepared per-group x sums.
 // GCC 12 false positives on the intrinsics' placeholders (see matmul_avx512.cpp).
@@ -13,9 +14,9 @@
 
 #include "core/check.h"
 #include "kernels/internal/hsum_avx512.h"
-#include "kernels/internal/matmul_affine8.h"
+#include "kernels/internal/matmul_affine.h"
 #include "quant/activation_q8.h"
-#include "quant/affine8.h"
+#include "quant/affine_rows.h"
 
 #define DENSA_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
 #define DENSA_VNNI_INLINE DENSA_VNNI __attribute__((always_inline)) inline
@@ -29,9 +30,13 @@ template <DType T, int R, int NX>
 DENSA_VNNI_INLINE void tile(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t r0,
                             int64_t i0) {
   constexpr bool kG16 = T == DType::kA8G16;
-  constexpr int64_t kBlockBytes = dtype_block_bytes(T);
+  constexpr bool kNibbles = is_affine_nibbles(T), kLut = kNibbles && T != DType::kA4G32;
+  constexpr int64_t kBlockBytes = dtype_block_bytes(T), kCodeBytes = affine_code_bytes(T);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512i lut = _mm512_setzero_si512();  // the nibbles' codes in every 128-bit lane (vpshufb)
+  if constexpr (kLut) lut = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(affine_nibble_codes(T))));
   constexpr int kGroups = kG16 ? 8 : 4;
-  const int64_t blocks = w.cols / kAffine8Block;
+  const int64_t blocks = w.cols / kAffineBlock;
   const uint8_t* rp[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) rp[r] = w.row_ptr(r0 + r);
@@ -49,19 +54,30 @@ DENSA_VNNI_INLINE void tile(const WeightView& w, const uint8_t* xp, int64_t x_st
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* xs[NX];
 #pragma GCC unroll 16
-    for (int i = 0; i < NX; ++i) xs[i] = xp + (i0 + i) * x_stride + b * kAffine8XStepBytes;
+    for (int i = 0; i < NX; ++i) xs[i] = xp + (i0 + i) * x_stride + b * kAffineXStepBytes;
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = rp[r] + b * kBlockBytes;
       if constexpr (NX == 1) {
         _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes + 64), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes + 128), _MM_HINT_T0);
+        if constexpr (kBlockBytes > 128) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes + 128), _MM_HINT_T0);
       }
-      const __m512i v0 = _mm512_loadu_si512(blk), v1 = _mm512_loadu_si512(blk + 64);
-      const __m512i wa = _mm512_shuffle_i64x2(v0, v1, 0x88);  // lane j: group j columns 0-15
-      const __m512i wb = _mm512_shuffle_i64x2(v0, v1, 0xdd);  // lane j: group j columns 16-31
-      const auto* sc = reinterpret_cast<const float*>(blk + kAffine8Block);
+      __m512i wa, wb;  // 128-bit lane j: group j's codes of columns 0-15, then of 16-31
+      if constexpr (kNibbles) {  // byte 16j + e: column 32j + e low, 32j + 16 + e high
+        const __m512i v = _mm512_loadu_si512(blk);
+        wa = _mm512_and_si512(v, low4);
+        wb = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        if constexpr (kLut) {
+          wa = _mm512_shuffle_epi8(lut, wa);
+          wb = _mm512_shuffle_epi8(lut, wb);
+        }
+      } else {
+        const __m512i v0 = _mm512_loadu_si512(blk), v1 = _mm512_loadu_si512(blk + 64);
+        wa = _mm512_shuffle_i64x2(v0, v1, 0x88);
+        wb = _mm512_shuffle_i64x2(v0, v1, 0xdd);
+      }
+      const auto* sc = reinterpret_cast<const float*>(blk + kCodeBytes);
       const __m512 scales = kG16 ? _mm512_castps256_ps512(_mm256_loadu_ps(sc))
                                  : _mm512_castps128_ps512(_mm_loadu_ps(sc));
       const __m512 ws_a = _mm512_permutexvar_ps(idx_a, scales);
@@ -118,13 +134,13 @@ void rows_dtype(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_
 
 }  // namespace
 
-void affine8_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out) {
-  CHECK(is_affine8(t) && cols % kAffine8Block == 0) << "affine8 x: " << dtype_name(t) << ", cols " << cols;
+void affine_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out) {
+  CHECK(is_affine_rows(t) && cols % kAffineBlock == 0) << "affine x: " << dtype_name(t) << ", cols " << cols;
   const bool g16 = t == DType::kA8G16;
-  for (int64_t k0 = 0; k0 < cols; k0 += kAffine8Block, out += kAffine8XStepBytes) {
-    int8_t q[kAffine8Block];
+  for (int64_t k0 = 0; k0 < cols; k0 += kAffineBlock, out += kAffineXStepBytes) {
+    int8_t q[kAffineBlock];
     float sx[4];
-    activation_q8_quantize(x + k0, kAffine8Block, q, sx);  // whole 32-column blocks: the row's q
+    activation_q8_quantize(x + k0, kAffineBlock, q, sx);  // whole 32-column blocks: the row's q
     float lane_scale[16], group_term[16] = {};
     for (int j = 0; j < 4; ++j) {
       std::memcpy(out + 16 * j, q + 32 * j, 16);
@@ -132,7 +148,7 @@ void affine8_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out) {
       for (int t4 = 0; t4 < 4; ++t4) lane_scale[4 * j + t4] = sx[j];
     }
     const int group = g16 ? 16 : 32;
-    for (int g = 0; g < kAffine8Block / group; ++g) {
+    for (int g = 0; g < kAffineBlock / group; ++g) {
       int32_t sum = 0;
       for (int k = 0; k < group; ++k) sum += q[group * g + k];
       group_term[g] = sx[group * g / 32] * static_cast<float>(sum);
@@ -142,11 +158,17 @@ void affine8_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out) {
   }
 }
 
-void affine8_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
-                         int64_t r_begin, int64_t r_end) {
-  if (w.dtype == DType::kA8G16) return rows_dtype<DType::kA8G16>(w, xp, x_stride, n, y, r_begin, r_end);
-  CHECK(w.dtype == DType::kA8G32) << "affine8 rows: dtype " << dtype_name(w.dtype);
-  rows_dtype<DType::kA8G32>(w, xp, x_stride, n, y, r_begin, r_end);
+void affine_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
+                        int64_t r_begin, int64_t r_end) {
+  switch (w.dtype) {
+    case DType::kA8G16: return rows_dtype<DType::kA8G16>(w, xp, x_stride, n, y, r_begin, r_end);
+    case DType::kA8G32: return rows_dtype<DType::kA8G32>(w, xp, x_stride, n, y, r_begin, r_end);
+    case DType::kA4G32: return rows_dtype<DType::kA4G32>(w, xp, x_stride, n, y, r_begin, r_end);
+    case DType::kA4IQ4: return rows_dtype<DType::kA4IQ4>(w, xp, x_stride, n, y, r_begin, r_end);
+    case DType::kA4MXFP4: return rows_dtype<DType::kA4MXFP4>(w, xp, x_stride, n, y, r_begin, r_end);
+    default: break;
+  }
+  CHECK(false) << "affine rows: dtype " << dtype_name(w.dtype);
 }
 
 }  // namespace densa::matmul_internal

@@ -1,5 +1,5 @@
 #pragma once
-// The W8A8 kernel for affine 8-bit weights (DType::kA8G16 / kA8G32, quant/affine8.h: GGUF
+// The W8A8 kernel for affine-row weights (DType::kA8G16 / kA8G32 / kA4*, quant/affine_rows.h: GGUF
 // K-quants, IQ4 and MXFP4 repacked at load), called through matmul_quant_avx512.h's entry
 // points. Requires AVX-512 VNNI (cpu_isa_hardware() >= kAvx512Bf16).
 //
@@ -24,16 +24,16 @@ namespace densa::matmul_internal {
 
 // Prepared bytes per 128 columns: 64 q (128-bit lane j: x block j's columns 0-15), 64 q
 // (columns 16-31), 16 fp32 lane x scales, 16 fp32 group terms (xs * sum of q, zero-padded).
-inline constexpr int64_t kAffine8XStepBytes = 256;
+inline constexpr int64_t kAffineXStepBytes = 256;
 
-inline int64_t affine8_x_stride(int64_t cols) { return cols / 128 * kAffine8XStepBytes; }
+inline int64_t affine_x_stride(int64_t cols) { return cols / 128 * kAffineXStepBytes; }
 
 // One x row of `cols` (a multiple of 128) columns for weights of dtype t.
-void affine8_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out);
+void affine_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out);
 
 // y[i, r] for x rows [0, n) and weight rows [r_begin, r_end); xp holds n prepared rows of
 // x_stride bytes; y is [n, w.rows].
-void affine8_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
+void affine_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
                          int64_t r_begin, int64_t r_end);
 
 }  // namespace densa::matmul_internal
