@@ -8,8 +8,9 @@
 #   Rows SHAPE_KIND_FORMAT: SHAPE dense | moe; KIND decode1 (batch-1 decode), prefill (512
 #   tokens), agg64 (64 parallel decodes); FORMAT q4km | q6k | iq4xs | mxfp4 (MoE only: llama.cpp's
 #   MXFP4_MOE puts only the expert stacks in MXFP4, the rest in Q8_0).
-#   densa runs each file twice: affine8 (the default: K-quants as affine 8-bit rows, W8A8) and
-#   f32 (--ggml-blocks f32: the same values as fp32, what densa did before).
+#   densa runs each file as packed (the default: affine rows, 4-bit codes for the 4-bit formats,
+#   W8A8 kernel) and, in the decode1 and prefill rows, as f32 (--ggml-blocks f32: the same
+#   values as fp32, what densa did before affine rows).
 # Writes OUT_DIR/round-N/<row>.<engine-config>.json and OUT_DIR/summary.md (summarize.py).
 set -euo pipefail
 
@@ -91,8 +92,8 @@ run_row() {
   [[ "$row" =~ $ROWS ]] || return 0
   read -r -a a <<< "$(args_of "$kind")"
   # 64 parallel decodes of the f32 form take minutes per run: only the default there.
-  local configs=(affine8 f32)
-  [ "$kind" = agg64 ] && configs=(affine8)
+  local configs=(packed f32)
+  [ "$kind" = agg64 ] && configs=(packed)
   run_densa() { for c in "${configs[@]}"; do
     if [ "$c" = f32 ]; then densa "$dir" "$row" "$c" "$model" "${a[@]}" --ggml-blocks f32
     else densa "$dir" "$row" "$c" "$model" "${a[@]}"; fi; done; }
