@@ -42,7 +42,7 @@ constexpr Shape kShapes[] = {
     {7168, 2048, "7168x2048"},    // Kimi K2 expert down projection
 };
 constexpr DType kDtypes[] = {DType::kF32,  DType::kBF16,  DType::kF16,  DType::kQ8_0,
-                             DType::kQ4_0, DType::kA8G32, DType::kA8G16, DType::kA4G32, DType::kA4IQ4};
+                             DType::kQ4_0, DType::kA8G32, DType::kA8K16, DType::kA4G32, DType::kA4K};
 
 uint32_t next_random(uint32_t& s) {
   s = s * 1664525u + 1013904223u;
@@ -83,7 +83,7 @@ void fill_weights(DType dtype, uint8_t* p, int64_t rows, int64_t cols, uint32_t 
     case DType::kI8:
     case DType::kI32:
     case DType::kU8: return;
-    case DType::kA8G16:
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:
     case DType::kA8G32:
     case DType::kA4G32:
     case DType::kA4IQ4:
@@ -94,10 +94,18 @@ void fill_weights(DType dtype, uint8_t* p, int64_t rows, int64_t cols, uint32_t 
         for (int64_t j = 0; j < code_bytes; ++j) {
           blk[j] = static_cast<uint8_t>(next_random(seed) >> (code_bytes == kAffineBlock ? 28 : 24));
         }
+        uint8_t* sb = blk + code_bytes;
+        if (is_affine_super(dtype)) {  // D, M, int8 s and m
+          const float d = 0.001f, m = -0.001f;
+          std::memcpy(sb, &d, 4);
+          std::memcpy(sb + 4, &m, 4);
+          for (int64_t g = 0; g < 2 * groups; ++g) sb[8 + g] = static_cast<uint8_t>(10 + g);
+          continue;
+        }
         for (int64_t g = 0; g < groups; ++g) {
           const float scale = 0.01f, min = -0.08f;
-          std::memcpy(blk + code_bytes + 4 * g, &scale, 4);
-          std::memcpy(blk + code_bytes + 4 * (groups + g), &min, 4);
+          std::memcpy(sb + 4 * g, &scale, 4);
+          std::memcpy(sb + 4 * (groups + g), &min, 4);
         }
       }
       return;

@@ -7,6 +7,7 @@ SentencePiece seed and the config.json seeds are the fixture models' own files
 (/work/shared/models, or DENSA_MODELS_DIR).
 """
 import json
+import random
 import os
 import shutil
 import struct
@@ -489,9 +490,32 @@ def chat_parse_seeds():
     out("chat_parse", "plain_none", bytes([len(tools), len(reasoning), 3]) + b"Just text <tool_ca with \xff bytes")
 
 
+def affine_rows_seeds():
+    # (name, block elements, block bytes, offsets of its f16 scales; None: MXFP4's E8M0 byte)
+    formats = [("q4_1", 32, 20, [0, 2]), ("q5_0", 32, 22, [0]), ("q5_1", 32, 24, [0, 2]), ("q2_K", 256, 84, [80, 82]),
+               ("q3_K", 256, 110, [108]), ("q4_K", 256, 144, [0, 2]), ("q5_K", 256, 176, [0, 2]),
+               ("q6_K", 256, 210, [208]), ("iq4_nl", 32, 18, [0]), ("iq4_xs", 256, 136, [0]), ("mxfp4", 32, 17, None)]
+    rng = random.Random(35)
+    for i, (name, elems, nbytes, scales) in enumerate(formats):
+        for flags in (0, 1, 3):
+            rows = 1 + ((flags >> 1) & 1)
+            blob = bytearray()
+            for _ in range(rows * 256 // elems):
+                b = bytearray(rng.getrandbits(8) for _ in range(nbytes))
+                if scales is None:
+                    b[0] = rng.randrange(110, 130)  # E8M0 exponents near 1
+                else:
+                    for off in scales:
+                        b[off:off + 2] = struct.pack("<e", rng.uniform(-0.02, 0.02))
+                blob += b
+            out("affine_rows", "%s_flags%d" % (name, flags), bytes([i, flags]) + bytes(blob))
+    out("affine_rows", "short", bytes([5, 0, 1, 2, 3]))
+
+
 def main():
     for t in ["gguf", "safetensors", "model_config", "sentencepiece", "openai_request", "kv_wire", "kv_layout",
-              "sse_framer", "hf_tokenizer", "tiktoken", "gguf_vocab", "jinja", "chat_template", "grammar", "chat_parse"]:
+              "sse_framer", "hf_tokenizer", "tiktoken", "gguf_vocab", "jinja", "chat_template", "grammar", "chat_parse",
+              "affine_rows"]:
         os.makedirs(os.path.join(HERE, "corpus", t), exist_ok=True)
         os.makedirs(os.path.join(HERE, "regressions", t), exist_ok=True)
     gguf_seeds()
@@ -505,6 +529,7 @@ def main():
     jinja_seeds()
     grammar_seeds()
     chat_parse_seeds()
+    affine_rows_seeds()
 
 
 if __name__ == "__main__":

@@ -29,8 +29,8 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
       ->capture_default_str();
   cmd->add_option("--ggml-blocks", args.ggml_blocks,
                   "GGUF K-quant, IQ4 and MXFP4 matrices in memory: packed (the file's exact values as codes with fp32 "
-                  "group scales and mins, int8 x on AVX-512 VNNI: 4-bit codes for Q4_K / Q4_1 / IQ4 / MXFP4, 6 bits "
-                  "per weight; 8-bit codes for the others, 10-12) | affine8 (8-bit codes for all) | f32 (the same "
+                  "group scales and mins, int8 x on AVX-512 VNNI: 4-bit codes for Q4_K / Q4_1 / IQ4 / MXFP4, 5-6 bits "
+                  "per weight; 8-bit codes for the others, 9-10) | affine8 (8-bit codes for all) | f32 (the same "
                   "values as fp32: 32 bits per weight, fp32 x)")
       ->check(CLI::IsMember({"packed", "affine8", "f32"}))
       ->capture_default_str();

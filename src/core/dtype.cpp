@@ -16,19 +16,22 @@ std::string_view dtype_name(DType t) {
     case DType::kI8: return "i8";
     case DType::kI32: return "i32";
     case DType::kU8: return "u8";
-    case DType::kA8G16: return "a8g16";
     case DType::kA8G32: return "a8g32";
     case DType::kA4G32: return "a4g32";
     case DType::kA4IQ4: return "a4iq4";
     case DType::kA4MXFP4: return "a4mxfp4";
+    case DType::kA8K16: return "a8k16";
+    case DType::kA8K32: return "a8k32";
+    case DType::kA4K: return "a4k";
+    case DType::kA4KIQ4: return "a4kiq4";
   }
   return "?";
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                  DType::kFP8E4M3, DType::kI4, DType::kI8, DType::kI32, DType::kU8, DType::kA8G16, DType::kA8G32,
-                  DType::kA4G32, DType::kA4IQ4, DType::kA4MXFP4}) {
+                  DType::kFP8E4M3, DType::kI4, DType::kI8, DType::kI32, DType::kU8, DType::kA8G32, DType::kA4G32,
+                  DType::kA4IQ4, DType::kA4MXFP4, DType::kA8K16, DType::kA8K32, DType::kA4K, DType::kA4KIQ4}) {
     if (dtype_name(t) == name) return t;
   }
   if (name == "fp8") return DType::kFP8E4M3;

@@ -21,16 +21,21 @@ enum class DType : uint8_t {
   kI8,
   kI32,
   kU8,
-  // GGUF K-quants, IQ4 and MXFP4 repacked at load (quant/affine_rows.h), rows of 128-column
-  // blocks: the codes, then the fp32 scale and the fp32 min of each group (value = code * scale
-  // + min, exact). kA8G16: uint8 codes, groups of 16 (Q2_K, Q3_K, Q5_K... see affine_rows.h),
-  // 192 bytes per block; kA8G32: uint8 codes, groups of 32, 160 bytes; kA4G32 / kA4IQ4 /
-  // kA4MXFP4: 4-bit codes (linear 0..15, IQ4's grid, MXFP4's levels), groups of 32, 96 bytes.
-  kA8G16,
+  // GGUF K-quants, IQ4 and MXFP4 repacked at load (quant/affine_rows.h has the layouts and
+  // which format becomes which), rows of 128-column blocks holding the codes and then the
+  // scales and mins of groups of 32 (16: kA8K16); value = code * scale + min, exact.
+  // Per-group fp32 scale and min: kA8G32 (8-bit codes, 160 bytes per block), kA4G32 (4-bit
+  // linear), kA4IQ4 (4-bit, IQ4's grid), kA4MXFP4 (4-bit, MXFP4's levels) (96 bytes).
+  // K-quant form, scale = D * s and min = M * m with fp32 D, M per block and int8 s, m per
+  // group: kA8K16 (152 bytes), kA8K32 (144), kA4K (4-bit linear, 80), kA4KIQ4 (4-bit IQ4, 80).
   kA8G32,
   kA4G32,
   kA4IQ4,
   kA4MXFP4,
+  kA8K16,
+  kA8K32,
+  kA4K,
+  kA4KIQ4,
 };
 
 std::string_view dtype_name(DType t);
@@ -43,11 +48,14 @@ constexpr int64_t dtype_block_elems(DType t) {
     case DType::kQ8_0:
     case DType::kQ4_0: return 32;
     case DType::kI4: return 2;
-    case DType::kA8G16:
     case DType::kA8G32:
     case DType::kA4G32:
     case DType::kA4IQ4:
-    case DType::kA4MXFP4: return 128;
+    case DType::kA4MXFP4:
+    case DType::kA8K16:
+    case DType::kA8K32:
+    case DType::kA4K:
+    case DType::kA4KIQ4: return 128;
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
@@ -72,11 +80,14 @@ constexpr int64_t dtype_block_bytes(DType t) {
     case DType::kI8: return 1;
     case DType::kI32: return 4;
     case DType::kU8: return 1;
-    case DType::kA8G16: return 192;
     case DType::kA8G32: return 160;
     case DType::kA4G32:
     case DType::kA4IQ4:
     case DType::kA4MXFP4: return 96;
+    case DType::kA8K16: return 152;
+    case DType::kA8K32: return 144;
+    case DType::kA4K:
+    case DType::kA4KIQ4: return 80;
   }
   return 1;
 }

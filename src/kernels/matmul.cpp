@@ -39,7 +39,7 @@ bool matmul_supports(DType t) {
     case DType::kI8:
     case DType::kI32:
     case DType::kU8:
-    case DType::kA8G16:
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:
     case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: return false;
   }
   return false;

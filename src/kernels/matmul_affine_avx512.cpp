@@ -2,8 +2,9 @@
 // kernels/internal/matmul_affine.h. Per 128-column block and weight row: the codes with 128-bit
 // lane j holding columns 0-15 (then 16-31) of group j, as the prepared x is (8-bit codes: two
 // 64-byte loads regrouped; 4-bit: one load split into low and high nibbles, looked up by
-// vpshufb where the nibbles index a table); vpdpbusd of the unsigned codes with the signed q; the block's group scales spread over
-// the lanes by one permute; the min term as one fma of the (zero-padded) mins with the
+// vpshufb where the nibbles index a table); vpdpbusd of the unsigned codes with the signed q;
+// the block's group scales (read as fp32, or as int8 times the block's D) spread over the lanes
+// by one permute; the min term as one fma of the (zero-padded) mins with the
 // prepared per-group x sums.
 // GCC 12 false positives on the intrinsics' placeholders (see matmul_avx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -24,12 +25,24 @@
 namespace densa::matmul_internal {
 namespace {
 
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
 constexpr int64_t kPrefetchBytes = 512;  // software prefetch distance per weight row (GEMV)
 
 template <DType T, int R, int NX>
 DENSA_VNNI_INLINE void tile(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t r0,
                             int64_t i0) {
-  constexpr bool kG16 = T == DType::kA8G16;
+  constexpr bool kG16 = T == DType::kA8K16, kSuper = is_affine_super(T);
   constexpr bool kNibbles = is_affine_nibbles(T), kLut = kNibbles && T != DType::kA4G32;
   constexpr int64_t kBlockBytes = dtype_block_bytes(T), kCodeBytes = affine_code_bytes(T);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -77,12 +90,23 @@ DENSA_VNNI_INLINE void tile(const WeightView& w, const uint8_t* xp, int64_t x_st
         wa = _mm512_shuffle_i64x2(v0, v1, 0x88);
         wb = _mm512_shuffle_i64x2(v0, v1, 0xdd);
       }
-      const auto* sc = reinterpret_cast<const float*>(blk + kCodeBytes);
-      const __m512 scales = kG16 ? _mm512_castps256_ps512(_mm256_loadu_ps(sc))
-                                 : _mm512_castps128_ps512(_mm_loadu_ps(sc));
+      __m512 scales, mins;  // lane g < kGroups: group g's scale and min (mins: 0 in the others)
+      if constexpr (kSuper) {  // D, M, then int8 s and m: D * s and M * m, exact products
+        const uint8_t* sb = blk + kCodeBytes;
+        const __m128i s8 = kG16 ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 8))
+                                : _mm_cvtsi32_si128(load_u32(sb + 8));
+        const __m128i m8 = kG16 ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 8 + kGroups))
+                                : _mm_cvtsi32_si128(load_u32(sb + 8 + kGroups));
+        scales = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)), _mm512_set1_ps(load_f32(sb)));
+        mins = _mm512_maskz_mul_ps(min_lanes, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(m8)),
+                                   _mm512_set1_ps(load_f32(sb + 4)));
+      } else {
+        const auto* sc = reinterpret_cast<const float*>(blk + kCodeBytes);
+        scales = kG16 ? _mm512_castps256_ps512(_mm256_loadu_ps(sc)) : _mm512_castps128_ps512(_mm_loadu_ps(sc));
+        mins = _mm512_maskz_loadu_ps(min_lanes, sc + kGroups);
+      }
       const __m512 ws_a = _mm512_permutexvar_ps(idx_a, scales);
       const __m512 ws_b = kG16 ? _mm512_permutexvar_ps(idx_b, scales) : ws_a;
-      const __m512 mins = _mm512_maskz_loadu_ps(min_lanes, sc + kGroups);
 #pragma GCC unroll 16
       for (int i = 0; i < NX; ++i) {
         const __m512i xa = _mm512_loadu_si512(xs[i]), xb = _mm512_loadu_si512(xs[i] + 64);
@@ -136,7 +160,7 @@ void rows_dtype(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_
 
 void affine_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out) {
   CHECK(is_affine_rows(t) && cols % kAffineBlock == 0) << "affine x: " << dtype_name(t) << ", cols " << cols;
-  const bool g16 = t == DType::kA8G16;
+  const bool g16 = t == DType::kA8K16;
   for (int64_t k0 = 0; k0 < cols; k0 += kAffineBlock, out += kAffineXStepBytes) {
     int8_t q[kAffineBlock];
     float sx[4];
@@ -161,11 +185,14 @@ void affine_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out) {
 void affine_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
                         int64_t r_begin, int64_t r_end) {
   switch (w.dtype) {
-    case DType::kA8G16: return rows_dtype<DType::kA8G16>(w, xp, x_stride, n, y, r_begin, r_end);
     case DType::kA8G32: return rows_dtype<DType::kA8G32>(w, xp, x_stride, n, y, r_begin, r_end);
     case DType::kA4G32: return rows_dtype<DType::kA4G32>(w, xp, x_stride, n, y, r_begin, r_end);
     case DType::kA4IQ4: return rows_dtype<DType::kA4IQ4>(w, xp, x_stride, n, y, r_begin, r_end);
     case DType::kA4MXFP4: return rows_dtype<DType::kA4MXFP4>(w, xp, x_stride, n, y, r_begin, r_end);
+    case DType::kA8K16: return rows_dtype<DType::kA8K16>(w, xp, x_stride, n, y, r_begin, r_end);
+    case DType::kA8K32: return rows_dtype<DType::kA8K32>(w, xp, x_stride, n, y, r_begin, r_end);
+    case DType::kA4K: return rows_dtype<DType::kA4K>(w, xp, x_stride, n, y, r_begin, r_end);
+    case DType::kA4KIQ4: return rows_dtype<DType::kA4KIQ4>(w, xp, x_stride, n, y, r_begin, r_end);
     default: break;
   }
   CHECK(false) << "affine rows: dtype " << dtype_name(w.dtype);

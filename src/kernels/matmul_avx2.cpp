@@ -185,7 +185,7 @@ void matmul_rows_avx2(const WeightView& w, const float* x, int64_t n, float* y, 
     case DType::kI8:
     case DType::kI32:
     case DType::kU8:
-    case DType::kA8G16:
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:
     case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   CHECK(false) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);

@@ -65,7 +65,7 @@ Status check_shape(const TensorSource& src, const RawTensor& t, const std::vecto
 bool is_matrix_dtype(DType t) {
   switch (t) {
     case DType::kF32: case DType::kF16: case DType::kBF16: case DType::kQ8_0: case DType::kQ4_0:
-    case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: return true;
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: return true;
     case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8: return false;
   }
   return false;
@@ -117,7 +117,7 @@ Result<std::vector<float>> load_vector(const TensorSource& src, const std::strin
         break;
       }
       case DType::kQ8_0: case DType::kQ4_0: case DType::kFP8E4M3: case DType::kI4: case DType::kI8:
-      case DType::kI32: case DType::kU8: case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
+      case DType::kI32: case DType::kU8: case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
         return unimplemented(src.origin + ": tensor '" + name + "' has dtype " + std::string(dtype_name(t.dtype)) +
                              ", unsupported for norm vectors (supported: f32, f16, bf16)");
     }
@@ -378,7 +378,7 @@ bool ggml_type_of_dtype_known(uint32_t id) {
 // A GGUF tensor as a RawTensor: the mapped bytes for the DType formats (f32, f16, bf16, q8_0,
 // q4_0); the other block formats (quant/ggml_blocks.h: q4_1 ... q6_K, iq4_nl, iq4_xs, mxfp4)
 // converted once into a buffer owned by w: affine rows (quant/affine_rows.h: the file's exact
-// values at 6-12 bits per weight, run by the W8A8 kernels) where rows are whole 128-column
+// values at 5-10 bits per weight, run by the W8A8 kernels) where rows are whole 128-column
 // blocks, else fp32, the values ggml's dequantizer gives (4 bytes per weight).
 Result<RawTensor> gguf_raw_tensor(const GgufFile& f, const std::string& name, ModelWeights& w,
                                   std::optional<AffineWidth> affine,

@@ -11,7 +11,7 @@
 namespace densa {
 
 // kPacked: affine rows (quant/affine_rows.h: the file's exact values, W8A8 kernels), 4-bit codes
-// for the 4-bit formats (6 bits per weight) and 8-bit for the others (10-12); kAffine8: 8-bit
+// for the 4-bit formats (5-6 bits per weight) and 8-bit for the others (9-10); kAffine8: 8-bit
 // codes for all; kF32: fp32 (the same values, 32 bits per weight, fp32 products).
 enum class GgmlBlockForm : uint8_t { kPacked, kAffine8, kF32 };
 

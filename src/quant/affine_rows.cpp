@@ -24,12 +24,15 @@ uint32_t load_u32(const uint8_t* p) {
   return v;
 }
 
-// One source block decoded into groups: scale[g], min[g] and codes[block elements]. Each
-// decoder reads the block exactly as the reference dequantizer beside it in quant/ does
-// (tests/quant/affine_rows_test.cpp checks the values against those).
+// One source block decoded into groups: codes[block elements], and either scale[g], min[g]
+// (the 32-element formats) or, for the K-quants, the block's D and M with integer s[g], m[g]
+// (scale = D * s, min = M * m, exact). Each decoder reads the block exactly as the reference
+// dequantizer beside it in quant/ does (tests/quant/affine_rows_test.cpp checks the values).
 struct Groups {
   float scale[16];
   float min[16];
+  float d = 0, m = 0;  // K-quants: D, M
+  int8_t s[16], mi[16];
   uint8_t code[256];
 };
 
@@ -55,10 +58,11 @@ void decode_q5_1(const uint8_t* blk, Groups& g) { decode_legacy(blk, true, true,
 void decode_q2_k(const uint8_t* blk, Groups& g) {
   const uint8_t* scales = blk;
   const uint8_t* qs = blk + 16;
-  const float d = load_f16(blk + 80), dmin = load_f16(blk + 82);
+  g.d = load_f16(blk + 80);
+  g.m = -load_f16(blk + 82);
   for (int s = 0; s < 16; ++s) {
-    g.scale[s] = d * static_cast<float>(scales[s] & 0x0f);
-    g.min[s] = -(dmin * static_cast<float>(scales[s] >> 4));
+    g.s[s] = static_cast<int8_t>(scales[s] & 0x0f);
+    g.mi[s] = static_cast<int8_t>(scales[s] >> 4);
   }
   for (int e = 0; e < 256; ++e) g.code[e] = static_cast<uint8_t>((qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3);
 }
@@ -66,11 +70,9 @@ void decode_q2_k(const uint8_t* blk, Groups& g) {
 void decode_q3_k(const uint8_t* blk, Groups& g) {
   const uint8_t* hmask = blk;
   const uint8_t* qs = blk + 32;
-  const float d = load_f16(blk + 108);
-  for (int s = 0; s < 16; ++s) {
-    g.scale[s] = d * static_cast<float>(q3_k_scale(blk + 96, s) - 32);
-    g.min[s] = -4.0f * g.scale[s];
-  }
+  g.d = load_f16(blk + 108);
+  g.m = -4.0f * g.d;
+  for (int s = 0; s < 16; ++s) g.s[s] = g.mi[s] = static_cast<int8_t>(q3_k_scale(blk + 96, s) - 32);
   for (int e = 0; e < 256; ++e) {
     const int shift = (e % 128) / 32;
     const int low = (qs[32 * (e / 128) + e % 32] >> (2 * shift)) & 3;
@@ -80,15 +82,16 @@ void decode_q3_k(const uint8_t* blk, Groups& g) {
 }
 
 void decode_q45_k(const uint8_t* blk, bool five, Groups& g) {
-  const float d = load_f16(blk), dmin = load_f16(blk + 2);
+  g.d = load_f16(blk);
+  g.m = -load_f16(blk + 2);
   const uint8_t* scales = blk + 4;
   const uint8_t* qh = blk + 16;
   const uint8_t* qs = blk + (five ? 48 : 16);
   for (int s = 0; s < 8; ++s) {
     int sc = 0, m = 0;
     kquant_scale_min(scales, s, sc, m);
-    g.scale[s] = d * static_cast<float>(sc);
-    g.min[s] = -(dmin * static_cast<float>(m));
+    g.s[s] = static_cast<int8_t>(sc);
+    g.mi[s] = static_cast<int8_t>(m);
     for (int l = 0; l < 32; ++l) {
       const uint8_t byte = qs[32 * (s / 2) + l];
       int q = (s % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
@@ -105,11 +108,9 @@ void decode_q6_k(const uint8_t* blk, Groups& g) {
   const uint8_t* ql = blk;
   const uint8_t* qh = blk + 128;
   const auto* scales = reinterpret_cast<const int8_t*>(blk + 192);
-  const float d = load_f16(blk + 208);
-  for (int s = 0; s < 16; ++s) {
-    g.scale[s] = d * static_cast<float>(scales[s]);
-    g.min[s] = -32.0f * g.scale[s];
-  }
+  g.d = load_f16(blk + 208);
+  g.m = -32.0f * g.d;
+  for (int s = 0; s < 16; ++s) g.s[s] = g.mi[s] = scales[s];
   for (int e = 0; e < 256; ++e) {
     const int h = e / 128, k = (e % 128) / 32, l = e % 32;
     const uint8_t byte = ql[64 * h + 32 * (k & 1) + l];
@@ -134,13 +135,13 @@ void decode_iq4_nl(const uint8_t* blk, Groups& g) {
 }
 
 void decode_iq4_xs(const uint8_t* blk, Groups& g) {
-  const float d = load_f16(blk);
+  g.d = load_f16(blk);
+  g.m = -128.0f * g.d;
   uint16_t scales_h;
   std::memcpy(&scales_h, blk + 2, 2);
   for (int s = 0; s < 8; ++s) {
     const int ls = ((blk[4 + s / 2] >> (4 * (s % 2))) & 0x0f) | (((scales_h >> (2 * s)) & 3) << 4);
-    g.scale[s] = d * static_cast<float>(ls - 32);
-    g.min[s] = -128.0f * g.scale[s];
+    g.s[s] = g.mi[s] = static_cast<int8_t>(ls - 32);
     iq4_codes(blk + 8 + 16 * s, g.code + 32 * s);
   }
 }
@@ -164,13 +165,13 @@ constexpr Decoder kDecoders[] = {
     {ggml_type::kQ4_1, DType::kA8G32, DType::kA4G32, decode_q4_1},
     {ggml_type::kQ5_0, DType::kA8G32, DType::kA8G32, decode_q5_0},
     {ggml_type::kQ5_1, DType::kA8G32, DType::kA8G32, decode_q5_1},
-    {ggml_type::kQ2_K, DType::kA8G16, DType::kA8G16, decode_q2_k},
-    {ggml_type::kQ3_K, DType::kA8G16, DType::kA8G16, decode_q3_k},
-    {ggml_type::kQ4_K, DType::kA8G32, DType::kA4G32, decode_q4_k},
-    {ggml_type::kQ5_K, DType::kA8G32, DType::kA8G32, decode_q5_k},
-    {ggml_type::kQ6_K, DType::kA8G16, DType::kA8G16, decode_q6_k},
+    {ggml_type::kQ2_K, DType::kA8K16, DType::kA8K16, decode_q2_k},
+    {ggml_type::kQ3_K, DType::kA8K16, DType::kA8K16, decode_q3_k},
+    {ggml_type::kQ4_K, DType::kA8K32, DType::kA4K, decode_q4_k},
+    {ggml_type::kQ5_K, DType::kA8K32, DType::kA8K32, decode_q5_k},
+    {ggml_type::kQ6_K, DType::kA8K16, DType::kA8K16, decode_q6_k},
     {ggml_type::kIQ4_NL, DType::kA8G32, DType::kA4IQ4, decode_iq4_nl},
-    {ggml_type::kIQ4_XS, DType::kA8G32, DType::kA4IQ4, decode_iq4_xs},
+    {ggml_type::kIQ4_XS, DType::kA8K32, DType::kA4KIQ4, decode_iq4_xs},
     {ggml_type::kMXFP4, DType::kA8G32, DType::kA4MXFP4, decode_mxfp4},
 };
 
@@ -212,8 +213,10 @@ int nibble_of(const uint8_t* lut, uint8_t code) {
 const uint8_t* affine_nibble_codes(DType t) {
   const NibbleTables& n = nibble_tables();
   switch (t) {
-    case DType::kA4G32: return n.linear;
-    case DType::kA4IQ4: return n.iq4;
+    case DType::kA4G32:
+    case DType::kA4K: return n.linear;
+    case DType::kA4IQ4:
+    case DType::kA4KIQ4: return n.iq4;
     case DType::kA4MXFP4: return n.mxfp4;
     default: break;
   }
@@ -233,7 +236,8 @@ bool affine_from_ggml(uint32_t ggml_type, DType t, const uint8_t* blocks, int64_
   CHECK(dec != nullptr && fmt != nullptr) << "affine rows: ggml type " << ggml_type;
   CHECK(t == dec->wide || t == dec->packed) << "affine rows: " << fmt->name << " as " << dtype_name(t);
   CHECK(cols % kAffineBlock == 0 && cols % fmt->block_elems == 0) << "affine rows: cols " << cols;
-  const bool nibbles = is_affine_nibbles(t);
+  const bool nibbles = is_affine_nibbles(t), super = is_affine_super(t);
+  CHECK(super == (fmt->block_elems == 256)) << "affine rows: " << fmt->name << " as " << dtype_name(t);
   const uint8_t* lut = nibbles ? affine_nibble_codes(t) : nullptr;
   const int64_t group = affine_group(t), per_block = affine_groups_per_block(t), code_bytes = affine_code_bytes(t);
   const int64_t src_groups = fmt->block_elems / group;  // groups per source block
@@ -243,8 +247,9 @@ bool affine_from_ggml(uint32_t ggml_type, DType t, const uint8_t* blocks, int64_
     uint8_t* row = out + r * row_bytes;
     for (int64_t k0 = 0; k0 < cols; k0 += fmt->block_elems) {
       dec->decode(blocks + (r * cols + k0) / fmt->block_elems * fmt->block_bytes, g);
+      if (super && (!std::isfinite(g.d) || !std::isfinite(g.m))) return false;
       for (int64_t s = 0; s < src_groups; ++s) {
-        if (!std::isfinite(g.scale[s]) || !std::isfinite(g.min[s])) return false;
+        if (!super && (!std::isfinite(g.scale[s]) || !std::isfinite(g.min[s]))) return false;
         const int64_t k = k0 + s * group;  // first column of this group
         const int64_t b = k / kAffineBlock, slot = k % kAffineBlock / group;
         uint8_t* blk = row + b * dtype_block_bytes(t);
@@ -257,8 +262,16 @@ bool affine_from_ggml(uint32_t ggml_type, DType t, const uint8_t* blocks, int64_
         } else {
           std::memcpy(blk + k % kAffineBlock, g.code + s * group, static_cast<size_t>(group));
         }
-        std::memcpy(blk + code_bytes + 4 * slot, &g.scale[s], 4);
-        std::memcpy(blk + code_bytes + 4 * (per_block + slot), &g.min[s], 4);
+        uint8_t* sb = blk + code_bytes;
+        if (super) {  // D and M once per block (a 256-element source block spans two)
+          std::memcpy(sb, &g.d, 4);
+          std::memcpy(sb + 4, &g.m, 4);
+          sb[8 + slot] = static_cast<uint8_t>(g.s[s]);
+          sb[8 + per_block + slot] = static_cast<uint8_t>(g.mi[s]);
+        } else {
+          std::memcpy(sb + 4 * slot, &g.scale[s], 4);
+          std::memcpy(sb + 4 * (per_block + slot), &g.min[s], 4);
+        }
       }
     }
   }
@@ -280,21 +293,38 @@ void affine_block_codes(DType t, const uint8_t* row, int64_t b, uint8_t* codes) 
   }
 }
 
+void affine_block_scales(DType t, const uint8_t* row, int64_t b, float* scale, float* min) {
+  const uint8_t* sb = affine_scale_bytes_of(t, row, b);
+  const int64_t groups = affine_groups_per_block(t);
+  if (!is_affine_super(t)) {
+    std::memcpy(scale, sb, static_cast<size_t>(4 * groups));
+    std::memcpy(min, sb + 4 * groups, static_cast<size_t>(4 * groups));
+    return;
+  }
+  float d, m;
+  std::memcpy(&d, sb, 4);
+  std::memcpy(&m, sb + 4, 4);
+  for (int64_t g = 0; g < groups; ++g) {
+    scale[g] = d * static_cast<float>(static_cast<int8_t>(sb[8 + g]));
+    min[g] = m * static_cast<float>(static_cast<int8_t>(sb[8 + groups + g]));
+  }
+}
+
 void affine_dequantize(DType t, const uint8_t* row, int64_t begin, int64_t count, float* out) {
   CHECK(is_affine_rows(t)) << "affine rows: dtype " << dtype_name(t);
   const int64_t group = affine_group(t);
   uint8_t codes[kAffineBlock];
-  int64_t decoded = -1;  // the block `codes` holds
+  float scale[8], min[8];
+  int64_t decoded = -1;  // the block `codes`, `scale` and `min` hold
   for (int64_t k = begin; k < begin + count; ++k) {
-    const int64_t b = k / kAffineBlock, slot = k % kAffineBlock / group;
+    const int64_t b = k / kAffineBlock;
     if (b != decoded) {
       affine_block_codes(t, row, b, codes);
+      affine_block_scales(t, row, b, scale, min);
       decoded = b;
     }
-    float scale, min;
-    std::memcpy(&scale, affine_scales(t, row, b) + slot, 4);
-    std::memcpy(&min, affine_mins(t, row, b) + slot, 4);
-    out[k - begin] = std::fmaf(scale, static_cast<float>(codes[k % kAffineBlock]), min);
+    const int64_t g = k % kAffineBlock / group;
+    out[k - begin] = std::fmaf(scale[g], static_cast<float>(codes[k % kAffineBlock]), min[g]);
   }
 }
 

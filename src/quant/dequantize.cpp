@@ -71,7 +71,7 @@ void dequantize_row_range(const WeightView& w, int64_t row, int64_t begin, int64
     case DType::kI8:
       int8_group_dequantize(w, row, begin, count, out);
       return;
-    case DType::kA8G16:
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:
     case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
       affine_dequantize(w.dtype, p, begin, count, out);
       return;

@@ -33,7 +33,7 @@ Status check_quant_target(const WeightQuantSpec& spec, int64_t rows, int64_t col
     case DType::kI8:
     case DType::kI32:
     case DType::kU8:
-    case DType::kA8G16:
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:
     case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   return invalid_argument("unsupported weight dtype '" + std::string(dtype_name(spec.dtype)) +
@@ -64,7 +64,7 @@ std::string weight_quant_spec_name(const WeightQuantSpec& spec) {
     case DType::kI8:
     case DType::kI32:
     case DType::kU8:
-    case DType::kA8G16:
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:
     case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   return std::string(dtype_name(spec.dtype));
@@ -143,7 +143,7 @@ QuantizedMatrix quantize_matrix(const float* src, int64_t rows, int64_t cols, co
     case DType::kI8:
     case DType::kI32:
     case DType::kU8:
-    case DType::kA8G16:
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:
     case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   CHECK(false) << "quantize_matrix: unreachable";

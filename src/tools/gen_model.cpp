@@ -238,7 +238,7 @@ const char* st_name_of(DType t) {
     case DType::kFP8E4M3: return "F8_E4M3";
     case DType::kI32: return "I32";
     case DType::kQ8_0: case DType::kQ4_0: case DType::kI4: case DType::kI8: case DType::kU8:
-    case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   return "U8";
 }
@@ -298,7 +298,7 @@ std::vector<Part> parts_of(const Target& tg, const LogicalTensor& t) {
     case DType::kF32: case DType::kF16: case DType::kBF16:
       return {Part{t.role == Role::kBias ? "" : ".weight", st_name_of(d), 0, st_shape(t), t.rows * t.cols * static_cast<int64_t>(d == DType::kF32 ? 4 : 2)}};
     case DType::kQ8_0: case DType::kQ4_0: case DType::kI8: case DType::kI32: case DType::kU8:
-    case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   return {};
 }
@@ -338,7 +338,7 @@ std::vector<std::vector<uint8_t>> encode(const Target& tg, const LogicalTensor& 
       }
       break;
     }
-    case DType::kI8: case DType::kI32: case DType::kU8: case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
+    case DType::kI8: case DType::kI32: case DType::kU8: case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   if (tg.gguf && t.gguf_permute_heads > 0) {
     // GGUF row base + 2i + h holds HF row base + h*half + i (what the loader undoes).

@@ -28,7 +28,7 @@ uint32_t file_type(DType t) {
     case DType::kQ8_0: return 7;
     case DType::kBF16: return 32;
     case DType::kFP8E4M3: case DType::kI4: case DType::kI8: case DType::kI32: case DType::kU8:
-    case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4: break;
   }
   return 0;
 }

@@ -75,7 +75,7 @@ void append_matrix(std::vector<SafetensorsOut>& out, const std::string& name, co
     case DType::kI8:  // GGUF Q8_0 repacked, which a load for quantize never does
       CHECK(false) << name << ": INT8 (repacked Q8_0) has no compressed-tensors form";
       return;
-    case DType::kA8G16:  // GGUF K-quants for the kernels, which a load for quantize never makes
+    case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:  // GGUF K-quants for the kernels, which a load for quantize never makes
     case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
       CHECK(false) << name << ": affine 8-bit rows (repacked GGUF blocks) have no compressed-tensors form";
       return;

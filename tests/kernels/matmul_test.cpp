@@ -98,7 +98,7 @@ struct RandomWeights {
       case DType::kI4:
       case DType::kI8:
       case DType::kI32:
-      case DType::kA8G16: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
+      case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4: case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
       case DType::kU8: ADD_FAILURE() << "no random weights for " << dtype_name(dtype); break;
     }
     view = WeightView{.dtype = dtype, .rows = rows, .cols = cols, .data = bytes.data()};

@@ -112,11 +112,11 @@ TEST(AffineRows, ReferenceQuantizedRowsOfEveryFormatAndWidth) {
 
 TEST(AffineRows, FormsOfEachFormatAndFormatsWithoutOne) {
   const std::vector<std::tuple<uint32_t, DType, DType>> forms = {
-      {ggml_type::kQ2_K, DType::kA8G16, DType::kA8G16},    {ggml_type::kQ3_K, DType::kA8G16, DType::kA8G16},
-      {ggml_type::kQ6_K, DType::kA8G16, DType::kA8G16},    {ggml_type::kQ5_0, DType::kA8G32, DType::kA8G32},
-      {ggml_type::kQ5_1, DType::kA8G32, DType::kA8G32},    {ggml_type::kQ5_K, DType::kA8G32, DType::kA8G32},
-      {ggml_type::kQ4_1, DType::kA4G32, DType::kA8G32},    {ggml_type::kQ4_K, DType::kA4G32, DType::kA8G32},
-      {ggml_type::kIQ4_NL, DType::kA4IQ4, DType::kA8G32},  {ggml_type::kIQ4_XS, DType::kA4IQ4, DType::kA8G32},
+      {ggml_type::kQ2_K, DType::kA8K16, DType::kA8K16},    {ggml_type::kQ3_K, DType::kA8K16, DType::kA8K16},
+      {ggml_type::kQ6_K, DType::kA8K16, DType::kA8K16},    {ggml_type::kQ5_0, DType::kA8G32, DType::kA8G32},
+      {ggml_type::kQ5_1, DType::kA8G32, DType::kA8G32},    {ggml_type::kQ5_K, DType::kA8K32, DType::kA8K32},
+      {ggml_type::kQ4_1, DType::kA4G32, DType::kA8G32},    {ggml_type::kQ4_K, DType::kA4K, DType::kA8K32},
+      {ggml_type::kIQ4_NL, DType::kA4IQ4, DType::kA8G32},  {ggml_type::kIQ4_XS, DType::kA4KIQ4, DType::kA8K32},
       {ggml_type::kMXFP4, DType::kA4MXFP4, DType::kA8G32},
   };
   for (const auto& [type, packed, wide] : forms) {
@@ -127,9 +127,11 @@ TEST(AffineRows, FormsOfEachFormatAndFormatsWithoutOne) {
   for (uint32_t t : {ggml_type::kQ8_0, ggml_type::kQ4_0, ggml_type::kF32, ggml_type::kF16, ggml_type::kBF16}) {
     EXPECT_FALSE(affine_dtype_for_ggml(t).has_value()) << t;
   }
-  EXPECT_EQ(dtype_row_bytes(DType::kA4G32, 256), 192);  // 6 bits per weight
+  EXPECT_EQ(dtype_row_bytes(DType::kA4K, 256), 160);    // 5 bits per weight
+  EXPECT_EQ(dtype_row_bytes(DType::kA4G32, 256), 192);  // 6
+  EXPECT_EQ(dtype_row_bytes(DType::kA8K32, 256), 288);  // 9
+  EXPECT_EQ(dtype_row_bytes(DType::kA8K16, 256), 304);  // 9.5
   EXPECT_EQ(dtype_row_bytes(DType::kA8G32, 256), 320);  // 10
-  EXPECT_EQ(dtype_row_bytes(DType::kA8G16, 256), 384);  // 12
 }
 
 // A block whose f16 scale is infinite or NaN has no exact affine form (inf * code + -inf is NaN
@@ -140,12 +142,12 @@ TEST(AffineRows, NonFiniteScalesAreRefused) {
   std::vector<uint8_t> blocks(static_cast<size_t>(fm.block_bytes));
   fm.quantize(src.data(), 256, blocks.data());
   std::vector<uint8_t> out(static_cast<size_t>(dtype_row_bytes(DType::kA8G32, 256)));
-  ASSERT_TRUE(affine_from_ggml(fm.type, DType::kA8G32, blocks.data(), 1, 256, out.data()));
+  ASSERT_TRUE(affine_from_ggml(fm.type, DType::kA8K32, blocks.data(), 1, 256, out.data()));
   for (uint16_t bad : {uint16_t{0x7c00}, uint16_t{0x7e00}}) {  // f16 +inf, NaN as d
     std::vector<uint8_t> b = blocks;
     std::memcpy(b.data(), &bad, 2);
-    EXPECT_FALSE(affine_from_ggml(fm.type, DType::kA8G32, b.data(), 1, 256, out.data())) << bad;
-    EXPECT_FALSE(affine_from_ggml(fm.type, DType::kA4G32, b.data(), 1, 256, out.data())) << bad;
+    EXPECT_FALSE(affine_from_ggml(fm.type, DType::kA8K32, b.data(), 1, 256, out.data())) << bad;
+    EXPECT_FALSE(affine_from_ggml(fm.type, DType::kA4K, b.data(), 1, 256, out.data())) << bad;
   }
   // MXFP4 with the largest E8M0 exponent: 2^127 is finite, but its bias term 12 * 2^127 is not.
   const GgmlBlockFormat& mx = *ggml_block_format(ggml_type::kMXFP4);

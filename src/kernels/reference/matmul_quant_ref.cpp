@@ -123,7 +123,7 @@ void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, flo
 void matmul_affine_lanes_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
   CHECK(is_affine_rows(w.dtype) && w.cols % kAffineBlock == 0)
       << "matmul_affine_lanes_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
-  const bool g16 = w.dtype == DType::kA8G16;
+  const bool g16 = w.dtype == DType::kA8K16;
   const int64_t group = affine_group(w.dtype), groups = affine_groups_per_block(w.dtype);
   for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
@@ -133,8 +133,7 @@ void matmul_affine_lanes_fp32(const WeightView& w, const float* x, int64_t n, fl
         uint8_t codes[kAffineBlock];
         affine_block_codes(w.dtype, row, b, codes);
         float scale[8], min[8];
-        std::memcpy(scale, affine_scales(w.dtype, row, b), static_cast<size_t>(4 * groups));
-        std::memcpy(min, affine_mins(w.dtype, row, b), static_cast<size_t>(4 * groups));
+        affine_block_scales(w.dtype, row, b, scale, min);
         const int8_t* qb = q.data() + b * kAffineBlock;
         const float* xs = sx.data() + b * 4;
         auto dot4 = [&](int64_t k) {  // the exact sum over columns k .. k + 3 of the block
@@ -181,12 +180,11 @@ void matmul_affine_x_q8(const WeightView& w, const float* x, int64_t n, float* y
       double acc = 0.0;
       for (int64_t k = 0; k < w.cols; ++k) {
         const int64_t b = k / kAffineBlock, g = k % kAffineBlock / group;
-        float scale, min;
-        std::memcpy(&scale, affine_scales(w.dtype, row, b) + g, 4);
-        std::memcpy(&min, affine_mins(w.dtype, row, b) + g, 4);
+        float scale[8], min[8];
+        affine_block_scales(w.dtype, row, b, scale, min);
         uint8_t codes[kAffineBlock];
         affine_block_codes(w.dtype, row, b, codes);
-        const double wk = static_cast<double>(scale) * codes[k % kAffineBlock] + min;
+        const double wk = static_cast<double>(scale[g]) * codes[k % kAffineBlock] + min[g];
         acc += wk * static_cast<double>(sx[static_cast<size_t>(k / kActQ8Block)]) * q[static_cast<size_t>(k)];
       }
       y[i * w.rows + r] = static_cast<float>(acc);
