@@ -81,6 +81,8 @@ fi
 if want llamacpp; then
   if [ -d "$ROOT/bench/llamacpp/node_modules/node-llama-cpp" ]; then
     run llamacpp_compare 'densa / llama.cpp' env MODEL_DIR="$MD" "$ROOT/bench/llamacpp/compare.sh" "$DENSA" "$OUT/llamacpp" 1 --quick
+    run llamacpp_kquants 'densa, packed' env MODEL_DIR="$MD" "$ROOT/bench/llamacpp/kquants.sh" "$DENSA" "$OUT/kquants" 1 \
+      --quick --rows 'moe_decode1'
   else
     fail "llamacpp: node-llama-cpp is not installed (run bench/llamacpp/install.sh, or leave the step out with --only)"
   fi

@@ -5,8 +5,12 @@
 #
 # Usage: bench/llamacpp/kquants.sh DENSA OUT_DIR [ROUNDS] [--rows REGEX] [--quick]
 #   MODEL_DIR (default /tmp/densa-perf-models), THREADS (default 2) as in compare.sh.
-#   Rows SHAPE_KIND_FORMAT: SHAPE dense | moe; KIND decode1 (batch-1 decode), prefill (512
-#   tokens), agg64 (64 parallel decodes); FORMAT q4km | q6k | iq4xs | mxfp4 (MoE only: llama.cpp's
+#   Rows SHAPE_KIND_FORMAT: SHAPE dense | moe (the presets) | a3b (the Qwen3-30B-A3B layer shape:
+#   hidden 2048, 32 heads of 128, 4 KV heads, 128 experts top-8 of width 768, vocab 151,936,
+#   with A3B_LAYERS layers, default 12 of the real 48, so that it fits this machine's memory in
+#   every format; per layer and token it is the real model's work); SHAPES (default "dense moe")
+#   picks them. KIND decode1 (batch-1 decode), prefill (512 tokens), agg64 (64 parallel
+#   decodes; not for a3b); FORMAT q4km | q6k | iq4xs | mxfp4 (MoE shapes only: llama.cpp's
 #   MXFP4_MOE puts only the expert stacks in MXFP4, the rest in Q8_0).
 #   densa runs each file as packed (the default: affine rows, 4-bit codes for the 4-bit formats,
 #   W8A8 kernel) and, in the decode1 and prefill rows, as f32 (--ggml-blocks f32: the same
@@ -45,10 +49,18 @@ log() { echo "== kquants: $*" >&2; }
 perf_sizes "$QUICK"
 stamp() { echo "$1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')" >> "$OUT/load.txt"; }
 
+SHAPES=${SHAPES:-dense moe}
+A3B_LAYERS=${A3B_LAYERS:-12}
 declare -A M
 declare -A FTYPE=([q4km]=Q4_K_M [q6k]=Q6_K [iq4xs]=IQ4_XS [mxfp4]=MXFP4_MOE)
-for shape in dense moe; do
-  f16=$(perf_gen "$DENSA" "$MD" "$QUICK" "$shape" f16 gguf --tokenizer bytes)
+for shape in $SHAPES; do
+  extra=()
+  if [ "$shape" = a3b ]; then
+    extra=(--arch qwen3_moe --hidden 2048 --layers "$A3B_LAYERS" --heads 32 --kv-heads 4 --head-dim 128
+           --moe-ffn 768 --ffn 768 --experts 128 --top-k 8 --vocab 151936)
+    shape=a3b$A3B_LAYERS
+  fi
+  f16=$(perf_gen "$DENSA" "$MD" "$QUICK" "$shape" f16 gguf --tokenizer bytes "${extra[@]}")
   for fmt in q4km q6k iq4xs mxfp4; do
     [ "$fmt" = mxfp4 ] && [ "$shape" = dense ] && continue
     out=${f16%-f16.gguf}-$fmt.gguf
@@ -107,8 +119,10 @@ for r in $(seq 1 "$ROUNDS"); do
   first=llama
   [ $((r % 2)) = 0 ] && first=densa
   log "round $r of $ROUNDS ($first first)"
-  for shape in dense moe; do
+  for shape in $SHAPES; do
+    [ "$shape" = a3b ] && shape=a3b$A3B_LAYERS
     for kind in decode1 prefill agg64; do
+      [[ "$shape" == a3b* && "$kind" = agg64 ]] && continue
       for fmt in q4km q6k iq4xs mxfp4; do run_row "$dir" "$first" "$shape" "$kind" "$fmt"; done
     done
   done
