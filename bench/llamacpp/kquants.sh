@@ -9,12 +9,13 @@
 #   hidden 2048, 32 heads of 128, 4 KV heads, 128 experts top-8 of width 768, vocab 151,936,
 #   with A3B_LAYERS layers, default 12 of the real 48, so that it fits this machine's memory in
 #   every format; per layer and token it is the real model's work); SHAPES (default "dense moe")
-#   picks them. KIND decode1 (batch-1 decode), prefill (512 tokens), agg64 (64 parallel
+#   picks them, FORMATS (default "q4km q6k iq4xs mxfp4") the formats. KIND decode1 (batch-1 decode), prefill (512 tokens), agg64 (64 parallel
 #   decodes; not for a3b); FORMAT q4km | q6k | iq4xs | mxfp4 (MoE shapes only: llama.cpp's
 #   MXFP4_MOE puts only the expert stacks in MXFP4, the rest in Q8_0).
 #   densa runs each file as packed (the default: affine rows, 4-bit codes for the 4-bit formats,
 #   W8A8 kernel) and, in the decode1 and prefill rows, as f32 (--ggml-blocks f32: the same
-#   values as fp32, what densa did before affine rows).
+#   values as fp32, what densa did before affine rows; not for a3b, whose fp32 form is 4 bytes
+#   per weight).
 # Writes OUT_DIR/round-N/<row>.<engine-config>.json and OUT_DIR/summary.md (summarize.py).
 set -euo pipefail
 
@@ -50,6 +51,7 @@ perf_sizes "$QUICK"
 stamp() { echo "$1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')" >> "$OUT/load.txt"; }
 
 SHAPES=${SHAPES:-dense moe}
+FORMATS=${FORMATS:-q4km q6k iq4xs mxfp4}
 A3B_LAYERS=${A3B_LAYERS:-12}
 declare -A M
 declare -A FTYPE=([q4km]=Q4_K_M [q6k]=Q6_K [iq4xs]=IQ4_XS [mxfp4]=MXFP4_MOE)
@@ -61,7 +63,7 @@ for shape in $SHAPES; do
     shape=a3b$A3B_LAYERS
   fi
   f16=$(perf_gen "$DENSA" "$MD" "$QUICK" "$shape" f16 gguf --tokenizer bytes "${extra[@]}")
-  for fmt in q4km q6k iq4xs mxfp4; do
+  for fmt in $FORMATS; do
     [ "$fmt" = mxfp4 ] && [ "$shape" = dense ] && continue
     out=${f16%-f16.gguf}-$fmt.gguf
     if [ ! -e "$out" ]; then
@@ -105,7 +107,7 @@ run_row() {
   read -r -a a <<< "$(args_of "$kind")"
   # 64 parallel decodes of the f32 form take minutes per run: only the default there.
   local configs=(packed f32)
-  [ "$kind" = agg64 ] && configs=(packed)
+  [[ "$kind" = agg64 || "$shape" == a3b* ]] && configs=(packed)
   run_densa() { for c in "${configs[@]}"; do
     if [ "$c" = f32 ]; then densa "$dir" "$row" "$c" "$model" "${a[@]}" --ggml-blocks f32
     else densa "$dir" "$row" "$c" "$model" "${a[@]}"; fi; done; }
@@ -123,7 +125,7 @@ for r in $(seq 1 "$ROUNDS"); do
     [ "$shape" = a3b ] && shape=a3b$A3B_LAYERS
     for kind in decode1 prefill agg64; do
       [[ "$shape" == a3b* && "$kind" = agg64 ]] && continue
-      for fmt in q4km q6k iq4xs mxfp4; do run_row "$dir" "$first" "$shape" "$kind" "$fmt"; done
+      for fmt in $FORMATS; do run_row "$dir" "$first" "$shape" "$kind" "$fmt"; done
     done
   done
 done
