@@ -9,8 +9,9 @@
 #   hidden 2048, 32 heads of 128, 4 KV heads, 128 experts top-8 of width 768, vocab 151,936,
 #   with A3B_LAYERS layers, default 12 of the real 48, so that it fits this machine's memory in
 #   every format; per layer and token it is the real model's work); SHAPES (default "dense moe")
-#   picks them, FORMATS (default "q4km q6k iq4xs mxfp4") the formats. KIND decode1 (batch-1 decode), prefill (512 tokens), agg64 (64 parallel
-#   decodes; not for a3b); FORMAT q4km | q6k | iq4xs | mxfp4 (MoE shapes only: llama.cpp's
+#   picks them, FORMATS (default "q4km q6k iq4xs mxfp4") the formats. KIND decode1 (batch-1
+#   decode), prefill (512 tokens), agg64 (64 parallel decodes; not for a3b); FORMAT q4km | q6k |
+#   iq4xs | mxfp4 (MoE shapes only: llama.cpp's
 #   MXFP4_MOE puts only the expert stacks in MXFP4, the rest in Q8_0).
 #   densa runs each file as packed (the default: affine rows, 4-bit codes for the 4-bit formats,
 #   W8A8 kernel) and, in the decode1 and prefill rows, as f32 (--ggml-blocks f32: the same
