@@ -18,6 +18,7 @@
 #include "kernels/internal/matmul_affine.h"
 #include "quant/activation_q8.h"
 #include "quant/affine_rows.h"
+#include "quant/block_bytes.h"
 
 #define DENSA_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
 #define DENSA_VNNI_INLINE DENSA_VNNI __attribute__((always_inline)) inline
@@ -25,17 +26,8 @@
 namespace densa::matmul_internal {
 namespace {
 
-inline uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using block_bytes::load_f32;
+using block_bytes::load_u32;
 
 constexpr int64_t kPrefetchBytes = 512;  // software prefetch distance per weight row (GEMV)
 

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/internal/hsum_avx512.h"
 #include "kernels/internal/matmul_isa.h"
 
 #define DENSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma,f16c")))
@@ -85,15 +86,8 @@ struct Q4_0Block {
   }
 };
 
-// Fixed tree: (256-bit halves), (128-bit halves), lanes (0+2, 1+3), then (0 + 1).
-DENSA_AVX512_INLINE float hsum(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xb1));
-  __m128 s = _mm512_castps512_ps128(v);
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+// The fixed tree of kernels/internal/hsum_avx512.h.
+DENSA_AVX512_INLINE float hsum(__m512 v) { return kernels_internal::hsum_avx512(v); }
 
 // One tile: R weight rows from r0 against NX rows of x from i0.
 template <class Block, int R, int NX>

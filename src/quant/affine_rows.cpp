@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "quant/block_bytes.h"
 #include "quant/ggml_blocks.h"
 #include "quant/ggml_iq4.h"
 #include "quant/ggml_kquants.h"
@@ -12,17 +13,8 @@
 namespace densa {
 namespace {
 
-float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using block_bytes::load_f16;
+using block_bytes::load_u32;
 
 // One source block decoded into groups: codes[block elements], and either scale[g], min[g]
 // (the 32-element formats) or, for the K-quants, the block's D and M with integer s[g], m[g]
@@ -301,9 +293,7 @@ void affine_block_scales(DType t, const uint8_t* row, int64_t b, float* scale, f
     std::memcpy(min, sb + 4 * groups, static_cast<size_t>(4 * groups));
     return;
   }
-  float d, m;
-  std::memcpy(&d, sb, 4);
-  std::memcpy(&m, sb + 4, 4);
+  const float d = block_bytes::load_f32(sb), m = block_bytes::load_f32(sb + 4);
   for (int64_t g = 0; g < groups; ++g) {
     scale[g] = d * static_cast<float>(static_cast<int8_t>(sb[8 + g]));
     min[g] = m * static_cast<float>(static_cast<int8_t>(sb[8 + groups + g]));

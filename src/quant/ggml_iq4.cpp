@@ -6,15 +6,12 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "quant/block_bytes.h"
 
 namespace densa {
 namespace {
 
-float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
+using block_bytes::load_f16;
 
 // 32 elements of IQ4_NL-ordered nibbles (16 bytes) scaled by dl.
 void dequantize_nibbles(const uint8_t* qs, float dl, float* y) {

@@ -3,15 +3,12 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "quant/block_bytes.h"
 
 namespace densa {
 namespace {
 
-float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
+using block_bytes::load_f16;
 
 }  // namespace
 

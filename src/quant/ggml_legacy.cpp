@@ -7,26 +7,14 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "quant/block_bytes.h"
 
 namespace densa {
 namespace {
 
-float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-
-void store_f16(uint8_t* p, float v) {
-  const uint16_t h = f32_to_f16(v);
-  std::memcpy(p, &h, 2);
-}
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using block_bytes::load_f16;
+using block_bytes::load_u32;
+using block_bytes::store_f16;
 
 // Q4_1 / Q5_1 share everything but the fifth bit: `bytes` per block, qh at byte 4 when `five`.
 void dequantize_offset(const uint8_t* blocks, int64_t n, float* out, bool five) {
