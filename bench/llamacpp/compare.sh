@@ -17,57 +17,19 @@
 # --quick: a small shape and short runs, a smoke test of the pipeline.
 set -euo pipefail
 
-DENSA=$(realpath "$1")
-OUT=$2
-shift 2
-ROUNDS=3
-if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then ROUNDS=$1; shift; fi
-ROWS=.
-QUICK=0
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rows) ROWS=$2; shift ;;
-    --quick) QUICK=1 ;;
-    *) echo "usage: $0 DENSA OUT_DIR [ROUNDS] [--rows REGEX] [--quick]" >&2; exit 2 ;;
-  esac
-  shift
-done
-HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/llamacpp/engines.sh
+. "$(dirname "$0")/engines.sh"
+bench_args "$@"
 MD=${MODEL_DIR:-/tmp/densa-perf-models}
-THREADS=${THREADS:-2}
 MEMBW=${MEMBW:-}
-mkdir -p "$MD" "$OUT"
-OUT=$(realpath "$OUT")
-rm -rf "$OUT"/round-*  # a fresh run replaces the last one's results
-: > "$OUT/load.txt"
+mkdir -p "$MD"
 : > "$OUT/membw.txt"
-[ -d "$HERE/node_modules/node-llama-cpp" ] || { echo "run $HERE/install.sh first" >&2; exit 2; }
 log() { echo "== compare: $*" >&2; }
 
 # shellcheck source=bench/perf_common.sh
 . "$HERE/../perf_common.sh"
 gen() { perf_gen "$DENSA" "$MD" "$QUICK" "$@"; }
 membw() { perf_membw "$MEMBW" "$OUT/membw.txt" "$1"; }
-
-stamp() { echo "$1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')" >> "$OUT/load.txt"; }
-
-# llama ROUND_DIR ROW MODEL KV BENCH_ARGS...
-llama() {
-  local dir=$1 row=$2 model=$3 kv=$4
-  shift 4
-  stamp "$(basename "$dir") $row.llama-$kv"
-  (cd "$HERE" && node llamacpp_bench.mjs -m "$model" --kv-dtype "$kv" --threads "$THREADS" \
-     --json "$dir/$row.llama-$kv.json" "$@") | sed "s/^/[$row llama.cpp $kv] /" >&2
-}
-
-# densa ROUND_DIR ROW CONFIG MODEL BENCH_ARGS...
-densa() {
-  local dir=$1 row=$2 config=$3 model=$4
-  shift 4
-  stamp "$(basename "$dir") $row.densa-$config"
-  "$DENSA" bench offline -m "$model" --threads "$THREADS" --json "$dir/$row.densa-$config.json" "$@" \
-    | grep -E '^(prefill|decode):' | sed "s/^/[$row densa $config] /" >&2
-}
 
 perf_sizes "$QUICK"
 

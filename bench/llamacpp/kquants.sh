@@ -11,8 +11,8 @@
 #   every format; per layer and token it is the real model's work); SHAPES (default "dense moe")
 #   picks them, FORMATS (default "q4km q6k iq4xs mxfp4") the formats. KIND decode1 (batch-1
 #   decode), prefill (512 tokens), agg64 (64 parallel decodes; not for a3b); FORMAT q4km | q6k |
-#   iq4xs | mxfp4 (MoE shapes only: llama.cpp's
-#   MXFP4_MOE puts only the expert stacks in MXFP4, the rest in Q8_0).
+#   iq4xs | mxfp4 (MoE shapes only: llama.cpp's MXFP4_MOE puts only the expert stacks in MXFP4,
+#   the rest in Q8_0).
 #   densa runs each file as packed (the default: affine rows, 4-bit codes for the 4-bit formats,
 #   W8A8 kernel) and, in the decode1 and prefill rows, as f32 (--ggml-blocks f32: the same
 #   values as fp32, what densa did before affine rows; not for a3b, whose fp32 form is 4 bytes
@@ -20,36 +20,18 @@
 # Writes OUT_DIR/round-N/<row>.<engine-config>.json and OUT_DIR/summary.md (summarize.py).
 set -euo pipefail
 
-DENSA=$(realpath "$1")
-OUT=$2
-shift 2
-ROUNDS=3
-if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then ROUNDS=$1; shift; fi
-ROWS=.
-QUICK=0
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rows) ROWS=$2; shift ;;
-    --quick) QUICK=1 ;;
-    *) echo "usage: $0 DENSA OUT_DIR [ROUNDS] [--rows REGEX] [--quick]" >&2; exit 2 ;;
-  esac
-  shift
-done
-HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/llamacpp/engines.sh
+. "$(dirname "$0")/engines.sh"
+bench_args "$@"
 MD=${MODEL_DIR:-/tmp/densa-perf-models}
-THREADS=${THREADS:-2}
 BINS=$HERE/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-mkdir -p "$MD" "$OUT"
-OUT=$(realpath "$OUT")
-rm -rf "$OUT"/round-*
-: > "$OUT/load.txt"
+mkdir -p "$MD"
 [ -d "$BINS" ] || { echo "run $HERE/install.sh first" >&2; exit 2; }
 log() { echo "== kquants: $*" >&2; }
 
 # shellcheck source=bench/perf_common.sh
 . "$HERE/../perf_common.sh"
 perf_sizes "$QUICK"
-stamp() { echo "$1 $(date -u +%H:%M:%SZ) load: $(uptime | sed 's/.*load average: //')" >> "$OUT/load.txt"; }
 
 SHAPES=${SHAPES:-dense moe}
 FORMATS=${FORMATS:-q4km q6k iq4xs mxfp4}
@@ -76,22 +58,6 @@ for shape in $SHAPES; do
   done
 done
 
-# llama DIR ROW MODEL ARGS... / densa DIR ROW CONFIG MODEL ARGS...
-llama() {
-  local dir=$1 row=$2 model=$3
-  shift 3
-  stamp "$(basename "$dir") $row.llama-f16"
-  (cd "$HERE" && node llamacpp_bench.mjs -m "$model" --kv-dtype f16 --threads "$THREADS" \
-     --json "$dir/$row.llama-f16.json" "$@") | sed "s/^/[$row llama.cpp] /" >&2
-}
-densa() {
-  local dir=$1 row=$2 config=$3 model=$4
-  shift 4
-  stamp "$(basename "$dir") $row.densa-$config"
-  "$DENSA" bench offline -m "$model" --threads "$THREADS" --json "$dir/$row.densa-$config.json" "$@" \
-    | grep -E '^(prefill|decode):' | sed "s/^/[$row densa $config] /" >&2
-}
-
 args_of() {
   case "$1" in
     decode1) echo "${D1[@]}" ;;
@@ -112,8 +78,8 @@ run_row() {
   run_densa() { for c in "${configs[@]}"; do
     if [ "$c" = f32 ]; then densa "$dir" "$row" "$c" "$model" "${a[@]}" --ggml-blocks f32
     else densa "$dir" "$row" "$c" "$model" "${a[@]}"; fi; done; }
-  if [ "$first" = llama ]; then llama "$dir" "$row" "$model" "${a[@]}"; run_densa
-  else run_densa; llama "$dir" "$row" "$model" "${a[@]}"; fi
+  if [ "$first" = llama ]; then llama "$dir" "$row" "$model" f16 "${a[@]}"; run_densa
+  else run_densa; llama "$dir" "$row" "$model" f16 "${a[@]}"; fi
 }
 
 for r in $(seq 1 "$ROUNDS"); do
