@@ -5,7 +5,10 @@
 //  - a conversion that succeeds gives, for every element, the reference dequantizer's value
 //    (ggml's, bit for bit; tests/quant) up to the sign of an exact zero;
 //  - on AVX-512 VNNI the kernel equals its scalar twin bit for bit (NaN where the twin has NaN)
-//    for a fixed x, including the extreme scales and codes fuzzed blocks reach.
+//    for a fixed x, including the extreme scales and codes fuzzed blocks reach;
+//  - the rows repeated into one 16-row tile (quant/affine_tiles.h) read back the same blocks,
+//    and the tile kernels (VNNI for 2 x rows, AMX-INT8 where granted for 16) equal their
+//    per-group twin bit for bit.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +19,7 @@
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/reference/matmul_quant_ref.h"
 #include "quant/affine_rows.h"
+#include "quant/affine_tiles.h"
 #include "quant/ggml_blocks.h"
 
 namespace {
@@ -60,5 +64,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, w, x.data(), 2, y.data(), nullptr);
   ref::matmul_affine_lanes_fp32(w, x.data(), 2, twin.data());
   for (size_t i = 0; i < y.size(); ++i) FUZZ_ASSERT(same_value(y[i], twin[i]));
+
+  const int64_t rb = dtype_row_bytes(t, cols);
+  std::vector<uint8_t> band(static_cast<size_t>(16 * rb) + 64);
+  uint8_t* b0 = band.data() + (64 - reinterpret_cast<uintptr_t>(band.data()) % 64) % 64;
+  for (int64_t r = 0; r < 16; ++r) std::memcpy(b0 + r * rb, rows_bytes.data() + r % rows * rb, static_cast<size_t>(rb));
+  WeightView tw = w;
+  tw.rows = 16;
+  tw.data = b0;
+  tw = affine_tile16_in_place(tw, b0);
+  std::vector<uint8_t> block(static_cast<size_t>(dtype_block_bytes(t)));
+  for (int64_t r = 0; r < 16; ++r) {
+    for (int64_t b = 0; b < cols / kAffineBlock; ++b) {
+      affine_row_block(tw, r, b, block.data());
+      FUZZ_ASSERT(std::memcmp(block.data(), rows_bytes.data() + r % rows * rb + b * dtype_block_bytes(t), block.size()) == 0);
+    }
+  }
+  std::vector<float> x16(static_cast<size_t>(16 * cols));
+  for (int64_t k = 0; k < 16 * cols; ++k) x16[k] = x[k % (2 * cols)] * (1.0f + 0.01f * static_cast<float>(k / cols));
+  for (int64_t nx : {2, 16}) {
+    std::vector<float> ty(static_cast<size_t>(16 * nx)), ttwin(ty.size());
+    matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, tw, x16.data(), nx, ty.data(), nullptr);
+    ref::matmul_affine_groups_fp32(tw, x16.data(), nx, ttwin.data());
+    for (size_t i = 0; i < ty.size(); ++i) FUZZ_ASSERT(same_value(ty[i], ttwin[i]));
+  }
   return 0;
 }

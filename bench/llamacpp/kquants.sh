@@ -13,10 +13,12 @@
 #   decode), prefill (512 tokens), agg64 (64 parallel decodes; not for a3b); FORMAT q4km | q6k |
 #   iq4xs | mxfp4 (MoE shapes only: llama.cpp's MXFP4_MOE puts only the expert stacks in MXFP4,
 #   the rest in Q8_0).
-#   densa runs each file as packed (the default: affine rows, 4-bit codes for the 4-bit formats,
-#   W8A8 kernel) and, in the decode1 and prefill rows, as f32 (--ggml-blocks f32: the same
-#   values as fp32, what densa did before affine rows; not for a3b, whose fp32 form is 4 bytes
-#   per weight).
+#   densa runs each file in the configurations CONFIGS names (default "packed f32"): packed (the
+#   default: affine rows, 4-bit codes for the 4-bit formats, W8A8 kernels, in 16-row tiles where
+#   the CPU has AVX-512 VNNI); rows (--int8-layout rows: the same codes row-major, on the
+#   per-lane VNNI kernel only); f32 (--ggml-blocks f32: the same values as fp32, what densa did
+#   before affine rows; only in the decode1 and prefill rows, and not for a3b, whose fp32 form
+#   is 4 bytes per weight).
 # Writes OUT_DIR/round-N/<row>.<engine-config>.json and OUT_DIR/summary.md (summarize.py).
 set -euo pipefail
 
@@ -34,6 +36,7 @@ log() { echo "== kquants: $*" >&2; }
 perf_sizes "$QUICK"
 
 SHAPES=${SHAPES:-dense moe}
+CONFIGS=${CONFIGS:-packed f32}
 FORMATS=${FORMATS:-q4km q6k iq4xs mxfp4}
 A3B_LAYERS=${A3B_LAYERS:-12}
 declare -A M
@@ -72,12 +75,17 @@ run_row() {
   [ -n "$model" ] || return 0
   [[ "$row" =~ $ROWS ]] || return 0
   read -r -a a <<< "$(args_of "$kind")"
-  # 64 parallel decodes of the f32 form take minutes per run: only the default there.
-  local configs=(packed f32)
-  [[ "$kind" = agg64 || "$shape" == a3b* ]] && configs=(packed)
+  # 64 parallel decodes of the f32 form take minutes per run: no f32 there.
+  local configs=()
+  for c in $CONFIGS; do
+    [[ "$c" = f32 && ( "$kind" = agg64 || "$shape" == a3b* ) ]] || configs+=("$c")
+  done
   run_densa() { for c in "${configs[@]}"; do
-    if [ "$c" = f32 ]; then densa "$dir" "$row" "$c" "$model" "${a[@]}" --ggml-blocks f32
-    else densa "$dir" "$row" "$c" "$model" "${a[@]}"; fi; done; }
+    case "$c" in
+      f32) densa "$dir" "$row" "$c" "$model" "${a[@]}" --ggml-blocks f32 ;;
+      rows) densa "$dir" "$row" "$c" "$model" "${a[@]}" --int8-layout rows ;;
+      *) densa "$dir" "$row" "$c" "$model" "${a[@]}" ;;
+    esac; done; }
   if [ "$first" = llama ]; then llama "$dir" "$row" "$model" f16 "${a[@]}"; run_densa
   else run_densa; llama "$dir" "$row" "$model" f16 "${a[@]}"; fi
 }

@@ -22,9 +22,9 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
       ->check(CLI::IsMember({"tiles", "rows"}))
       ->capture_default_str();
   cmd->add_option("--int8-layout", args.int8_layout,
-                  "INT8 (GGUF Q8_0) matrices in memory: tiles (16-row tiles: exact sums per 32 columns on "
-                  "AVX-512 VNNI, GEMMs on AMX-INT8 where the CPU has it) | rows (row-major, the per-lane "
-                  "kernels: results differ in rounding)")
+                  "W8A8 matrices (GGUF Q8_0, and the K-quant / IQ4 / MXFP4 forms of --ggml-blocks) in memory: "
+                  "tiles (16-row tiles: exact sums per group on AVX-512 VNNI, GEMMs on AMX-INT8 where the CPU "
+                  "has it) | rows (row-major, the per-lane kernels: results differ in rounding)")
       ->check(CLI::IsMember({"tiles", "rows"}))
       ->capture_default_str();
   cmd->add_option("--ggml-blocks", args.ggml_blocks,
@@ -81,7 +81,9 @@ std::string weight_precision_line(const ModelWeights& w) {
     for (const WeightView* v : {&l.wq, &l.q_a, &l.kv_a}) {
       if (!v->empty()) {
         body = name(*v) + (v->layout == WeightLayout::kInt4Tiles8    ? " in 8-row tiles"
-                           : v->layout == WeightLayout::kInt8Tiles16 ? " in 16-row tiles"
+                           : v->layout == WeightLayout::kInt8Tiles16 ||
+                                   v->layout == WeightLayout::kAffineTiles16
+                               ? " in 16-row tiles"
                                                                        : "");
         bf16 = bf16 || half(v->dtype);
         break;

@@ -24,7 +24,11 @@ namespace densa {
 //    one AMX B tile and eight vpdpbusd operands (lane = row). `data` points at the first tile,
 //    scales_f16 at data + 2048. row_ptr() does not apply; read values through int8_group_code /
 //    int8_group_scale / int8_group_dequantize.
-enum class WeightLayout : uint8_t { kRows, kInt4Tiles8, kInt8Tiles16 };
+//  kAffineTiles16: affine rows (GGUF K-quants, IQ4, MXFP4; quant/affine_rows.h), rows % 16 == 0.
+//    The bytes of each 16 rows reordered per 128 columns so that a group's codes are one AMX
+//    B tile and the 16 rows' scales one vector (quant/affine_tiles.h). row_ptr() does not
+//    apply; read values through affine_row_block / affine_view_dequantize.
+enum class WeightLayout : uint8_t { kRows, kInt4Tiles8, kInt8Tiles16, kAffineTiles16 };
 
 // A [rows, cols] weight matrix, row-major: row r holds output feature r (the Hugging Face
 // [out, in] layout, which is also GGUF's ne0-contiguous layout). Block-quantized dtypes pack

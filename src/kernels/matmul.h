@@ -39,8 +39,9 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 // quant/int4_group.h lays them out): true where the AVX-512 kernel reads that layout. Every
 // path reads both layouts with the same results; this only says which one to keep in memory.
 bool matmul_prefers_int4_tiles();
-// Whether INT8 (GGUF Q8_0) matrices run here in 16-row tiles (WeightLayout::kInt8Tiles16;
-// quant/int8_group.h): where the AVX-512 VNNI kernel reads that layout. It computes exact
+// Whether INT8 (GGUF Q8_0) and affine-row (GGUF K-quants, IQ4, MXFP4) matrices run here in
+// 16-row tiles (WeightLayout::kInt8Tiles16 / kAffineTiles16; quant/int8_group.h,
+// quant/affine_tiles.h): where the AVX-512 VNNI kernels read those layouts. It computes exact
 // per-group sums (on AMX-INT8 for GEMMs where the CPU has it), so its results differ in
 // rounding from the row-major kernel's; each layout gives one result for every n.
 bool matmul_prefers_int8_tiles();

@@ -16,6 +16,7 @@
 #include "core/check.h"
 #include "kernels/internal/hsum_avx512.h"
 #include "kernels/internal/matmul_affine.h"
+#include "kernels/internal/matmul_quant_avx512.h"
 #include "quant/activation_q8.h"
 #include "quant/affine_rows.h"
 #include "quant/block_bytes.h"
@@ -156,7 +157,7 @@ void affine_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out) {
   for (int64_t k0 = 0; k0 < cols; k0 += kAffineBlock, out += kAffineXStepBytes) {
     int8_t q[kAffineBlock];
     float sx[4];
-    activation_q8_quantize(x + k0, kAffineBlock, q, sx);  // whole 32-column blocks: the row's q
+    activation_q8_quantize_avx512(x + k0, kAffineBlock, q, sx);  // whole 32-column blocks: the row's q
     float lane_scale[16], group_term[16] = {};
     for (int j = 0; j < 4; ++j) {
       std::memcpy(out + 16 * j, q + 32 * j, 16);

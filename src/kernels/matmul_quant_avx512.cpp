@@ -70,6 +70,7 @@
 #include "kernels/internal/hsum_avx512.h"
 #include "quant/activation_q8.h"
 #include "quant/affine_rows.h"
+#include "quant/affine_tiles.h"
 #include "quant/fp8.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
@@ -113,6 +114,7 @@ int64_t int8_x_stride(int64_t cols) { return (cols + kInt8Step - 1) / kInt8Step 
 int64_t int8t_x_stride(int64_t cols) { return (cols + 8 * (cols / 32) + 63) / 64 * 64; }
 int64_t x_stride(const WeightView& w) {
   if (w.layout == WeightLayout::kInt8Tiles16) return int8t_x_stride(w.cols);
+  if (w.layout == WeightLayout::kAffineTiles16) return affine_tiles_x_stride(w.dtype, w.cols);
   if (is_affine_rows(w.dtype)) return affine_x_stride(w.cols);
   return w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : w.dtype == DType::kI8 ? int8_x_stride(w.cols) : int4_x_stride(w.cols);
 }
@@ -1374,6 +1376,9 @@ DENSA_AVX512 void int8_tiles_rows(const Args& a, int64_t n, int64_t r_begin, int
 }
 
 void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  if (a.w->layout == WeightLayout::kAffineTiles16) {
+    return affine_tiles_rows_avx512(*a.w, a.xp, a.x_stride, n, a.y, r_begin, r_end);
+  }
   if (is_affine_rows(a.w->dtype)) return affine_rows_avx512(*a.w, a.xp, a.x_stride, n, a.y, r_begin, r_end);
   if (a.w->layout == WeightLayout::kInt8Tiles16) return int8_tiles_rows(a, n, r_begin, r_end);
   if (a.w->layout == WeightLayout::kInt4Tiles8) {
@@ -1427,7 +1432,9 @@ bool on_amx(const WeightView& w) {
 bool matmul_quant_avx512_supports(const WeightView& w) {
   if (half_float(w.dtype)) return w.layout == WeightLayout::kRows && matmul_quant_bf16_amx();
   if (is_affine_rows(w.dtype)) {  // GGUF K-quants / IQ4 / MXFP4 repacked (kernels/internal/matmul_affine.h)
-    return w.layout == WeightLayout::kRows && w.cols % kAffineBlock == 0 &&
+    const bool layout = w.layout == WeightLayout::kRows ||
+                        (w.layout == WeightLayout::kAffineTiles16 && w.rows % kAffineTileRows == 0);
+    return layout && w.cols % kAffineBlock == 0 &&
            static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16);
   }
   if (w.scale_rows <= 0 || w.scale_cols <= 0) return false;
@@ -1449,6 +1456,13 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
 
 bool matmul_quant_avx512_int8_tiles_supported() {
   return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16);
+}
+
+bool matmul_quant_int8_amx_usable() { return amx_int8_usable(); }
+
+DENSA_AVX512 void activation_q8_quantize_avx512(const float* x, int64_t cols, int8_t* q, float* sx) {
+  CHECK(cols % 128 == 0) << "activation_q8_quantize_avx512: cols " << cols;
+  for (int64_t k0 = 0; k0 < cols; k0 += 128) quantize_x128(x, cols, k0, q + k0, sx + k0 / 32);
 }
 
 void matmul_quant_int8_force_amx(std::optional<bool> on) {
@@ -1501,6 +1515,8 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
   for (int64_t i = i_begin; i < i_end; ++i) {
     if (w.dtype == DType::kFP8E4M3) {
       prepare_x_fp8(x + i * w.cols, w.cols, xp + i * stride);
+    } else if (w.layout == WeightLayout::kAffineTiles16) {
+      affine_tiles_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
     } else if (is_affine_rows(w.dtype)) {
       affine_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
     } else if (w.layout == WeightLayout::kInt8Tiles16) {
@@ -1523,9 +1539,10 @@ void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n,
   // weight rows are streamed once per block instead. Blocks are whole x tiles (multiples of 6
   // rows); tiles only interleave independent (i, r) chains, so blocking changes no result.
   const int64_t stride = x_stride(w);
-  // Whole x tiles: 6 rows (4 x 3 or 2 x 3 register tiles); the INT8 16-row tile layout: 48
-  // (three AMX blocks of 16, twelve VNNI tiles of 4).
-  const int64_t tile_x = w.layout == WeightLayout::kInt8Tiles16 ? 48 : 6;
+  // Whole x tiles: 6 rows (4 x 3 or 2 x 3 register tiles); the INT8 and affine 16-row tile
+  // layouts: 48 (three AMX blocks of 16, twelve VNNI tiles of 4).
+  const bool tiles16 = w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kAffineTiles16;
+  const int64_t tile_x = tiles16 ? 48 : 6;
   const int64_t block = std::max<int64_t>(tile_x, kXBlockBytes / stride / tile_x * tile_x);
   for (int64_t i0 = 0; i0 < n; i0 += block) {
     const Args a{&w, xp + i0 * stride, stride, y + i0 * w.rows};
@@ -1535,7 +1552,10 @@ void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n,
 
 bool matmul_quant_avx512_same_x_layout(const WeightView& a, const WeightView& b) {
   // The preparation reads w only for its dtype, cols and (FP8) which path runs.
-  return a.dtype == b.dtype && a.cols == b.cols && (a.layout == WeightLayout::kInt8Tiles16) == (b.layout == WeightLayout::kInt8Tiles16);
+  const auto own_x = [](const WeightView& w) {  // the tile layouts with their own x layout
+    return w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kAffineTiles16;
+  };
+  return a.dtype == b.dtype && a.cols == b.cols && own_x(a) == own_x(b);
 }
 
 int64_t matmul_quant_avx512_row_cost(const WeightView& w, int64_t n) { return w.row_bytes() + n * w.cols / 4; }

@@ -47,8 +47,8 @@ bool matmul_quant_fallback_supports(DType t) {
 void matmul_quant_fallback_rows(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
                                 int64_t r_end) {
   CHECK(matmul_quant_fallback_supports(w.dtype)) << "matmul fallback: dtype " << dtype_name(w.dtype);
-  if (is_affine_rows(w.dtype)) {  // self-contained rows (scales and mins inside each block)
-    CHECK(w.layout == WeightLayout::kRows && w.cols % kAffineBlock == 0) << "matmul fallback: affine8 cols " << w.cols;
+  if (is_affine_rows(w.dtype)) {  // self-contained rows or 16-row tiles (dequantize_row_range reads both)
+    CHECK((w.layout == WeightLayout::kRows || w.layout == WeightLayout::kAffineTiles16) && w.cols % kAffineBlock == 0) << "matmul fallback: affine8 cols " << w.cols;
   } else {
     CHECK(w.dtype == DType::kFP8E4M3 ? w.scales_f32 != nullptr : (w.scales_bf16 != nullptr || w.scales_f16 != nullptr))
         << "matmul fallback: missing scales";

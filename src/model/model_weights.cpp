@@ -3,6 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "quant/affine_tiles.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
 
@@ -64,6 +65,18 @@ WeightView ModelWeights::adopt(const WeightView& v) {
   if (int8_tiles && int8_group_tileable(v)) {
     const int64_t n = int8_group_tile16_bytes(v);
     return int8_group_tile16(v, std::span<uint8_t>(alloc_owned(static_cast<size_t>(n)), static_cast<size_t>(n)));
+  }
+  if (int8_tiles && affine_tileable(v)) {
+    // Affine rows were converted into the arena at load: tile them where they are (a band of 16
+    // rows holds exactly its tile's bytes), so no row-major copy is left behind.
+    if (arena.contains(v.data)) return affine_tile16_in_place(v, const_cast<uint8_t*>(static_cast<const uint8_t*>(v.data)));
+    const int64_t n = v.bytes();
+    return affine_tile16(v, std::span<uint8_t>(alloc_owned(static_cast<size_t>(n)), static_cast<size_t>(n)));
+  }
+  if (v.layout == WeightLayout::kAffineTiles16) {
+    uint8_t* data = alloc_owned(static_cast<size_t>(v.bytes()));
+    std::memcpy(data, v.data, static_cast<size_t>(v.bytes()));
+    return affine_tiled_view(v, data);
   }
   if (v.layout == WeightLayout::kInt4Tiles8) {  // codes and scales are one block: copy it whole
     const int64_t n = int4_group_tile8_bytes(v);

@@ -102,13 +102,15 @@ struct ModelWeights {
   // (WeightLayout::kInt4Tiles8). load_model sets it when the kernels read that layout faster
   // (matmul_prefers_int4_tiles); off, every copy keeps the layout it had.
   bool int4_tiles = false;
-  // The same for INT8 (GGUF Q8_0 repacked) in 16-row tiles (WeightLayout::kInt8Tiles16;
-  // matmul_prefers_int8_tiles). That layout's kernels sum each group exactly, so its results
-  // differ in rounding from the row-major kernels'.
+  // The same for the W8A8 formats in 16-row tiles (matmul_prefers_int8_tiles): INT8 (GGUF Q8_0
+  // repacked; WeightLayout::kInt8Tiles16) and affine rows (GGUF K-quants, IQ4, MXFP4;
+  // WeightLayout::kAffineTiles16, tiled in place in the arena). Those layouts' kernels sum each
+  // group exactly, so their results differ in rounding from the row-major kernels'.
   bool int8_tiles = false;
   // A copy of v's codes and scales in the arena: the same values and format, in 8-row (INT4 g32)
-  // or 16-row (INT8) tiles when int4_tiles / int8_tiles is set and v can be tiled
-  // (int4_group_tileable / int8_group_tileable), else in v's layout.
+  // or 16-row (INT8, affine rows) tiles when int4_tiles / int8_tiles is set and v can be tiled
+  // (int4_group_tileable / int8_group_tileable / affine_tileable), else in v's layout. An
+  // affine-row matrix already in the arena is tiled in place and keeps its address.
   WeightView adopt(const WeightView& v);
   int64_t num_params() const;
   int64_t weight_bytes() const;  // bytes of all matrices + norms as stored

@@ -4,6 +4,7 @@
 
 #include "model/hf_moe_names.h"
 #include "quant/dequantize.h"
+#include "quant/affine_tiles.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
 
@@ -145,7 +146,7 @@ int move_matrices_to_arena(ModelWeights& w) {
   // Done: in the arena, and not a row-major INT4 g32 copy that the kernels want in tiles.
   const auto settled = [&](const WeightView& v) {
     return w.arena.contains(v.data) && !(w.int4_tiles && int4_group_tileable(v)) &&
-           !(w.int8_tiles && int8_group_tileable(v));
+           !(w.int8_tiles && (int8_group_tileable(v) || affine_tileable(v)));
   };
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
     if (v.empty() || settled(v)) return;

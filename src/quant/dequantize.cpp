@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "quant/affine_rows.h"
+#include "quant/affine_tiles.h"
 #include "quant/fp8_block.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
@@ -73,7 +74,7 @@ void dequantize_row_range(const WeightView& w, int64_t row, int64_t begin, int64
       return;
     case DType::kA8K16: case DType::kA8K32: case DType::kA4K: case DType::kA4KIQ4:
     case DType::kA8G32: case DType::kA4G32: case DType::kA4IQ4: case DType::kA4MXFP4:
-      affine_dequantize(w.dtype, p, begin, count, out);
+      affine_view_dequantize(w, row, begin, count, out);
       return;
     case DType::kI32:
     case DType::kU8:

@@ -15,6 +15,7 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "kernels/affine_matrices.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/reference/matmul_quant_ref.h"
@@ -27,43 +28,15 @@ namespace {
 
 bool have_avx512() { return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16); }
 
-struct A8Matrix {
-  std::vector<uint8_t> bytes;
-  WeightView view;
-};
+using A8Matrix = testing::AffineMatrix;
 
-// rows x cols of ggml type `type` from the reference quantizer, converted to affine8.
 A8Matrix make(uint32_t type, int64_t rows, int64_t cols, uint32_t seed, AffineWidth width = AffineWidth::kPacked) {
-  const GgmlBlockFormat& fm = *ggml_block_format(type);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 0.05f);
-  std::vector<float> src(static_cast<size_t>(rows * cols));
-  for (float& v : src) v = nd(rng);
-  std::vector<uint8_t> blocks(static_cast<size_t>(rows * cols / fm.block_elems * fm.block_bytes));
-  fm.quantize(src.data(), rows * cols, blocks.data());
-  A8Matrix m;
-  const DType t = *affine_dtype_for_ggml(type, width);
-  m.bytes.resize(static_cast<size_t>(rows * dtype_row_bytes(t, cols)));
-  EXPECT_TRUE(affine_from_ggml(type, t, blocks.data(), rows, cols, m.bytes.data()));
-  m.view.dtype = t;
-  m.view.rows = rows;
-  m.view.cols = cols;
-  m.view.data = m.bytes.data();
-  return m;
+  return testing::affine_matrix(type, rows, cols, seed, width);
 }
 
-std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n * cols));
-  for (float& v : x) v = nd(rng);
-  for (int64_t k = 0; k < cols && n > 1; k += 97) x[static_cast<size_t>(cols + k)] *= 40.0f;  // outliers in row 1
-  return x;
-}
+std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) { return testing::affine_test_x(n, cols, seed); }
 
-const uint32_t kTypes[] = {ggml_type::kQ4_K, ggml_type::kQ6_K, ggml_type::kIQ4_XS, ggml_type::kMXFP4,
-                           ggml_type::kQ2_K, ggml_type::kQ3_K, ggml_type::kQ5_K, ggml_type::kQ5_0,
-                           ggml_type::kQ4_1, ggml_type::kIQ4_NL};
+const auto& kTypes = testing::kAffineGgmlTypes;
 
 TEST(MatmulAffine, EqualsItsLaneTwinBitForBit) {
   if (!have_avx512()) GTEST_SKIP() << "no AVX-512 VNNI: the affine8 kernel does not run here";

@@ -16,6 +16,15 @@
 // and y = the fixed lane tree of kernels/internal/hsum_avx512.h. Every quantity depends on x
 // row i and weight row r only, so results do not depend on n, other rows or the thread split.
 // Error: |y - sum w x| <= sum_k |w_k| * amax(x block of k) / 254 plus fp32 accumulation.
+//
+// The 16-row tile layout (WeightLayout::kAffineTiles16, quant/affine_tiles.h) has its own
+// arithmetic, shared by its VNNI GEMV / small-n kernel and its AMX-INT8 GEMM so that both give
+// the same bits (ref::matmul_affine_groups_fp32 is the scalar twin): per output y[i, r], one
+// fp32 chain over the weight groups g (16 or 32 columns) in column order:
+//   S = exact int32 sum of code * q over the group (|S| <= 32 * 255 * 127 < 2^24: exact in fp32)
+//   acc = fmaf(float(S), scale[g] * xs[b], acc)      (b: the group's 32-column x block)
+//   acc = fmaf(min[g], term[g], acc)                  (term[g] = xs[b] * float(sum of q over g))
+// and y = acc (acc starts at 0). scale and min are the stored fp32 values, or D * s and M * m.
 #include <cstdint>
 
 #include "core/tensor_view.h"
@@ -35,5 +44,15 @@ void affine_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out);
 // x_stride bytes; y is [n, w.rows].
 void affine_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
                          int64_t r_begin, int64_t r_end);
+
+// The tile layout's prepared x row: cols int8 q, then cols / 32 fp32 x scales, then one fp32
+// term per weight group, padded to 64 bytes.
+int64_t affine_tiles_x_stride(DType t, int64_t cols);
+void affine_tiles_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out);
+
+// affine_rows_avx512 for w in the 16-row tile layout; r_begin and r_end are multiples of 16.
+// GEMMs (n >= 16) run their whole 16-row x tiles on AMX-INT8 where matmul_quant_int8_amx_usable().
+void affine_tiles_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
+                              int64_t r_begin, int64_t r_end);
 
 }  // namespace densa::matmul_internal

@@ -24,7 +24,13 @@ bool matmul_quant_avx512_int4_tiles_supported();
 // VNNI. Its GEMMs also use AMX-INT8 where cpu_use_amx() and cpu_has_amx_int8() hold; both give
 // the same bits, so nothing about results depends on that.
 bool matmul_quant_avx512_int8_tiles_supported();
-// Test hook: run the INT8 tile layout's GEMMs (16 x rows and more) on AMX-INT8 (true; needs it)
+// Whether the 16-row tile layouts (INT8 and affine rows) run their GEMMs on AMX-INT8 now:
+// cpu_use_amx() and cpu_has_amx_int8(), unless matmul_quant_int8_force_amx says otherwise.
+bool matmul_quant_int8_amx_usable();
+// activation_q8_quantize (quant/activation_q8.h) of one row on AVX-512, the same q and scales
+// bit for bit: q[cols], sx[cols / 32]. cols % 128 == 0; needs cpu_isa_hardware() >= kAvx512Bf16.
+void activation_q8_quantize_avx512(const float* x, int64_t cols, int8_t* q, float* sx);
+// Test hook: run the INT8 and affine tile layouts' GEMMs (16 x rows and more) on AMX-INT8 (true; needs it)
 // or on VNNI only (false), or back to the default (nullopt). Call only while no matmul runs.
 void matmul_quant_int8_force_amx(std::optional<bool> on);
 

@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "quant/activation_q8.h"
 #include "quant/affine_rows.h"
+#include "quant/affine_tiles.h"
 #include "quant/dequantize.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
@@ -32,6 +33,14 @@ int64_t int8_dot(const WeightView& w, int64_t r, const std::vector<int8_t>& q, i
   int64_t sum = 0;
   for (int64_t k = k0; k < k1; ++k) sum += static_cast<int64_t>(int8_group_code(w, r, k)) * q[static_cast<size_t>(k)];
   return sum;
+}
+
+// Block b of row r (either affine layout): its 128 codes in column order and its group scales and mins.
+void affine_block_values(const WeightView& w, int64_t r, int64_t b, uint8_t* codes, float* scale, float* min) {
+  uint8_t block[256];
+  affine_row_block(w, r, b, block);
+  affine_block_codes(w.dtype, block, 0, codes);
+  affine_block_scales(w.dtype, block, 0, scale, min);
 }
 
 }  // namespace
@@ -120,6 +129,34 @@ void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, flo
   });
 }
 
+void matmul_affine_groups_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
+  CHECK(is_affine_rows(w.dtype) && w.cols % kAffineBlock == 0)
+      << "matmul_affine_groups_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
+  const int64_t group = affine_group(w.dtype), groups = affine_groups_per_block(w.dtype);
+  for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
+    for (int64_t r = 0; r < w.rows; ++r) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < w.cols / kAffineBlock; ++b) {
+        uint8_t codes[kAffineBlock];
+        float scale[8], min[8];
+        affine_block_values(w, r, b, codes, scale, min);
+        for (int64_t g = 0; g < groups; ++g) {
+          const int64_t k0 = b * kAffineBlock + g * group;
+          int32_t s = 0, qsum = 0;
+          for (int64_t k = k0; k < k0 + group; ++k) {
+            s += static_cast<int32_t>(codes[k - b * kAffineBlock]) * q[static_cast<size_t>(k)];
+            qsum += q[static_cast<size_t>(k)];
+          }
+          const float xs = sx[static_cast<size_t>(k0 / kActQ8Block)];
+          acc = std::fma(static_cast<float>(s), scale[g] * xs, acc);
+          acc = std::fma(min[g], xs * static_cast<float>(qsum), acc);
+        }
+      }
+      y[i * w.rows + r] = acc;
+    }
+  });
+}
+
 void matmul_affine_lanes_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
   CHECK(is_affine_rows(w.dtype) && w.cols % kAffineBlock == 0)
       << "matmul_affine_lanes_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
@@ -127,13 +164,11 @@ void matmul_affine_lanes_fp32(const WeightView& w, const float* x, int64_t n, fl
   const int64_t group = affine_group(w.dtype), groups = affine_groups_per_block(w.dtype);
   for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
-      const uint8_t* row = w.row_ptr(r);
       float acc[16] = {};
       for (int64_t b = 0; b < w.cols / kAffineBlock; ++b) {
         uint8_t codes[kAffineBlock];
-        affine_block_codes(w.dtype, row, b, codes);
         float scale[8], min[8];
-        affine_block_scales(w.dtype, row, b, scale, min);
+        affine_block_values(w, r, b, codes, scale, min);
         const int8_t* qb = q.data() + b * kAffineBlock;
         const float* xs = sx.data() + b * 4;
         auto dot4 = [&](int64_t k) {  // the exact sum over columns k .. k + 3 of the block
@@ -176,14 +211,12 @@ void matmul_affine_x_q8(const WeightView& w, const float* x, int64_t n, float* y
   const int64_t group = affine_group(w.dtype);
   for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
-      const uint8_t* row = w.row_ptr(r);
       double acc = 0.0;
       for (int64_t k = 0; k < w.cols; ++k) {
         const int64_t b = k / kAffineBlock, g = k % kAffineBlock / group;
         float scale[8], min[8];
-        affine_block_scales(w.dtype, row, b, scale, min);
         uint8_t codes[kAffineBlock];
-        affine_block_codes(w.dtype, row, b, codes);
+        affine_block_values(w, r, b, codes, scale, min);
         const double wk = static_cast<double>(scale[g]) * codes[k % kAffineBlock] + min[g];
         acc += wk * static_cast<double>(sx[static_cast<size_t>(k / kActQ8Block)]) * q[static_cast<size_t>(k)];
       }

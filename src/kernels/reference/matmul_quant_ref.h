@@ -35,6 +35,11 @@ void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, flo
 // it bit for bit.
 void matmul_affine_lanes_fp32(const WeightView& w, const float* x, int64_t n, float* y);
 
+// Affine rows in the 16-row tile layout (WeightLayout::kAffineTiles16): the per-group fp32 chain
+// stated in kernels/internal/matmul_affine.h, in scalar code. That layout's VNNI and AMX kernels
+// must equal it bit for bit. Reads either layout.
+void matmul_affine_groups_fp32(const WeightView& w, const float* x, int64_t n, float* y);
+
 // The same weights against x quantized the same way, accumulated in double from the exact
 // weight values code * scale + min: y[i, r] = sum_k w[r, k] * x_scale[i, k / 32] * x_q[i, k].
 void matmul_affine_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
