@@ -53,6 +53,13 @@ std::string kernels_lines() {
   } else {
     s += avx512 ? "row-major, AVX-512 VNNI, x as int8" : "exact fallback";
   }
+  s += "\n  gguf k-quant / iq4 / mxfp4 weights: ";
+  if (matmul_prefers_int8_tiles() && avx512) {
+    s += "affine rows in 16-row tiles, exact group sums, x as int8; GEMV on AVX-512 VNNI, GEMM on ";
+    s += cpu_use_amx() && cpu_has_amx_int8() ? "AMX-INT8" : "AVX-512 VNNI";
+  } else {
+    s += avx512 ? "affine rows, AVX-512 VNNI, x as int8" : "exact fallback (the file's values)";
+  }
   s += "\n  int4 / q4_0 weights: ";
   if (avx512) {
     s += matmul_prefers_int4_tiles() ? "8-row tiles" : "row-major";
