@@ -340,18 +340,9 @@ void affine_tiles_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_
                               int64_t r_begin, int64_t r_end) {
   CHECK(w.layout == WeightLayout::kAffineTiles16 && r_begin % kAffineTileRows == 0 && r_end % kAffineTileRows == 0)
       << "affine tiles: rows " << r_begin << ".." << r_end;
-  switch (w.dtype) {
-    case DType::kA8G32: return rows_dtype<DType::kA8G32>(w, xp, x_stride, n, y, r_begin, r_end);
-    case DType::kA4G32: return rows_dtype<DType::kA4G32>(w, xp, x_stride, n, y, r_begin, r_end);
-    case DType::kA4IQ4: return rows_dtype<DType::kA4IQ4>(w, xp, x_stride, n, y, r_begin, r_end);
-    case DType::kA4MXFP4: return rows_dtype<DType::kA4MXFP4>(w, xp, x_stride, n, y, r_begin, r_end);
-    case DType::kA8K16: return rows_dtype<DType::kA8K16>(w, xp, x_stride, n, y, r_begin, r_end);
-    case DType::kA8K32: return rows_dtype<DType::kA8K32>(w, xp, x_stride, n, y, r_begin, r_end);
-    case DType::kA4K: return rows_dtype<DType::kA4K>(w, xp, x_stride, n, y, r_begin, r_end);
-    case DType::kA4KIQ4: return rows_dtype<DType::kA4KIQ4>(w, xp, x_stride, n, y, r_begin, r_end);
-    default: break;
-  }
-  CHECK(false) << "affine tiles: dtype " << dtype_name(w.dtype);
+  const bool known = visit_affine_dtype(
+      w.dtype, [&](auto t) { rows_dtype<decltype(t)::value>(w, xp, x_stride, n, y, r_begin, r_end); });
+  CHECK(known) << "affine tiles: dtype " << dtype_name(w.dtype);
 }
 
 }  // namespace densa::matmul_internal

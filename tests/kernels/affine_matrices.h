@@ -4,11 +4,14 @@
 // outliers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
 #include "core/tensor_view.h"
 #include "quant/affine_rows.h"
+#include "quant/dequantize.h"
 #include "quant/ggml_blocks.h"
 
 namespace densa::testing {
@@ -47,6 +50,35 @@ inline std::vector<float> affine_test_x(int64_t n, int64_t cols, uint32_t seed) 
   for (float& v : x) v = nd(rng);
   for (int64_t k = 0; k < cols && n > 1; k += 97) x[static_cast<size_t>(cols + k)] *= 40.0f;
   return x;
+}
+
+// For the product of x ([n, cols]) with the weights w (any affine layout): `twin` (a kernel's
+// fp32 twin) within fp32 accumulation of `oracle` (the double sum of the same rounded
+// activations) and within the activation-rounding bound of the exact product of the stored
+// values with fp32 x: sum_k |w_k| * amax(x block of k) / 254.
+inline void expect_within_activation_bound(const WeightView& w, const std::vector<float>& x, int64_t n,
+                                           const std::vector<float>& twin, const std::vector<float>& oracle) {
+  const int64_t rows = w.rows, cols = w.cols;
+  std::vector<float> wr(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(w, r, wr.data());
+    for (int64_t i = 0; i < n; ++i) {
+      double exact = 0, mag = 0, bound = 0;
+      for (int64_t k = 0; k < cols; ++k) {
+        const double xv = x[static_cast<size_t>(i * cols + k)];
+        exact += static_cast<double>(wr[k]) * xv;
+        mag += std::fabs(static_cast<double>(wr[k]) * xv);
+        double amax = 0;
+        for (int64_t j = k / 32 * 32; j < k / 32 * 32 + 32; ++j) {
+          amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(i * cols + j)])));
+        }
+        bound += std::fabs(static_cast<double>(wr[k])) * amax / 254.0;
+      }
+      const float got = twin[static_cast<size_t>(i * rows + r)];
+      EXPECT_NEAR(got, oracle[static_cast<size_t>(i * rows + r)], 1e-5 * mag + 1e-6) << r << "," << i;
+      EXPECT_NEAR(got, exact, bound * 1.001 + 1e-5 * mag + 1e-6) << r << "," << i;
+    }
+  }
 }
 
 // Every ggml type that converts to affine rows.

@@ -97,26 +97,7 @@ TEST(MatmulAffineTiles, TwinWithinBoundsOfTheExactProduct) {
     std::vector<float> twin(static_cast<size_t>(n * rows)), oracle(twin.size());
     ref::matmul_affine_groups_fp32(t.view, x.data(), n, twin.data());
     ref::matmul_affine_x_q8(t.view, x.data(), n, oracle.data());
-    std::vector<float> w(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      dequantize_row(t.view, r, w.data());
-      for (int64_t i = 0; i < n; ++i) {
-        double exact = 0, mag = 0, bound = 0;
-        for (int64_t k = 0; k < cols; ++k) {
-          const double xv = x[static_cast<size_t>(i * cols + k)];
-          exact += static_cast<double>(w[k]) * xv;
-          mag += std::fabs(static_cast<double>(w[k]) * xv);
-          double amax = 0;
-          for (int64_t j = k / 32 * 32; j < k / 32 * 32 + 32; ++j) {
-            amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(i * cols + j)])));
-          }
-          bound += std::fabs(static_cast<double>(w[k])) * amax / 254.0;
-        }
-        const float got = twin[static_cast<size_t>(i * rows + r)];
-        EXPECT_NEAR(got, oracle[static_cast<size_t>(i * rows + r)], 1e-5 * mag + 1e-6) << r << "," << i;
-        EXPECT_NEAR(got, exact, bound * 1.001 + 1e-5 * mag + 1e-6) << r << "," << i;
-      }
-    }
+    testing::expect_within_activation_bound(t.view, x, n, twin, oracle);
   }
 }
 

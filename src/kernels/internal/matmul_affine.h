@@ -26,10 +26,28 @@
 //   acc = fmaf(min[g], term[g], acc)                  (term[g] = xs[b] * float(sum of q over g))
 // and y = acc (acc starts at 0). scale and min are the stored fp32 values, or D * s and M * m.
 #include <cstdint>
+#include <type_traits>
 
 #include "core/tensor_view.h"
 
 namespace densa::matmul_internal {
+
+// Calls f(std::integral_constant<DType, t>{}) for affine dtype t (so kernels instantiate one
+// template per dtype) and returns true; false for any other dtype.
+template <typename F>
+bool visit_affine_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::kA8G32: f(std::integral_constant<DType, DType::kA8G32>{}); return true;
+    case DType::kA4G32: f(std::integral_constant<DType, DType::kA4G32>{}); return true;
+    case DType::kA4IQ4: f(std::integral_constant<DType, DType::kA4IQ4>{}); return true;
+    case DType::kA4MXFP4: f(std::integral_constant<DType, DType::kA4MXFP4>{}); return true;
+    case DType::kA8K16: f(std::integral_constant<DType, DType::kA8K16>{}); return true;
+    case DType::kA8K32: f(std::integral_constant<DType, DType::kA8K32>{}); return true;
+    case DType::kA4K: f(std::integral_constant<DType, DType::kA4K>{}); return true;
+    case DType::kA4KIQ4: f(std::integral_constant<DType, DType::kA4KIQ4>{}); return true;
+    default: return false;
+  }
+}
 
 // Prepared bytes per 128 columns: 64 q (128-bit lane j: x block j's columns 0-15), 64 q
 // (columns 16-31), 16 fp32 lane x scales, 16 fp32 group terms (xs * sum of q, zero-padded).
