@@ -1,0 +1,110 @@
+// Int8 compute peak of this CPU's two int8 dot-product units, the ceiling a prefill GEMM's
+// achieved GOPS is measured against (the compute roofline beside membw_bench's bandwidth one):
+//  - vnni: 12 independent vpdpbusd chains on zmm registers (64 multiply-adds each);
+//  - amx: 4 independent tdpbssd on full 16 x 64 tiles (16,384 multiply-adds each), where
+//    AMX-INT8 is granted (cpu_use_amx() and cpu_has_amx_int8()).
+// GOPS counts a multiply-add as 2 operations; with ->Threads(2) the counter sums both threads.
+//
+//   ./build/int8_peak_bench --benchmark_min_time=1
+// GCC 12 false positives on the intrinsics' placeholders (see src/kernels/matmul_avx512.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <benchmark/benchmark.h>
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "kernels/internal/amx_tile.h"
+
+namespace densa {
+namespace {
+
+constexpr int kChains = 12;
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"), noinline)) int32_t vnni_loop(int64_t iters, int8_t seed) {
+  __m512i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_epi32(i);
+  __m512i a = _mm512_set1_epi8(seed), b = _mm512_set1_epi8(static_cast<char>(seed + 2));
+  __asm__ volatile("" : "+v"(a), "+v"(b));  // not constants to the compiler
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  }
+  __m512i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_epi32(s, acc[i]);
+  return _mm512_reduce_add_epi32(s);
+}
+
+const kernels_internal::AmxTileConfig& full_tiles() {
+  static const kernels_internal::AmxTileConfig cfg = [] {
+    kernels_internal::AmxTileConfig c;
+    for (int t = 0; t < 8; ++t) c.set(t, 16, 64);
+    return c;
+  }();
+  return cfg;
+}
+
+__attribute__((target("avx512f,amx-tile,amx-int8"), noinline)) int32_t amx_loop(int64_t iters, int8_t seed) {
+  alignas(64) int8_t src[1024];
+  for (int i = 0; i < 1024; ++i) src[i] = static_cast<int8_t>(seed + i % 7);
+  alignas(64) int32_t out[256];
+  _tile_loadconfig(&full_tiles());
+  DENSA_MEMORY_BARRIER();
+  _tile_loadd(4, src, 64);
+  _tile_loadd(5, src, 64);
+  _tile_loadd(6, src, 64);
+  _tile_loadd(7, src, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t it = 0; it < iters; ++it) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  DENSA_MEMORY_BARRIER();
+  return out[0];
+}
+
+void BM_vnni(benchmark::State& state) {
+  if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) {
+    state.SkipWithError("no AVX-512 VNNI");
+    return;
+  }
+  constexpr int64_t kIters = 1 << 16;
+  int64_t ops = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(vnni_loop(kIters, 3));
+    ops += kIters * kChains * 64 * 2;
+  }
+  state.counters["GOPS"] = benchmark::Counter(static_cast<double>(ops) / 1e9, benchmark::Counter::kIsRate);
+}
+
+void BM_amx(benchmark::State& state) {
+  if (!(cpu_use_amx() && cpu_has_amx_int8())) {
+    state.SkipWithError("no AMX-INT8 granted");
+    return;
+  }
+  constexpr int64_t kIters = 1 << 12;
+  int64_t ops = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(amx_loop(kIters, 1));
+    ops += kIters * 4 * 16 * 16 * 64 * 2;
+  }
+  state.counters["GOPS"] = benchmark::Counter(static_cast<double>(ops) / 1e9, benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_vnni)->Name("int8_peak/vnni")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_amx)->Name("int8_peak/amx")->Threads(1)->Threads(2)->UseRealTime();
+
+}  // namespace
+}  // namespace densa
+
+BENCHMARK_MAIN();
