@@ -73,32 +73,31 @@ __attribute__((target("avx512f,amx-tile,amx-int8"), noinline)) int32_t amx_loop(
   return out[0];
 }
 
-void BM_vnni(benchmark::State& state) {
-  if (static_cast<int>(cpu_isa_hardware()) < static_cast<int>(CpuIsa::kAvx512Bf16)) {
-    state.SkipWithError("no AVX-512 VNNI");
+// Runs loop(iters, seed) per iteration, counting ops_per_iter operations per loop iteration, or
+// skips with `missing` where `available` is false.
+template <typename Loop>
+void run_peak(benchmark::State& state, bool available, const char* missing, Loop loop, int64_t iters,
+              int64_t ops_per_iter) {
+  if (!available) {
+    state.SkipWithError(missing);
     return;
   }
-  constexpr int64_t kIters = 1 << 16;
   int64_t ops = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(vnni_loop(kIters, 3));
-    ops += kIters * kChains * 64 * 2;
+    benchmark::DoNotOptimize(loop(iters, 1));
+    ops += iters * ops_per_iter;
   }
   state.counters["GOPS"] = benchmark::Counter(static_cast<double>(ops) / 1e9, benchmark::Counter::kIsRate);
 }
 
+void BM_vnni(benchmark::State& state) {
+  run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16),
+           "no AVX-512 VNNI", vnni_loop, int64_t{1} << 16, kChains * 64 * 2);
+}
+
 void BM_amx(benchmark::State& state) {
-  if (!(cpu_use_amx() && cpu_has_amx_int8())) {
-    state.SkipWithError("no AMX-INT8 granted");
-    return;
-  }
-  constexpr int64_t kIters = 1 << 12;
-  int64_t ops = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(amx_loop(kIters, 1));
-    ops += kIters * 4 * 16 * 16 * 64 * 2;
-  }
-  state.counters["GOPS"] = benchmark::Counter(static_cast<double>(ops) / 1e9, benchmark::Counter::kIsRate);
+  run_peak(state, cpu_use_amx() && cpu_has_amx_int8(), "no AMX-INT8 granted", amx_loop, int64_t{1} << 12,
+           4 * 16 * 16 * 64 * 2);
 }
 
 BENCHMARK(BM_vnni)->Name("int8_peak/vnni")->Threads(1)->Threads(2)->UseRealTime();

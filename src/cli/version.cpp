@@ -46,20 +46,19 @@ std::string kernels_lines() {
                             : "fp32 activations, exact products";
   s += "\n  fp8 weights: ";
   s += matmul_fp8_on_amx() ? "AMX tiles, x rounded to bf16" : avx512 ? "AVX-512 vdpbf16ps, x rounded to bf16" : "exact fallback";
+  // INT8 and the GGUF affine rows share the 16-row tile kernels' units.
+  const bool tiles16 = matmul_prefers_int8_tiles() && avx512;
+  const std::string tiles16_units =
+      std::string("exact group sums, x as int8; GEMV on AVX-512 VNNI, GEMM on ") +
+      (cpu_use_amx() && cpu_has_amx_int8() ? "AMX-INT8" : "AVX-512 VNNI");
   s += "\n  int8 / q8_0 weights: ";
-  if (matmul_prefers_int8_tiles() && avx512) {
-    s += "16-row tiles, exact group sums, x as int8; GEMV on AVX-512 VNNI, GEMM on ";
-    s += cpu_use_amx() && cpu_has_amx_int8() ? "AMX-INT8" : "AVX-512 VNNI";
-  } else {
-    s += avx512 ? "row-major, AVX-512 VNNI, x as int8" : "exact fallback";
-  }
+  s += tiles16  ? "16-row tiles, " + tiles16_units
+       : avx512 ? "row-major, AVX-512 VNNI, x as int8"
+                : "exact fallback";
   s += "\n  gguf k-quant / iq4 / mxfp4 weights: ";
-  if (matmul_prefers_int8_tiles() && avx512) {
-    s += "affine rows in 16-row tiles, exact group sums, x as int8; GEMV on AVX-512 VNNI, GEMM on ";
-    s += cpu_use_amx() && cpu_has_amx_int8() ? "AMX-INT8" : "AVX-512 VNNI";
-  } else {
-    s += avx512 ? "affine rows, AVX-512 VNNI, x as int8" : "exact fallback (the file's values)";
-  }
+  s += tiles16  ? "affine rows in 16-row tiles, " + tiles16_units
+       : avx512 ? "affine rows, AVX-512 VNNI, x as int8"
+                : "exact fallback (the file's values)";
   s += "\n  int4 / q4_0 weights: ";
   if (avx512) {
     s += matmul_prefers_int4_tiles() ? "8-row tiles" : "row-major";

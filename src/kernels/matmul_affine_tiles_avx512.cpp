@@ -227,12 +227,12 @@ DENSA_AMX_INT8 void amx_tile(const WeightView& w, const uint8_t* xp, int64_t x_s
     const int64_t c1 = std::min(blocks, c0 + kChunkBlocks);
     if constexpr (F::kNibbles) unpack_nibbles<T>(base, c0, c1, unpacked);
     DENSA_MEMORY_BARRIER();  // the unpacked codes are stored before the tile loads read them
-    // The B tile of group gi of the chunk.
+    // Group gi of the chunk: its tile block (scales), and its codes as the B tile.
+    const auto block_of = [&](int64_t gi) { return base + (c0 + gi / kPerBlock) * F::kTileBlockBytes; };
     const auto codes = [&](int64_t gi) -> const uint8_t* {
-      const int64_t cb = gi / kPerBlock, g = gi % kPerBlock;
-      if constexpr (F::kNibbles) return unpacked + cb * 2048 + g * 512;
-      const uint8_t* blk = base + (c0 + cb) * F::kTileBlockBytes;
-      return F::kG16 ? blk + g / 2 * 512 + g % 2 * 256 : blk + g * 512;
+      const int64_t g = gi % kPerBlock;
+      if constexpr (F::kNibbles) return unpacked + gi / kPerBlock * 2048 + g * 512;
+      return F::kG16 ? block_of(gi) + g / 2 * 512 + g % 2 * 256 : block_of(gi) + g * 512;
     };
     const int64_t ng = (c1 - c0) * kPerBlock;
     for (int64_t i0 = 0; i0 < n16; i0 += 16) {
@@ -255,8 +255,8 @@ DENSA_AMX_INT8 void amx_tile(const WeightView& w, const uint8_t* xp, int64_t x_s
         _tile_zero(1);
         _tile_dpbsud(1, 3, 5);
         DENSA_MEMORY_BARRIER();
-        amx_epilogue<T>(cbuf[0], base + (c0 + (gi) / kPerBlock) * F::kTileBlockBytes,
-                        static_cast<int>((gi) % kPerBlock), xs + (gi) * kG / 32, term + (gi), step, acc);
+        amx_epilogue<T>(cbuf[0], block_of(gi), static_cast<int>(gi % kPerBlock), xs + gi * kG / 32, term + gi, step,
+                        acc);
         _tile_stored(1, cbuf[1], 64);
         if (gi + 2 < ng) {
           _tile_loadd(2, xq + (gi + 2) * kG, x_stride);
@@ -265,8 +265,8 @@ DENSA_AMX_INT8 void amx_tile(const WeightView& w, const uint8_t* xp, int64_t x_s
           _tile_dpbsud(0, 2, 4);
         }
         DENSA_MEMORY_BARRIER();
-        amx_epilogue<T>(cbuf[1], base + (c0 + (gi + 1) / kPerBlock) * F::kTileBlockBytes,
-                        static_cast<int>((gi + 1) % kPerBlock), xs + (gi + 1) * kG / 32, term + (gi + 1), step, acc);
+        amx_epilogue<T>(cbuf[1], block_of(gi + 1), static_cast<int>((gi + 1) % kPerBlock), xs + (gi + 1) * kG / 32,
+                        term + gi + 1, step, acc);
         if (gi + 2 < ng) _tile_stored(0, cbuf[0], 64);
         DENSA_MEMORY_BARRIER();
       }

@@ -253,7 +253,7 @@ DENSA_AVX512 void prepare_x_int8t(const float* x, int64_t cols, uint8_t* out) {
   auto* q = reinterpret_cast<int8_t*>(out);
   auto* sx = reinterpret_cast<float*>(out + cols);
   auto* corr = reinterpret_cast<int32_t*>(out + cols + 4 * groups);
-  for (int64_t k0 = 0; k0 < cols; k0 += 128) quantize_x128(x, cols, k0, q + k0, sx + k0 / 32);
+  activation_q8_quantize_avx512(x, cols, q, sx);
   for (int64_t g = 0; g < groups; ++g) {
     int32_t sum = 0;
     for (int64_t k = 0; k < 32; ++k) sum += q[g * 32 + k];
