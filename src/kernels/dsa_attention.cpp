@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "kernels/internal/dsa_index_isa.h"
 #include "kernels/mla_attention.h"
 #include "quant/fp8.h"
 
@@ -21,50 +22,63 @@ inline float load_f32(const uint8_t* p) {
   return x;
 }
 
-// Sums in 16 independent lanes, so the compiler vectorizes them without reassociating: the
-// order (lane j holds the terms d = j mod 16, summed in d order, then the lanes in order) is
-// fixed, whatever the ISA.
-constexpr int kLanes = 16;
-
-float dot_lanes(const float* a, const float* b, int n) {
-  float acc[kLanes] = {};
-  int d = 0;
-  for (; d + kLanes <= n; d += kLanes) {
-    for (int j = 0; j < kLanes; ++j) acc[j] += a[d + j] * b[d + j];
-  }
-  for (int j = 0; d < n; ++d, ++j) acc[j] += a[d] * b[d];
-  float total = 0.0f;
-  for (float v : acc) total += v;
-  return total;
-}
-
 void check_index_view(const KvView& kv) {
   CHECK(kv.layout.is_latent() && kv.layout.index_dim > 0) << "DSA needs a latent KV layout with index keys";
 }
 
-// The scores of positions [first, last] of one query into out[first .. last].
-void dsa_index_score_range(const KvView& kv, int layer, const float* q, const float* weights, int num_heads,
-                           float scale, int seq, int32_t first, int32_t last, float* out) {
+using dsa_internal::IndexQuery;
+
+}  // namespace
+
+namespace dsa_internal {
+
+void score_range_scalar(const KvView& kv, int layer, const IndexQuery& query, int seq, int32_t first, int32_t last,
+                        float* out) {
   const KvLayout& L = kv.layout;
   const int D = L.index_dim;
   const float* table = fp8_e4m3_decode_table();
-  std::vector<float> k(static_cast<size_t>(D));
   for (int32_t p = first; p <= last; ++p) {
     const uint8_t* page = kv.page_ptr(kv.page_of(seq, p));
     const int slot = p % L.page_size;
-    const float s = load_f32(page + L.index_scale_offset(layer, slot));
+    const float key_scale = load_f32(page + L.index_scale_offset(layer, slot));
     const uint8_t* codes = page + L.index_key_offset(layer, slot);
-    for (int d = 0; d < D; ++d) k[d] = table[codes[d]] * s;
     float total = 0.0f;
-    for (int h = 0; h < num_heads; ++h) {
-      const float dot = dot_lanes(q + static_cast<int64_t>(h) * D, k.data(), D);
-      total += weights[h] * std::max(0.0f, dot * scale);
+    for (int h = 0; h < query.num_heads; ++h) {
+      const float* qh = query.q + static_cast<int64_t>(h) * D;
+      float dot = 0.0f;
+      for (int d = 0; d < D; ++d) dot = std::fma(qh[d], table[codes[d]], dot);
+      const float v = (dot * key_scale) * query.scale;
+      total = std::fma(query.weights[h], v > 0.0f ? v : 0.0f, total);
     }
     out[p] = total;
   }
 }
 
-}  // namespace
+void index_scores_with_isa(CpuIsa isa, const KvView& kv, int layer, const IndexQuery& query, int seq, int32_t pos,
+                           float* out, ThreadPool* pool) {
+  CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "dsa_index_scores: isa " << cpu_isa_name(isa);
+  check_index_view(kv);
+  auto range = [&](int32_t first, int32_t last) {
+    if (isa == CpuIsa::kAvx512Bf16) return score_range_avx512(kv, layer, query, seq, first, last, out);
+    if (isa == CpuIsa::kAvx2) return score_range_avx2(kv, layer, query, seq, first, last, out);
+    score_range_scalar(kv, layer, query, seq, first, last, out);
+  };
+  // Positions in blocks of this many per pool job: enough work per job to pay for the hand-off.
+  // Every position's score is the same arithmetic whatever block it falls in.
+  constexpr int64_t kBlock = 1024;
+  const int64_t total = static_cast<int64_t>(pos) + 1;
+  if (pool != nullptr && pool->num_threads() > 1 && total > kBlock) {
+    pool->parallel_for((total + kBlock - 1) / kBlock, [&](int64_t b, int64_t e) {
+      for (int64_t blk = b; blk < e; ++blk) {
+        range(static_cast<int32_t>(blk * kBlock), static_cast<int32_t>(std::min<int64_t>(total, (blk + 1) * kBlock)) - 1);
+      }
+    });
+    return;
+  }
+  range(0, pos);
+}
+
+}  // namespace dsa_internal
 
 void dsa_index_store(const KvView& kv, int layer, const float* keys, std::span<const int32_t> seq_idx,
                      std::span<const int32_t> positions) {
@@ -91,21 +105,8 @@ void dsa_index_store(const KvView& kv, int layer, const float* keys, std::span<c
 
 void dsa_index_scores(const KvView& kv, int layer, const float* q, const float* weights, int num_heads, float scale,
                       int seq, int32_t pos, float* out, ThreadPool* pool) {
-  check_index_view(kv);
-  // Positions in blocks of this many per pool job: enough work per job to pay for the hand-off.
-  constexpr int64_t kBlock = 1024;
-  const int64_t total = static_cast<int64_t>(pos) + 1;
-  if (pool != nullptr && pool->num_threads() > 1 && total > kBlock) {
-    pool->parallel_for((total + kBlock - 1) / kBlock, [&](int64_t b, int64_t e) {
-      for (int64_t blk = b; blk < e; ++blk) {
-        const int32_t first = static_cast<int32_t>(blk * kBlock);
-        const int32_t last = static_cast<int32_t>(std::min<int64_t>(total, (blk + 1) * kBlock)) - 1;
-        dsa_index_score_range(kv, layer, q, weights, num_heads, scale, seq, first, last, out);
-      }
-    });
-    return;
-  }
-  dsa_index_score_range(kv, layer, q, weights, num_heads, scale, seq, 0, pos, out);
+  dsa_internal::index_scores_with_isa(cpu_isa(), kv, layer, IndexQuery{q, weights, num_heads, scale}, seq, pos, out,
+                                      pool);
 }
 
 void dsa_select_topk(const KvView& kv, int layer, const float* q, const float* weights, int num_heads,
@@ -130,8 +131,10 @@ void dsa_select_topk(const KvView& kv, int layer, const float* q, const float* w
                      s.data(), split_scores ? pool : nullptr);
     std::vector<int32_t> order(s.size());
     std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + topk, order.end(),
-                      [&](int32_t a, int32_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
+    // A strict total order (score descending, then position), so the k first are one set
+    // whatever the partition's pivots; they are handed out ascending.
+    std::nth_element(order.begin(), order.begin() + (topk - 1), order.end(),
+                     [&](int32_t a, int32_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
     std::sort(order.begin(), order.begin() + topk);
     std::copy(order.begin(), order.begin() + topk, sel);
     counts[i] = topk;

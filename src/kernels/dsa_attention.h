@@ -4,7 +4,10 @@
 // (KvLayout::index_dim values, FP8 e4m3 with one f32 amax / 448 scale per token). A query
 // scores every earlier stored token with
 //   s_p = sum_h w_h * relu(scale * q_h . k_p)        (h over the indexer's heads)
-// keeps the top index_topk positions, and attends (MLA, absorbed form) over those only.
+// keeps the top index_topk positions, and attends (MLA, absorbed form) over those only. The
+// scoring's exact arithmetic (one fma chain per head in index-dimension order, the key's scale
+// applied to the dot product) is kernels/internal/dsa_index_isa.h's contract; the AVX-512 and
+// AVX2 kernels give the scalar twin's bits.
 // A query whose context (position + 1) fits in index_topk keeps every position, and then
 // model/arch_deepseek_v3 runs the dense kernel, so short contexts equal dense MLA exactly.
 #include <cstdint>
