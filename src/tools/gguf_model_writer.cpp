@@ -123,8 +123,9 @@ class TensorList {
   DType matrix_dtype_;
 };
 
-// attn_kv_b's split form that current llama.cpp requires: attn_k_b [heads, kv_lora_rank, nope]
-// (each head's nope rows transposed) and attn_v_b [heads, v, kv_lora_rank].
+// attn_kv_b's split form that current llama.cpp requires in place of attn_kv_b: attn_k_b
+// [heads, kv_lora_rank, nope] (each head's nope rows transposed) and attn_v_b [heads, v,
+// kv_lora_rank], in the file's matrix type where its blocks fit those rows, else F32.
 void add_split_kv_b(TensorList& t, int i, const ModelConfig& c, const WeightView& kv_b) {
   const int64_t heads = c.num_heads, C = c.mla.kv_lora_rank, nope = c.mla.qk_nope_head_dim, v = c.mla.v_head_dim;
   const std::vector<float> f = dequantize_matrix(kv_b);  // [heads*(nope + v), C]
@@ -155,7 +156,8 @@ Status add_layer(TensorList& t, const ModelWeights& w, int i) {
     }
     DENSA_RETURN_IF_ERROR(t.big(gguf_blk(i, "attn_kv_a_mqa"), {l.kv_a}));
     t.vec(gguf_blk(i, "attn_kv_a_norm"), l.kv_a_norm);
-    DENSA_RETURN_IF_ERROR(t.big(gguf_blk(i, "attn_kv_b"), {l.kv_b}));
+    // Only the split: llama.cpp (deepseek2 and glm-dsa) refuses a file that also holds
+    // attn_kv_b (a tensor it does not take), and densa rebuilds kv_b from the split.
     add_split_kv_b(t, i, c, l.kv_b);
     if (c.is_dsa()) {  // llama.cpp's glm-dsa indexer names
       t.kept(blk + "indexer.attn_q_b.weight", l.idx_wq_b);  // the indexer stays as stored, as in HF quantize

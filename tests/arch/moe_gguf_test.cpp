@@ -187,9 +187,10 @@ TEST_P(MoeGguf, Bf16FileUsesLlamaCppNamesAndLoadsBitIdentical) {
     EXPECT_EQ(f->get_int("deepseek2.attention.head_count_kv"), 1);
     EXPECT_EQ(f->get_int("deepseek2.attention.key_length_mla"), hc.mla.qk_nope_head_dim + hc.mla.qk_rope_head_dim);
     EXPECT_EQ(f->has_tensor("blk.0.attn_q_a.weight"), hc.mla.q_lora_rank > 0);
-    for (const char* t : {"attn_kv_a_mqa", "attn_kv_b", "attn_k_b", "attn_v_b"}) {
+    for (const char* t : {"attn_kv_a_mqa", "attn_k_b", "attn_v_b"}) {
       EXPECT_TRUE(f->has_tensor(gguf_blk(0, t))) << t;
     }
+    EXPECT_FALSE(f->has_tensor(gguf_blk(0, "attn_kv_b")));  // llama.cpp refuses it beside the split
     EXPECT_EQ(f->get_string("deepseek2.rope.scaling.type"), "yarn");
   } else {
     EXPECT_EQ(f->get_int(ac.gguf_arch + ".rope.dimension_count"), hc.rope_dim());
@@ -251,7 +252,17 @@ TEST_P(MoeGguf, Q8_0FileLoadsLikeQuantizeOnLoad) {
   EXPECT_EQ(l.router.dtype, DType::kBF16);  // routers stay as stored
   EXPECT_LT(loaded->weight_bytes(), hf_model(ac.dir).weight_bytes());
   const Golden g = read_golden(ac.dir)[0];
-  EXPECT_TRUE(all_logits(*loaded, g.tokens) == all_logits(*direct, g.tokens));
+  if (loaded->config.is_mla()) {
+    // kv_b_proj comes back from llama.cpp's split attn_k_b / attn_v_b, blocked along other
+    // rows than kv_b_proj's own Q8_0 (here, with 16-wide heads, k_b in F32): not the same
+    // bits. Against the PyTorch reference the file is as good as quantize-on-load (measured:
+    // 4.55 vs 4.42 and 0.40 vs 0.43; Q8_0 moves this tiny random model's logits that much).
+    const double file_err = max_abs_diff(all_logits(*loaded, g.tokens), g.logits);
+    const double direct_err = max_abs_diff(all_logits(*direct, g.tokens), g.logits);
+    EXPECT_LT(file_err, 1.2 * direct_err);
+  } else {
+    EXPECT_TRUE(all_logits(*loaded, g.tokens) == all_logits(*direct, g.tokens));
+  }
   fs::remove(path);
 }
 
@@ -272,7 +283,15 @@ TEST_P(MoeGguf, QuantizedOutputWeightLoadsLikeQuantizeOnLoad) {
   auto direct = load_model(ref_dir(ac.dir), LoadOptions{DType::kBF16, 128, WeightQuantSpec{DType::kQ8_0}});
   ASSERT_TRUE(direct.is_ok()) << direct.status().to_string();
   const Golden g = read_golden(ac.dir)[0];
-  EXPECT_TRUE(all_logits(*loaded, g.tokens) == all_logits(*direct, g.tokens));
+  if (loaded->config.is_mla()) {
+    // kv_b_proj comes back from llama.cpp's split attn_k_b / attn_v_b, blocked along other
+    // rows than kv_b_proj's own Q8_0 (here, with 16-wide heads, F32): not the same bits.
+    const double d = max_abs_diff(all_logits(*loaded, g.tokens), all_logits(*direct, g.tokens));
+    std::printf("MLA Q8_0 GGUF vs quantize-on-load: %.3g; vs golden %.3g / %.3g\n", d, max_abs_diff(all_logits(*loaded, g.tokens), g.logits), max_abs_diff(all_logits(*direct, g.tokens), g.logits));
+    EXPECT_LT(d, 0.05);
+  } else {
+    EXPECT_TRUE(all_logits(*loaded, g.tokens) == all_logits(*direct, g.tokens));
+  }
   fs::remove(path);
 }
 

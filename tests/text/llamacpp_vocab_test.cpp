@@ -30,7 +30,12 @@
 #include <filesystem>
 
 #include "e2e/server_process.h"
+#include "io/gguf_file.h"
+#include "mla_checkpoints.h"
+#include "model/model_loader.h"
 #include "test_util.h"
+#include "tools/gguf_writer.h"
+#include "tools/quantize.h"
 #include "text/tokenizer_loader.h"
 #include "tokenizer_oracle_util.h"
 
@@ -298,6 +303,69 @@ TEST(GgufVocabLlamaCpp, GenModelFamilyGgufsLoadInLlamaCpp) {
     EXPECT_EQ(llama.n_params(), total);
     fs::remove(gguf);
   }
+}
+
+// The production families' GGUFs as `densa quantize` writes them from their reference
+// checkpoints load whole in llama.cpp: GLM-5 (MLA + DSA) as glm-dsa with its indexer tensors,
+// Kimi-K2.5's text model and GLM-4.7-Flash as deepseek2 (vision tower and NextN layer left out).
+// llama.cpp checks every tensor's name and shape and every required key against its own
+// definitions of those architectures, and its parameter count equals densa's. The reference
+// checkpoints carry no tokenizer, so each file gets gen-model's byte-level vocabulary of the
+// same size (tokenizer.* keys only; llama.cpp reads no tensor of a vocabulary).
+TEST(GgufVocabLlamaCpp, ProductionFamilyGgufsLoadInLlamaCpp) {
+  const fs::path bins = llama_bins();
+  ASSERT_TRUE(fs::exists(bins / "libllama.v0.5.0.so")) << bins << " (the build installs the test oracles)";
+  LlamaCpp llama;
+  std::string err;
+  ASSERT_TRUE(llama.open(bins, &err)) << err;
+  const fs::path work = testing::fresh_temp_dir("densa_llamacpp_families_", "work");
+  const fs::path vocab_gguf = work / "bytes_vocab.gguf";
+  int rc = 0;
+  std::string log = testing::run_command(std::string(DENSA_BINARY) +
+                                             " gen-model --arch llama --hidden 64 --layers 1 --heads 2 --kv-heads 1 --ffn 64 "
+                                             "--vocab 1024 --format gguf --dtype f32 --tokenizer bytes " +
+                                             testing::shell_quote(vocab_gguf.string()) + " 2>&1",
+                                         &rc);
+  ASSERT_EQ(rc, 0) << log;
+  Result<GgufFile> vocab = GgufFile::open(vocab_gguf);
+  ASSERT_TRUE(vocab.is_ok()) << vocab.status().to_string();
+  const fs::path refs = fs::path(DENSA_SOURCE_DIR) / "tests/data/reference";
+  struct Case { std::string family; fs::path hf; std::string arch; };
+  const std::vector<Case> cases = {{"glm_moe_dsa", refs / "glm_moe_dsa", "glm-dsa"},
+                                   {"kimi_k25", testing::wrap_as_kimi_k25(testing::deepseek_v3_ref_dir(), "llamacpp"), "deepseek2"},
+                                   {"glm4_moe_lite", testing::wrap_as_glm4_moe_lite("llamacpp"), "deepseek2"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.family);
+    const fs::path written = work / (c.family + ".gguf");
+    Result<QuantizeReport> rep = quantize_checkpoint(QuantizeOptions{c.hf, written, "bf16", 128, ""});
+    ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+    Result<GgufFile> f = GgufFile::open(written);
+    ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+    EXPECT_EQ(f->get_string("general.architecture"), c.arch);
+    std::vector<std::pair<std::string, GgufValue>> metadata;
+    for (const auto& [key, value] : f->metadata()) {
+      if (key.rfind("tokenizer.", 0) != 0) metadata.emplace_back(key, value);
+    }
+    for (const auto& [key, value] : vocab->metadata()) {
+      if (key.rfind("tokenizer.", 0) == 0) metadata.emplace_back(key, value);
+    }
+    std::vector<GgufOutTensor> tensors;
+    for (const GgufTensorInfo& info : f->tensor_infos()) {
+      Result<GgufTensorBytes> b = f->tensor_bytes(info.name);
+      ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+      tensors.push_back({info.name, info.ggml_type, info.ne, std::vector<uint8_t>(b->data, b->data + b->nbytes)});
+    }
+    const fs::path with_vocab = work / (c.family + "_vocab.gguf");
+    ASSERT_TRUE(write_gguf(with_vocab, metadata, tensors).is_ok());
+    Result<ModelWeights> densa_load = load_model(with_vocab);
+    ASSERT_TRUE(densa_load.is_ok()) << densa_load.status().to_string();
+    ASSERT_TRUE(llama.load(with_vocab, /*vocab_only=*/false, &err)) << err;
+    EXPECT_EQ(llama.n_tokens(), 1024);
+    EXPECT_EQ(llama.n_params(), static_cast<uint64_t>(densa_load->num_params()));
+  }
+  fs::remove_all(cases[1].hf);
+  fs::remove_all(cases[2].hf);
+  fs::remove_all(work);
 }
 
 }  // namespace
