@@ -44,7 +44,7 @@ mkdir -p "$MD"
 start=$(date +%s)
 
 targets=(densa)
-want kernels && targets+=(gemv_bench membw_bench mla_absorb_bench)
+want kernels && targets+=(gemv_bench membw_bench mla_absorb_bench dsa_decode_bench)
 want kv && targets+=(kv_accuracy_bench)
 want disagg && targets+=(kv_transfer_bench)
 want integrity && targets+=(integrity_overhead_bench)
@@ -77,6 +77,8 @@ if want kernels; then
   run gemv_int8 'int8_g32_tiles' "$BUILD/gemv_bench" --benchmark_filter='^gemv_hot/int8_g32' --benchmark_min_time=0.01
   run gemv_fp8 'fp8_b128' env DENSA_AMX=0 "$BUILD/gemv_bench" --benchmark_filter='^gemv_hot/fp8' --benchmark_min_time=0.01
   run mla_absorb 'deepseek-v3' "$BUILD/mla_absorb_bench" --rounds 1
+  run dsa_decode '^ +4096 ' "$BUILD/dsa_decode_bench" --rounds 1 --max-context 4096 --threads 2
+  run dsa_decode_avx2 '^ +4096 ' env DENSA_ISA=avx2 "$BUILD/dsa_decode_bench" --rounds 1 --max-context 4096
 fi
 if want llamacpp; then
   if [ -d "$ROOT/bench/llamacpp/node_modules/node-llama-cpp" ]; then
