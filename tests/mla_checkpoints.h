@@ -155,4 +155,25 @@ inline std::filesystem::path wrap_with_nextn_layer(const std::filesystem::path& 
   return out;
 }
 
+// A family's checkpoint for `densa serve` (glm_moe_dsa and the other references copied,
+// kimi_k25 / glm4_moe_lite re-wrapped) in a fresh temp dir, with the shared SentencePiece
+// tokenizer of the fixtures beside it as its tokenizer.model: the references ship none, and
+// serve needs one.
+inline std::filesystem::path serve_checkpoint(const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path dir;
+  if (name == "kimi_k25") {
+    dir = wrap_as_kimi_k25(deepseek_v3_ref_dir(), "serve");
+  } else if (name == "glm4_moe_lite") {
+    dir = wrap_as_glm4_moe_lite("serve");
+  } else {
+    dir = fresh_temp_dir("densa_serve_", name);
+    const fs::path src = fs::path(DENSA_SOURCE_DIR) / "tests/data/reference" / name;
+    for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(src / f, dir / f);
+  }
+  fs::copy_file(models_dir() / "tokenizer" / "tokenizer.model", dir / "tokenizer.model",
+                fs::copy_options::overwrite_existing);
+  return dir;
+}
+
 }  // namespace densa::testing

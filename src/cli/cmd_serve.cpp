@@ -16,6 +16,7 @@
 #include "core/process_memory.h"
 #include "engine/engine.h"
 #include "model/model_loader.h"
+#include "server/disagg_follower.h"
 #include "server/http_server.h"
 #include "server/kv_integrity_admin.h"
 #include "server/metrics.h"
@@ -162,7 +163,13 @@ int run_serve(const ServeArgs& a) {
   if (group.active()) {
     if (a.kv_scales != "dynamic") return fail("--kv-scales " + a.kv_scales + " with --tp / --ep is not supported yet");
     if (!a.canary.empty()) return fail("--canary with --tp / --ep is not supported yet (the probe runs one process)");
-    if (a.role != "both") return fail("--role " + a.role + " with --tp / --ep is not supported yet");
+    if (Result<server::ServeRole> r = parse_role(a.role); !r.is_ok()) return fail(r.status().message());
+    if (a.role != "both" && a.parallel.comm_timeout_ms <= a.disagg_timeout_ms) {
+      // A follower's share of a transfer runs inside a collective the leader waits on.
+      return fail("--role " + a.role + " with --tp / --ep needs --comm-timeout-ms (" +
+                  std::to_string(a.parallel.comm_timeout_ms) + ") above --disagg-timeout-ms (" +
+                  std::to_string(a.disagg_timeout_ms) + ")");
+    }
     load_opts->parallel = group.comms.layout;
     cfg.parallel = &group.comms;
   }
@@ -182,7 +189,19 @@ int run_serve(const ServeArgs& a) {
                  l.world_rank(), l.world(), l.tp_rank, l.tp, l.ep_rank, l.ep, weight_memory_line(weights).c_str(),
                  static_cast<long long>(weights.weight_bytes()), static_cast<long long>(resident_bytes() >> 20));
     if (!group.leader()) {
-      // A follower: its slice of every batch rank 0 runs, until rank 0's engine shuts down.
+      // A follower: its slice of every batch rank 0 runs, until rank 0's engine shuts down; as
+      // a prefill or decode worker it also moves its own KV shard (server/disagg_follower.h).
+      std::unique_ptr<disagg::UcxContext> ucx;
+      std::unique_ptr<server::DisaggFollower> disagg;
+      if (a.role != "both") {
+        Result<std::unique_ptr<disagg::UcxContext>> u = disagg::UcxContext::create();
+        if (!u.is_ok()) return fail(u.status().message());
+        ucx = std::move(u).value();
+        disagg = std::make_unique<server::DisaggFollower>(*ucx, l.world_rank());
+        cfg.follower_command = [&disagg](std::span<const uint8_t> payload, PagePool& pool) {
+          return disagg->handle(payload, pool);
+        };
+      }
       if (Status s = run_engine_follower(weights, cfg); !s.is_ok()) return fail("rank follower: " + s.message());
       return 0;
     }
@@ -243,6 +262,7 @@ int run_serve(const ServeArgs& a) {
   scfg.disagg_timeout_ms = a.disagg_timeout_ms;
   scfg.disagg_ucx_workers = a.disagg_ucx_workers;
   scfg.disagg_ucx_idle_ms = a.disagg_ucx_idle_ms;
+  scfg.disagg_group_size = group.active() ? group.comms.layout.world() : 1;
   scfg.chat = {a.chat_template, a.tool_parser, a.reasoning_parser, {}};
   scfg.max_body_bytes = static_cast<size_t>(*max_body);
   scfg.max_header_bytes = static_cast<size_t>(*max_header);

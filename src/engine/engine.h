@@ -3,7 +3,9 @@
 // them on ONE engine thread. Other threads talk to it only through the request queue (submit,
 // cancel) and each request's event stream — the only locks.
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -56,6 +58,10 @@ struct EngineConfig {
   // run_engine_follower() with the same config. Not owned; must outlive the engine. Null: one
   // process. Refused with static KV scales (their heads would need the same split).
   const ParallelComms* parallel = nullptr;
+  // A follower rank's handler of the leader's commands (Engine::run_on_followers), from the
+  // layer above: prefill/decode disaggregation moves each rank's own KV shard. Unset: a
+  // command gets "no command handler" from this rank.
+  Runner::CommandHandler follower_command;
 };
 
 // A point-in-time view for /metrics and /health.
@@ -128,6 +134,15 @@ class Engine {
   virtual void finish_import(RequestId id, KvImportData data) {}
   // The transfer failed: pages freed, the stream ends with kError carrying `error`.
   virtual void fail_import(RequestId id, Status error) {}
+  // Tensor / expert parallel: runs `payload` on every follower rank between two steps
+  // (Runner::command_followers, each follower's EngineConfig::follower_command) and hands
+  // back their replies, world rank r at index r - 1 (empty = success). Any thread. One
+  // process: an empty vector at once.
+  virtual std::future<std::vector<std::string>> run_on_followers(std::vector<uint8_t> payload) {
+    std::promise<std::vector<std::string>> none;
+    none.set_value({});
+    return none.get_future();
+  }
   // The pool's layout and, for fp8 static KV, its scales [layer][k|v][kv_head].
   virtual KvLayout kv_layout() const { return {}; }
   virtual std::vector<float> kv_static_scales() const { return {}; }

@@ -98,6 +98,7 @@ Status run_engine_follower(const ModelWeights& weights, const EngineConfig& conf
   ThreadPool threads(config.num_threads);
   Runner runner(weights, &threads, nullptr);
   runner.set_parallel(config.parallel);
+  runner.set_command_handler(config.follower_command);
   runner.follow(pool.value(), config.fault_injector);
   return Status::ok();
 }
@@ -226,6 +227,25 @@ void EngineImpl::fail_import(RequestId id, Status error) {
   std::lock_guard<std::mutex> lock(mu_);
   import_ends_.push_back({id, std::move(error), {}});
   cv_.notify_one();
+}
+
+size_t EngineImpl::followers() const {
+  return config_.parallel != nullptr && config_.parallel->spans_ranks()
+             ? static_cast<size_t>(config_.parallel->world->size() - 1)
+             : 0;
+}
+
+std::future<std::vector<std::string>> EngineImpl::run_on_followers(std::vector<uint8_t> payload) {
+  std::promise<std::vector<std::string>> reply;
+  std::future<std::vector<std::string>> result = reply.get_future();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (followers() == 0 || stop_) {
+    reply.set_value(std::vector<std::string>(followers(), "engine is shut down"));
+    return result;
+  }
+  follower_commands_.push_back({std::move(payload), std::move(reply)});
+  cv_.notify_one();
+  return result;
 }
 
 void EngineImpl::release_export(RequestId id) {
@@ -499,6 +519,12 @@ void EngineImpl::end_import_now(ImportEnd& e) {
   imports_.erase(it);
   Request& r = *im.request;
   Status s = e.error;
+  if (s.is_ok() && !e.data.followers_adopt.empty()) {  // every rank takes its shard before this one
+    const std::vector<std::string> replies = runner_.command_followers(e.data.followers_adopt);
+    for (size_t r = 0; r < replies.size() && s.is_ok(); ++r) {
+      if (!replies[r].empty()) s = data_loss("kv_transfer_failed: rank " + std::to_string(r + 1) + ": " + replies[r]);
+    }
+  }
   if (s.is_ok()) s = adopt(im, e.data);
   if (!s.is_ok()) {
     pool_.release_all(r.table.pages);
@@ -523,12 +549,14 @@ void EngineImpl::loop() {
     std::vector<ImportBegin> begins;
     std::vector<ImportEnd> ends;
     std::vector<RequestId> releases;
+    std::vector<FollowerCommand> commands;
     bool stopping = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
         return stop_ || !inbox_.empty() || !cancels_.empty() || !audits_.empty() || !import_begins_.empty() ||
-               !import_ends_.empty() || !export_releases_.empty() || !scheduler_.idle();
+               !import_ends_.empty() || !export_releases_.empty() || !follower_commands_.empty() ||
+               !scheduler_.idle();
       });
       submissions.swap(inbox_);
       cancels.swap(cancels_);
@@ -536,6 +564,7 @@ void EngineImpl::loop() {
       begins.swap(import_begins_);
       ends.swap(import_ends_);
       releases.swap(export_releases_);
+      commands.swap(follower_commands_);
       stopping = stop_;
     }
     for (RequestId id : releases) {
@@ -557,6 +586,10 @@ void EngineImpl::loop() {
       }
     }
     for (ImportEnd& e : ends) end_import_now(e);
+    for (FollowerCommand& c : commands) {
+      c.reply.set_value(stopping ? std::vector<std::string>(followers(), "engine is shut down")
+                                 : runner_.command_followers(c.payload));
+    }
     for (RequestId id : cancels) {
       if (const auto it = exports_.find(id); it != exports_.end()) {  // finished: unpin its export
         pool_.release_all(it->second.pages);
@@ -599,6 +632,8 @@ void EngineImpl::loop() {
   audits_.clear();
   for (ImportBegin& b : import_begins_) b.reply.set_value(unavailable("engine is shut down"));
   import_begins_.clear();
+  for (FollowerCommand& c : follower_commands_) c.reply.set_value(std::vector<std::string>(followers(), "engine is shut down"));
+  follower_commands_.clear();
 }
 
 }  // namespace densa

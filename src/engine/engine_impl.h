@@ -45,6 +45,7 @@ class EngineImpl final : public Engine {
                                                                            int32_t num_tokens) override;
   void finish_import(RequestId id, KvImportData data) override;
   void fail_import(RequestId id, Status error) override;
+  std::future<std::vector<std::string>> run_on_followers(std::vector<uint8_t> payload) override;
   KvLayout kv_layout() const override { return layout_; }
   std::vector<float> kv_static_scales() const override { return static_scales_; }
 
@@ -74,7 +75,13 @@ class EngineImpl final : public Engine {
     KvImportData data;  // ok: the bytes to adopt
   };
 
+  struct FollowerCommand {
+    std::vector<uint8_t> payload;
+    std::promise<std::vector<std::string>> reply;
+  };
+
   void loop();
+  size_t followers() const;  // world ranks other than this one
   Result<RequestParams> validate(const GenerateRequest& request, int64_t num_prompt) const;
   void begin_import_now(ImportBegin& b);
   void end_import_now(ImportEnd& e);
@@ -122,6 +129,7 @@ class EngineImpl final : public Engine {
   std::vector<ImportBegin> import_begins_;
   std::vector<ImportEnd> import_ends_;
   std::vector<RequestId> export_releases_;
+  std::vector<FollowerCommand> follower_commands_;
   bool stop_ = false;
   EngineStats published_;
 

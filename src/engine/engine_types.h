@@ -73,6 +73,10 @@ struct KvImportData {
   size_t stride = 0;
   std::vector<uint64_t> digests;       // [num_pages] xxh3 of each page's bytes
   std::vector<uint32_t> tags;          // [num_pages] the tag each page was written for
+  // Tensor / expert parallel: a command every follower rank runs (Engine::run_on_followers)
+  // before the leader adopts these pages, so each rank takes its own shard of them first; a
+  // non-empty reply fails the import, naming the rank. Empty: none (one process).
+  std::vector<uint8_t> followers_adopt;
 
   size_t page_stride(int64_t page_bytes) const { return stride != 0 ? stride : static_cast<size_t>(page_bytes); }
   // Whether `bytes` holds `num_pages` pages of `page_bytes` at this offset and stride.

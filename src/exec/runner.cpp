@@ -73,7 +73,7 @@ namespace {
 
 // A batch on the wire between ranks: a kind word, then each int32 array as its length and
 // its elements (host byte order: every rank of a group runs this same binary).
-enum class BatchMessage : int32_t { kBatch = 1, kRelease = 2, kCheck = 3 };
+enum class BatchMessage : int32_t { kBatch = 1, kRelease = 2, kCheck = 3, kCommand = 4 };
 
 void put_array(std::vector<uint8_t>& out, std::span<const int32_t> a) {
   const int32_t n = static_cast<int32_t>(a.size());
@@ -224,6 +224,13 @@ void Runner::follow(PagePool& pool, FaultInjector* fault) {
       follower_check(pool, pos, fault, step);
       continue;
     }
+    if (kind == static_cast<int32_t>(BatchMessage::kCommand)) {
+      const std::span<const uint8_t> payload(message_.data() + pos, message_.size() - pos);
+      std::string reply = command_handler_ ? command_handler_(payload, pool)
+                                           : "no command handler on rank " + std::to_string(world.world_rank());
+      gather_strings(reply);
+      continue;
+    }
     if (kind != static_cast<int32_t>(BatchMessage::kBatch) || !get_array(message_, &pos, &tokens_) ||
         !get_array(message_, &pos, &positions_) || !get_array(message_, &pos, &seq_idx_) ||
         !get_array(message_, &pos, &block_table_) || !get_array(message_, &pos, &block_offsets_) ||
@@ -260,6 +267,32 @@ void Runner::gather_stats() {
     const int64_t* v = all.data() + static_cast<size_t>(r) * 4;
     rank_stats_[static_cast<size_t>(r)] = RankStats{r, v[0], v[1], static_cast<double>(v[2]) / 1e6, v[3]};
   }
+}
+
+std::vector<std::string> Runner::gather_strings(const std::string& mine) {
+  Communicator& world = *parallel_->world;
+  const std::vector<int64_t> lengths = world.all_gather(static_cast<int64_t>(mine.size()));
+  const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  const size_t words = static_cast<size_t>((longest + 7) / 8);
+  std::vector<int64_t> packed(words, 0);
+  if (!mine.empty()) std::memcpy(packed.data(), mine.data(), mine.size());
+  const std::vector<int64_t> all = words == 0 ? std::vector<int64_t>() : world.all_gather(packed);
+  std::vector<std::string> out(lengths.size());
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    out[r].assign(reinterpret_cast<const char*>(all.data() + r * words), static_cast<size_t>(lengths[r]));
+  }
+  return out;
+}
+
+std::vector<std::string> Runner::command_followers(std::span<const uint8_t> payload) {
+  if (!spans_ranks()) return {};
+  CHECK(parallel_->leader()) << "command_followers() is the leader's";
+  start_message(message_, BatchMessage::kCommand);
+  message_.insert(message_.end(), payload.begin(), payload.end());
+  parallel_->world->broadcast(&message_, 0);
+  std::vector<std::string> replies = gather_strings("");
+  replies.erase(replies.begin());
+  return replies;
 }
 
 void Runner::release_followers() {

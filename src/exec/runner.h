@@ -7,7 +7,9 @@
 #include <vector>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "comm/communicator.h"
 #include "core/thread_pool.h"
@@ -72,6 +74,16 @@ class Runner {
   void follow(PagePool& pool, FaultInjector* fault = nullptr);
   // The leader's last word: the followers' follow() returns. Call once, after the last run().
   void release_followers();
+
+  // Commands for the layers above (prefill/decode disaggregation moves each rank's KV shard):
+  // the leader broadcasts an opaque payload between batches, every follower runs its handler
+  // on it with its own pool, and the leader gets each follower's reply (world rank r at index
+  // r - 1). By convention an empty reply means success. A handler must return within the
+  // communicator's timeout (the leader waits in a gather); a follower without a handler
+  // answers "no command handler on rank r". Alone: no followers, an empty vector.
+  using CommandHandler = std::function<std::string(std::span<const uint8_t> payload, PagePool& pool)>;
+  void set_command_handler(CommandHandler handler) { command_handler_ = std::move(handler); }
+  std::vector<std::string> command_followers(std::span<const uint8_t> payload);
   // Leader: every rank's stats, gathered with a batch about once a second while batches run
   // (one all-gather of four numbers per rank); empty before the first gather or alone.
   const std::vector<RankStats>& rank_stats() const { return rank_stats_; }
@@ -102,6 +114,9 @@ class Runner {
   std::chrono::steady_clock::time_point last_stats_{};
   int64_t batches_ = 0;                 // forward passes this rank ran
   std::vector<int32_t> stats_flag_;     // [1]: 1 when a batch carries a stats gather
+  CommandHandler command_handler_;      // a follower's (set_command_handler)
+  // Every rank's `mine`, in world rank order (two all-gathers: lengths, then the bytes).
+  std::vector<std::string> gather_strings(const std::string& mine);
   void gather_stats();                  // every rank calls it with the same batch
   bool spans_ranks() const { return parallel_ != nullptr && parallel_->spans_ranks(); }
   // The pool's pages under this batch's block tables (block_table_, block_offsets_).

@@ -18,6 +18,7 @@
 #include "kv/block_table.h"
 #include "server/api_error.h"
 #include "server/completion_handler.h"
+#include "server/disagg_follower.h"
 #include "server/serving_context.h"
 
 namespace densa::server {
@@ -25,33 +26,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-std::string to_hex(std::span<const uint8_t> bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
-}
-
-std::optional<std::vector<uint8_t>> from_hex(const std::string& s) {
-  if (s.size() % 2 != 0) return std::nullopt;
-  std::vector<uint8_t> out(s.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) {
-    int v = 0;
-    for (int j = 0; j < 2; ++j) {
-      const char c = s[2 * i + j];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (d < 0) return std::nullopt;
-      v = v * 16 + d;
-    }
-    out[i] = static_cast<uint8_t>(v);
-  }
-  return out;
-}
 
 void send_status(httplib::Response& res, const Status& s) { send_error(res, api_error(s)); }
 
@@ -107,13 +81,14 @@ disagg::UcxWorkerPool::Limits pool_limits(int idle_workers, int idle_ms) {
 }  // namespace
 
 DisaggWorker::DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms,
-                           int ucx_idle_workers, int ucx_idle_ms)
+                           int ucx_idle_workers, int ucx_idle_ms, int group_size)
     : ctx_(ctx),
       role_(role),
       ucx_(ucx),
       ucx_pool_(ucx != nullptr ? std::make_unique<disagg::UcxWorkerPool>(*ucx, pool_limits(ucx_idle_workers, ucx_idle_ms))
                                : nullptr),
       timeout_ms_(timeout_ms),
+      group_size_(std::max(group_size, 1)),
       descriptor_(disagg::describe_kv(ctx.weights, ctx.engine.kv_layout(), ctx.engine.kv_static_scales())) {
   CHECK(role == ServeRole::kBoth || ucx != nullptr) << "a " << serve_role_name(role) << " worker needs UCX";
   ctx_.disagg_metrics.ucx_pool = ucx_pool_.get();
@@ -138,6 +113,24 @@ void DisaggWorker::register_routes(httplib::Server& http) {
   }
 }
 
+Result<std::vector<std::string>> DisaggWorker::on_followers(const json& command) const {
+  const std::string text = command.dump();
+  std::vector<std::string> replies = ctx_.engine.run_on_followers(std::vector<uint8_t>(text.begin(), text.end())).get();
+  if (replies.size() != static_cast<size_t>(group_size_ - 1)) {
+    return disagg::kv_transfer_failed(std::to_string(replies.size()) + " of " + std::to_string(group_size_ - 1) +
+                                      " follower ranks answered");
+  }
+  for (size_t r = 0; r < replies.size(); ++r) {
+    if (replies[r].empty()) continue;
+    const json j = json::parse(replies[r], nullptr, false);
+    if (!j.is_object()) return disagg::kv_transfer_failed("rank " + std::to_string(r + 1) + ": " + replies[r]);
+    if (j.contains("error")) {
+      return disagg::kv_transfer_failed("rank " + std::to_string(r + 1) + ": " + j["error"].get<std::string>());
+    }
+  }
+  return replies;
+}
+
 void DisaggWorker::handle_layout(httplib::Response& res) const {
   json body = disagg::descriptor_to_json(descriptor_);
   body["role"] = serve_role_name(role_);
@@ -155,9 +148,20 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   disagg::KvSendOrder order;
   order.transfer_id = order_json.at("transfer_id").get<uint64_t>();
   order.page_tags = order_json.at("page_tags").get<std::vector<uint32_t>>();
-  const std::optional<std::vector<uint8_t>> address = from_hex(order_json.at("ucx_address").get<std::string>());
+  const std::optional<std::vector<uint8_t>> address = bytes_of_hex(order_json.at("ucx_address").get<std::string>());
   if (!address || address->empty()) return send_status(res, invalid_argument("ucx_address is not a hex string"));
   order.peer_address = *address;
+  // A decode group sends every rank's address; this group's rank r serves decode rank r.
+  const std::vector<std::string> addresses = order_json.contains("ucx_addresses")
+                                                 ? order_json["ucx_addresses"].get<std::vector<std::string>>()
+                                                 : std::vector<std::string>{order_json.at("ucx_address").get<std::string>()};
+  if (addresses.size() != static_cast<size_t>(group_size_)) {
+    ctx_.disagg_metrics.count_failure();
+    return send_status(res, disagg::kv_layout_mismatch(
+                                "the decode side runs " + std::to_string(addresses.size()) + " rank(s), this prefill side " +
+                                std::to_string(group_size_) + ": each rank sends its own KV shard to the rank of the "
+                                "same index, so both need the same --tp and --ep"));
+  }
   Result<disagg::KvLayoutDescriptor> decode = disagg::descriptor_from_json(order_json.at("layout"));
   if (!decode.is_ok()) return send_status(res, decode.status());
   if (Status s = disagg::check_compatible(descriptor_, *decode); !s.is_ok()) {
@@ -201,11 +205,50 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
     ctx_.disagg_metrics.count_failure();
     return send_status(res, failed);
   }
+  // A group: every other rank converts and sends its own shard of the same pages meanwhile
+  // (they stay pinned until all have answered).
+  std::future<std::vector<std::string>> followers;
+  if (group_size_ > 1) {
+    std::vector<int32_t> pages;
+    for (PageId p : exported->pages) pages.push_back(p.value);
+    const int64_t left_ms =
+        std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    const std::string command = json({{"op", "send"},
+                                      {"transfer_id", order.transfer_id},
+                                      {"num_tokens", exported->num_tokens},
+                                      {"pages", pages},
+                                      {"page_tags", order.page_tags},
+                                      {"layout", order_json.at("layout")},
+                                      {"addresses", addresses},
+                                      {"timeout_ms", left_ms}})
+                                    .dump();
+    followers = ctx_.engine.run_on_followers(std::vector<uint8_t>(command.begin(), command.end()));
+  }
   const disagg::KvPageFormat from{exported->layout, exported->static_scales};
   const disagg::KvPageFormat to{decode->layout, decode->static_scales};
   const std::vector<std::vector<uint8_t>> messages =
       disagg::build_page_messages(from, exported->data, exported->num_tokens, to, order.transfer_id, order.page_tags);
-  ctx_.engine.release_export(exported->id);  // the messages are copies
+  int64_t follower_bytes = 0;
+  Status followers_failed;
+  if (followers.valid()) {
+    const std::vector<std::string> replies = followers.get();
+    for (size_t r = 0; r < replies.size() && followers_failed.is_ok(); ++r) {
+      const json j = json::parse(replies[r], nullptr, false);
+      if (j.is_object() && j.contains("wire_bytes")) {
+        follower_bytes += j["wire_bytes"].get<int64_t>();
+      } else {
+        followers_failed = disagg::kv_transfer_failed(
+            "rank " + std::to_string(r + 1) + ": " +
+            (j.is_object() && j.contains("error") ? j["error"].get<std::string>() : replies[r]));
+      }
+    }
+  }
+  ctx_.engine.release_export(exported->id);  // the messages are copies, and every rank has sent
+  if (!followers_failed.is_ok()) {
+    ctx_.disagg_metrics.count_failure();
+    std::fprintf(stderr, "densa serve: %s\n", followers_failed.message().c_str());
+    return send_status(res, followers_failed);
+  }
   // Fault injection for tests: hold the converted pages this long before sending, so a test
   // can kill this worker mid-transfer. Unset in production.
   if (const char* delay = std::getenv("DENSA_DISAGG_SEND_DELAY_MS")) {
@@ -217,10 +260,12 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
     std::fprintf(stderr, "densa serve: %s\n", sent.status().message().c_str());
     return send_status(res, sent.status());
   }
-  ctx_.disagg_metrics.count_bytes(*sent);
+  ctx_.disagg_metrics.count_bytes(*sent + follower_bytes);
   res.status = 200;
-  res.set_content(json({{"num_pages", messages.size()}, {"num_tokens", tokens.size()}, {"wire_bytes", *sent}}).dump(),
-                  "application/json");
+  res.set_content(
+      json({{"num_pages", messages.size()}, {"num_tokens", tokens.size()}, {"wire_bytes", *sent + follower_bytes}})
+          .dump(),
+      "application/json");
 }
 
 // ---- decode role ----
@@ -274,13 +319,39 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
   Result<std::unique_ptr<disagg::KvReceiver>> receiver =
       disagg::KvReceiver::create(*ucx_pool_, transfer_id, import.tags, page_bytes);
   if (!receiver.is_ok()) return receiver.status();
-  const json order = {{"tokens", tokens},
-                      {"transfer_id", transfer_id},
-                      {"ucx_address", to_hex((*receiver)->address())},
-                      {"page_tags", import.tags},
-                      {"layout", disagg::descriptor_to_json(descriptor_)},
-                      {"timeout_ms", timeout_ms_},
-                      {"cache_salt", cache_salt}};
+  json order = {{"tokens", tokens},
+                {"transfer_id", transfer_id},
+                {"ucx_address", hex_of((*receiver)->address())},
+                {"page_tags", import.tags},
+                {"layout", disagg::descriptor_to_json(descriptor_)},
+                {"timeout_ms", timeout_ms_},
+                {"cache_salt", cache_salt}};
+  // A decode group: every other rank posts its own receives first, and its address joins the
+  // order; whatever happens below, they are told when the transfer is over (`done`), and
+  // recycle their UCX worker only when the prefill side confirmed its flush.
+  struct FollowersDone {
+    const DisaggWorker* worker = nullptr;  // null: one process, nothing to tell
+    uint64_t transfer_id = 0;
+    bool recycle = false;
+    ~FollowersDone() {
+      if (worker == nullptr) return;
+      const Result<std::vector<std::string>> r =
+          worker->on_followers(json({{"op", "done"}, {"transfer_id", transfer_id}, {"recycle", recycle}}));
+      if (!r.is_ok()) std::fprintf(stderr, "densa serve: ending a transfer on the other ranks: %s\n", r.status().message().c_str());
+    }
+  } followers_done;
+  if (group_size_ > 1) {
+    followers_done = {this, transfer_id, false};
+    Result<std::vector<std::string>> replies = on_followers(json({{"op", "recv"},
+                                                                  {"transfer_id", transfer_id},
+                                                                  {"page_tags", import.tags},
+                                                                  {"page_bytes", page_bytes},
+                                                                  {"timeout_ms", timeout_ms_}}));
+    if (!replies.is_ok()) return replies.status();
+    json addresses = json::array({order["ucx_address"]});
+    for (const std::string& r : *replies) addresses.push_back(json::parse(r).at("address"));
+    order["ucx_addresses"] = addresses;
+  }
   // The control-plane call runs beside the data plane: this thread keeps the receiver's
   // worker progressing (UCX wire-up and the sender's flush need it) until both are done.
   struct Reply {
@@ -332,10 +403,17 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
   }
   // Every page arrived and passed its header, tag and digest checks: the engine may adopt them
   // now (it re-checks tags and digests). The prefill worker's answer only confirms its flush.
-  const int64_t wire_bytes =
-      static_cast<int64_t>(import.tags.size()) * (static_cast<int64_t>(disagg::kKvPageHeaderBytes) + page_bytes);
+  const int64_t wire_bytes = static_cast<int64_t>(import.tags.size()) *
+                             (static_cast<int64_t>(disagg::kKvPageHeaderBytes) + page_bytes) * group_size_;
   ctx_.disagg_metrics.count_bytes(wire_bytes);
-  ctx_.engine.finish_import(import.id, std::move(received).value());
+  KvImportData data = std::move(received).value();
+  if (group_size_ > 1) {  // every rank adopts its own shard before rank 0 does
+    std::vector<int32_t> pages;
+    for (PageId p : import.pages) pages.push_back(p.value);
+    const std::string adopt = json({{"op", "adopt"}, {"transfer_id", transfer_id}, {"pages", pages}}).dump();
+    data.followers_adopt.assign(adopt.begin(), adopt.end());
+  }
+  ctx_.engine.finish_import(import.id, std::move(data));
 
   // Until that answer, this worker keeps progressing (the sender's flush may need it); only
   // then is nothing of this transfer on the way, and the worker may serve the next one.
@@ -350,6 +428,7 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
   }
   if (reply.get().status == 200) {
     (*receiver)->recycle();
+    followers_done.recycle = true;
   } else {
     std::fprintf(stderr, "densa serve: request %llu: pages imported, then the prefill worker reported: %s\n",
                  static_cast<unsigned long long>(import.id.value), reply_failed().message().c_str());

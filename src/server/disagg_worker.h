@@ -5,7 +5,8 @@
 //   GET  /disagg/v1/layout    (every role) this worker's KV layout descriptor
 //   POST /disagg/v1/prefill   (prefill role) compute a prompt's KV and push its pages over UCX:
 //     {"tokens":[..], "transfer_id":N, "ucx_address":"<hex>", "page_tags":[..],
-//      "layout":{<the decode side's descriptor>}, "timeout_ms":N}
+//      "layout":{<the decode side's descriptor>}, "timeout_ms":N,
+//      "ucx_addresses":["<hex>", ..] (a decode group: one per world rank, rank 0's first)}
 //     -> 200 {"num_pages","num_tokens","wire_bytes"} once every page has reached the decode
 //        worker, or an OpenAI-style error (code kv_layout_mismatch / kv_transfer_failed).
 // Data plane: UCX tag messages, one per page (disagg/kv_wire.h).
@@ -15,10 +16,21 @@
 // colocated), returns the request's stream at once and runs the transfer on its own thread:
 // receiver up, POST to the prefill worker, pages verified, Engine::finish_import. Any failure
 // ends the stream with kv_transfer_failed / kv_layout_mismatch and frees the pages.
+//
+// Tensor / expert parallel groups (group_size > 1, this worker on world rank 0): each rank holds
+// its own shard of every page, and prefill rank r sends its shard to decode rank r. Both groups
+// must have the same world size (and per-rank layout: the descriptor check), else the prefill
+// side answers kv_layout_mismatch. Rank 0 drives the other ranks' DisaggFollower through
+// Engine::run_on_followers: on the decode side "recv" (their addresses go in the order), the
+// import's followers_adopt (every rank adopts its shard before rank 0 does) and "done"; on the
+// prefill side "send", while rank 0 sends its own shard. A follower's share of a command holds
+// its group's step loop for that long (the prefill side's conversion and send; the decode
+// side's wait for its pages), bounded by the transfer's timeout.
 #include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "core/status.h"
@@ -63,7 +75,7 @@ class DisaggWorker {
   // `ucx_idle_workers` UCX workers are kept between transfers (0: fresh ones every time), each
   // closed once idle for `ucx_idle_ms`.
   DisaggWorker(ServingContext& ctx, ServeRole role, const disagg::UcxContext* ucx, int timeout_ms,
-               int ucx_idle_workers = 16, int ucx_idle_ms = 60000);
+               int ucx_idle_workers = 16, int ucx_idle_ms = 60000, int group_size = 1);
   ~DisaggWorker();  // waits for transfer threads (each bounded by the timeout)
 
   void register_routes(httplib::Server& http);
@@ -89,7 +101,11 @@ class DisaggWorker {
   const disagg::UcxContext* ucx_;
   std::unique_ptr<disagg::UcxWorkerPool> ucx_pool_;  // null without UCX
   const int timeout_ms_;
+  const int group_size_;
   const disagg::KvLayoutDescriptor descriptor_;
+  // Decode group: every follower's share of a command; a failed reply names its rank. The
+  // replies of a recv are the followers' UCX addresses.
+  Result<std::vector<std::string>> on_followers(const nlohmann::json& command) const;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -60,8 +60,8 @@ HttpServer::HttpServer(Engine& engine, const ModelWeights& weights, HttpServerCo
   }
   completions_ = std::make_unique<CompletionHandler>(*ctx_);
   disagg_ = std::make_unique<DisaggWorker>(*ctx_, config_.role, config_.ucx, config_.disagg_timeout_ms,
-                                           config_.disagg_ucx_workers,
-                                           config_.disagg_ucx_idle_ms);
+                                           config_.disagg_ucx_workers, config_.disagg_ucx_idle_ms,
+                                           config_.disagg_group_size);
   if (config_.role == ServeRole::kDecode) ctx_->disagg = disagg_.get();
   ctx_->prefill_only = config_.role == ServeRole::kPrefill;
   ctx_->allow_fault_injection = config_.allow_fault_injection;

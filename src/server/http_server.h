@@ -44,6 +44,9 @@ struct HttpServerConfig {
   int disagg_timeout_ms = 30000;            // every wait of a KV transfer
   int disagg_ucx_workers = 16;              // idle UCX workers pooled between transfers
   int disagg_ucx_idle_ms = 60000;           // an idle pooled UCX worker older than this is closed
+  // Ranks of this server's tensor / expert parallel group (1: one process); the other ranks
+  // run a DisaggFollower (server/disagg_follower.h) and each moves its own KV shard.
+  int disagg_group_size = 1;
   ChatFormatOptions chat;                   // --chat-template, --tool-parser, --reasoning-parser
   // Resource limits of the HTTP layer (server/README.md "Limits"). Timeouts bound each wait
   // for the client (one read or write making no progress), not a whole request.

@@ -41,22 +41,7 @@ fs::path ref(const std::string& arch) { return fs::path(DENSA_SOURCE_DIR) / "tes
 
 std::string tokenizer_path() { return (models_dir() / "tokenizer" / "tokenizer.model").string(); }
 
-// The checkpoint directory of a family in a temp dir (re-wrapped, or copied), with the shared
-// SentencePiece tokenizer beside it as its tokenizer.model (the references ship none; serve
-// needs one).
-fs::path checkpoint(const std::string& name) {
-  fs::path dir;
-  if (name == "kimi_k25") {
-    dir = wrap_as_kimi_k25(deepseek_v3_ref_dir(), "serve");
-  } else if (name == "glm4_moe_lite") {
-    dir = wrap_as_glm4_moe_lite("serve");
-  } else {
-    dir = fresh_temp_dir("densa_serve_", name);
-    for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(ref(name) / f, dir / f);
-  }
-  fs::copy_file(tokenizer_path(), dir / "tokenizer.model", fs::copy_options::overwrite_existing);
-  return dir;
-}
+fs::path checkpoint(const std::string& name) { return serve_checkpoint(name); }
 
 struct Prompt {
   std::vector<TokenId> ids, greedy;

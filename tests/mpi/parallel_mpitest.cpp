@@ -386,5 +386,55 @@ TEST(World2, AllReduceGivesEveryRankTheSameSum) {
   EXPECT_EQ(bits[0], bits[1]);
 }
 
+// Engine::run_on_followers: each follower's handler runs on its own pool between steps and its
+// reply (any length, empty included) comes back to rank 0 in rank order; the payload arrives
+// byte for byte; the group still runs batches around the commands (golden greedy unchanged).
+TEST(World4, CommandsReachEveryFollowerAndTheirRepliesComeBack) {
+  const std::string model = "tinystories-mixtral-3.6m";
+  Group group = make_group(2, 2);
+  LoadOptions opts;
+  opts.parallel = group.comms.layout;
+  auto loaded = load_model(model_dir(model) / "gguf" / (model + "-f16.gguf"), opts);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EngineConfig cfg = engine_config();
+  cfg.parallel = &group.comms;
+  const int rank = world().rank();
+  if (!group.comms.leader()) {
+    int handled = 0;
+    cfg.follower_command = [&](std::span<const uint8_t> payload, PagePool& pool) {
+      ++handled;
+      const std::string text(payload.begin(), payload.end());
+      if (text == "quiet") return std::string();
+      // Rank r answers r + 9 characters: lengths that are not whole 8-byte words.
+      return "rank " + std::to_string(rank) + " pages " + std::to_string(pool.num_total()) + " got " + text +
+             std::string(static_cast<size_t>(rank + 9), '.');
+    };
+    ASSERT_TRUE(run_engine_follower(loaded.value(), cfg).is_ok());
+    EXPECT_EQ(handled, 3);
+    return;
+  }
+  auto engine = Engine::create(loaded.value(), cfg);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const auto golden = read_json(model_dir(model) / "golden" / "golden.json");
+  const std::vector<GenerateRequest> requests = golden_requests(golden);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const GenerateRequest& r : requests) streams.push_back(engine.value()->submit(r).value());
+  const int32_t pages = engine.value()->stats().kv_pages_total;
+  for (const std::string& payload : {std::string("hello"), std::string(1000, 'x'), std::string("quiet")}) {
+    const std::vector<std::string> replies =
+        engine.value()->run_on_followers(std::vector<uint8_t>(payload.begin(), payload.end())).get();
+    ASSERT_EQ(replies.size(), 3u);
+    for (int r = 1; r < 4; ++r) {
+      const std::string want = payload == "quiet" ? std::string()
+                                                  : "rank " + std::to_string(r) + " pages " + std::to_string(pages) +
+                                                        " got " + payload + std::string(static_cast<size_t>(r + 9), '.');
+      EXPECT_EQ(replies[static_cast<size_t>(r - 1)], want) << "rank " << r;
+    }
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    EXPECT_EQ(drain(*streams[i]).tokens, golden["prompts"][i]["greedy_ids"].get<std::vector<TokenId>>()) << i;
+  }
+}
+
 }  // namespace
 }  // namespace densa
