@@ -161,7 +161,10 @@ int run_serve(const ServeArgs& a) {
   if (!parallel.is_ok()) return fail(parallel.status().message());
   const ParallelSetup& group = **parallel;
   if (group.active()) {
-    if (a.kv_scales != "dynamic") return fail("--kv-scales " + a.kv_scales + " with --tp / --ep is not supported yet");
+    if (a.kv_scales != "dynamic" && a.kv_scales != "checkpoint") {
+      return fail("--kv-scales " + a.kv_scales + " with --tp / --ep: calibration runs the whole model in one "
+                  "process; use checkpoint (each rank reads its own heads' scales) or dynamic");
+    }
     if (!a.canary.empty()) return fail("--canary with --tp / --ep is not supported yet (the probe runs one process)");
     if (Result<server::ServeRole> r = parse_role(a.role); !r.is_ok()) return fail(r.status().message());
     if (a.role != "both" && a.parallel.comm_timeout_ms <= a.disagg_timeout_ms) {
@@ -183,6 +186,10 @@ int run_serve(const ServeArgs& a) {
   const ModelWeights& weights = loaded.value();
   if (!weights.tokenizer) return fail(path + ": model has no tokenizer");
   std::fprintf(stderr, "densa serve: %s\n", weight_precision_line(weights).c_str());
+  // Static FP8 KV scales: on every rank, each its own kv heads' (a follower's runner needs them).
+  Result<std::optional<KvScales>> scales = kv_scales_from_flag(a.kv_scales, weights, cfg.kv_dtype);
+  if (!scales.is_ok()) return fail("--kv-scales: " + scales.status().message());
+  cfg.kv_scales = *scales;
   if (group.active()) {
     const ParallelLayout& l = group.comms.layout;
     std::fprintf(stderr, "densa serve: rank %d of %d (tp %d/%d, ep %d/%d): %s; weights %lld bytes as stored; RSS %lld MiB\n",
@@ -197,7 +204,8 @@ int run_serve(const ServeArgs& a) {
         Result<std::unique_ptr<disagg::UcxContext>> u = disagg::UcxContext::create();
         if (!u.is_ok()) return fail(u.status().message());
         ucx = std::move(u).value();
-        disagg = std::make_unique<server::DisaggFollower>(*ucx, l.world_rank());
+        disagg = std::make_unique<server::DisaggFollower>(
+            *ucx, l.world_rank(), cfg.kv_scales ? cfg.kv_scales->values : std::vector<float>());
         cfg.follower_command = [&disagg](std::span<const uint8_t> payload, PagePool& pool) {
           return disagg->handle(payload, pool);
         };
@@ -210,9 +218,6 @@ int run_serve(const ServeArgs& a) {
   }
   Result<server::ServeRole> role = parse_role(a.role);
   if (!role.is_ok()) return fail(role.status().message());
-  Result<std::optional<KvScales>> scales = kv_scales_from_flag(a.kv_scales, weights, cfg.kv_dtype);
-  if (!scales.is_ok()) return fail("--kv-scales: " + scales.status().message());
-  cfg.kv_scales = *scales;
   const KvScaleMode scale_mode = cfg.kv_dtype != DType::kFP8E4M3 ? KvScaleMode::kNone
                                  : cfg.kv_scales                 ? KvScaleMode::kStatic
                                                                  : KvScaleMode::kDynamic;

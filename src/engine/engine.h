@@ -56,7 +56,7 @@ struct EngineConfig {
   // Tensor / expert parallel (comm/communicator.h, model/shard.h): this process is world rank
   // 0 of a group whose weights are sharded; every batch goes to the other ranks, which run
   // run_engine_follower() with the same config. Not owned; must outlive the engine. Null: one
-  // process. Refused with static KV scales (their heads would need the same split).
+  // process. Static KV scales (kv_scales) are then each rank's own: its kv heads' scales.
   const ParallelComms* parallel = nullptr;
   // A follower rank's handler of the leader's commands (Engine::run_on_followers), from the
   // layer above: prefill/decode disaggregation moves each rank's own KV shard. Unset: a

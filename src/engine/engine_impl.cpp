@@ -60,9 +60,6 @@ Result<PagePool> create_pool(const ModelWeights& weights, const EngineConfig& co
     bounds.max_step_tokens = config.max_step_tokens;
     DENSA_RETURN_IF_ERROR(check_kv_index_widths(layout, bounds));
   }
-  if (config.parallel != nullptr && config.parallel->layout.active() && config.kv_scales) {
-    return unimplemented("static fp8 KV scales with --tp / --ep: the calibration's heads are not split per rank");
-  }
   Result<PagePool> pool = PagePool::create(layout, config.kv_cache_bytes);
   if (!pool.is_ok()) return pool.status();
   // Every rank must have the same pages: the leader's block tables name them.
@@ -97,6 +94,7 @@ Status run_engine_follower(const ModelWeights& weights, const EngineConfig& conf
   if (!pool.is_ok()) return pool.status();
   ThreadPool threads(config.num_threads);
   Runner runner(weights, &threads, nullptr);
+  if (config.kv_scales) runner.set_static_kv_scales(config.kv_scales->values);  // this rank's heads
   runner.set_parallel(config.parallel);
   runner.set_command_handler(config.follower_command);
   runner.follow(pool.value(), config.fault_injector);

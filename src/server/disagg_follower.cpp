@@ -85,7 +85,8 @@ struct DisaggFollower::Transfer {
   }
 };
 
-DisaggFollower::DisaggFollower(const disagg::UcxContext& ucx, int world_rank) : world_rank_(world_rank), ucx_pool_(ucx) {}
+DisaggFollower::DisaggFollower(const disagg::UcxContext& ucx, int world_rank, std::vector<float> static_scales)
+    : world_rank_(world_rank), static_scales_(std::move(static_scales)), ucx_pool_(ucx) {}
 
 DisaggFollower::~DisaggFollower() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -116,19 +117,20 @@ std::string DisaggFollower::send(const std::string& payload, PagePool& pool) {
   order.transfer_id = j.at("transfer_id").get<uint64_t>();
   order.page_tags = j.at("page_tags").get<std::vector<uint32_t>>();
   const std::vector<std::string> addresses = j.at("addresses").get<std::vector<std::string>>();
-  if (world_rank_ >= static_cast<int>(addresses.size())) {
+  const json& layouts = j.at("layouts");
+  if (world_rank_ >= static_cast<int>(addresses.size()) || world_rank_ >= static_cast<int>(layouts.size())) {
     return error_reply("no decode rank for rank " + std::to_string(world_rank_));
   }
   const std::optional<std::vector<uint8_t>> address = bytes_of_hex(addresses[static_cast<size_t>(world_rank_)]);
   if (!address || address->empty()) return error_reply("a decode rank's UCX address is not hex");
   order.peer_address = *address;
-  Result<disagg::KvLayoutDescriptor> to = disagg::descriptor_from_json(j.at("layout"));
+  Result<disagg::KvLayoutDescriptor> to = disagg::descriptor_from_json(layouts[static_cast<size_t>(world_rank_)]);
   if (!to.is_ok()) return error_reply(to.status().message());
   const std::vector<PageId> pages = page_ids(j.at("pages"), pool);
   if (pages.size() != order.page_tags.size()) return error_reply("pages and page_tags differ in length");
   std::vector<const uint8_t*> data;
   for (PageId p : pages) data.push_back(pool.page_data(p));
-  const disagg::KvPageFormat from{pool.layout(), {}};
+  const disagg::KvPageFormat from{pool.layout(), static_scales_};
   const disagg::KvPageFormat into{to->layout, to->static_scales};
   const std::vector<std::vector<uint8_t>> messages = disagg::build_page_messages(
       from, data, j.at("num_tokens").get<int32_t>(), into, order.transfer_id, order.page_tags);
@@ -157,7 +159,9 @@ std::string DisaggFollower::receive(const std::string& payload, PagePool& pool) 
   Transfer* raw = t.get();
   t->thread = std::thread([raw] { raw->run(); });
   transfers_.emplace(id, std::move(t));
-  return json({{"address", address}}).dump();
+  json reply = {{"address", address}};
+  if (!static_scales_.empty()) reply["static_scales"] = static_scales_;
+  return reply.dump();
 }
 
 std::string DisaggFollower::adopt(const std::string& payload, PagePool& pool) {

@@ -7,12 +7,14 @@
 // of its group, and run here on the follower's thread with its pool.
 //
 // Commands (JSON payloads; the reply, also JSON unless noted, goes back to rank 0):
-//   {"op":"send", transfer_id, num_tokens, pages, page_tags, layout, addresses, timeout_ms}
-//       prefill follower: converts its pages [pages] into the decode side's `layout`, sends them
-//       to addresses[world rank] and flushes -> {"wire_bytes":N} or {"error":"..."}.
+//   {"op":"send", transfer_id, num_tokens, pages, page_tags, layouts, addresses, timeout_ms}
+//       prefill follower: converts its pages [pages] into the decode rank's layout
+//       (layouts[world rank]: the decode side's descriptor with that rank's static scales),
+//       sends them to addresses[world rank] and flushes -> {"wire_bytes":N} or {"error":"..."}.
 //   {"op":"recv", transfer_id, page_tags, page_bytes, timeout_ms}
 //       decode follower: posts the receives on a pooled UCX worker, progressed by a thread of
-//       its own from then on -> {"address":"<hex>"} or {"error":"..."}.
+//       its own from then on -> {"address":"<hex>", "static_scales":[..] (fp8 static KV: this
+//       rank's, which the sender converts with)} or {"error":"..."}.
 //   {"op":"adopt", transfer_id, pages}
 //       decode follower: waits (until the transfer's deadline) for every page to arrive
 //       verified, then copies them into its pool and re-checks each page's digest there
@@ -41,8 +43,9 @@ std::optional<std::vector<uint8_t>> bytes_of_hex(const std::string& s);
 
 class DisaggFollower {
  public:
-  // `ucx` must outlive the follower; `world_rank` picks this rank's address in a send order.
-  DisaggFollower(const disagg::UcxContext& ucx, int world_rank);
+  // `ucx` must outlive the follower; `world_rank` picks this rank's address in a send order;
+  // `static_scales`: this rank's fp8 static KV scales (its kv heads), empty otherwise.
+  DisaggFollower(const disagg::UcxContext& ucx, int world_rank, std::vector<float> static_scales = {});
   ~DisaggFollower();  // stops every receive thread (each bounded by its transfer's deadline)
 
   // Runner::CommandHandler: one command on this rank's pool.
@@ -56,6 +59,7 @@ class DisaggFollower {
   std::string done(const std::string& payload);
 
   const int world_rank_;
+  const std::vector<float> static_scales_;
   disagg::UcxWorkerPool ucx_pool_;
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Transfer>> transfers_;  // decode side, by transfer id

@@ -168,6 +168,20 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
     ctx_.disagg_metrics.count_failure();
     return send_status(res, s);
   }
+  // A group: decode rank r's layout (its own static scales), checked like rank 0's.
+  const json layouts = order_json.contains("layouts") ? order_json["layouts"] : json::array({order_json.at("layout")});
+  if (layouts.size() != addresses.size()) {
+    return send_status(res, invalid_argument("the order has " + std::to_string(addresses.size()) + " addresses and " +
+                                             std::to_string(layouts.size()) + " layouts"));
+  }
+  for (size_t r = 1; r < layouts.size(); ++r) {
+    Result<disagg::KvLayoutDescriptor> d = disagg::descriptor_from_json(layouts[r]);
+    Status s = d.is_ok() ? disagg::check_compatible(descriptor_, *d) : d.status();
+    if (!s.is_ok()) {
+      ctx_.disagg_metrics.count_failure();
+      return send_status(res, Status(s.code(), "decode rank " + std::to_string(r) + ": " + s.message()));
+    }
+  }
   const int64_t num_pages = pages_for_tokens(static_cast<int64_t>(tokens.size()), descriptor_.layout.page_size);
   if (tokens.empty() || static_cast<int64_t>(order.page_tags.size()) != num_pages) {
     return send_status(res, invalid_argument(std::to_string(tokens.size()) + " tokens need " +
@@ -218,7 +232,7 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
                                       {"num_tokens", exported->num_tokens},
                                       {"pages", pages},
                                       {"page_tags", order.page_tags},
-                                      {"layout", order_json.at("layout")},
+                                      {"layouts", layouts},
                                       {"addresses", addresses},
                                       {"timeout_ms", left_ms}})
                                     .dump();
@@ -349,8 +363,16 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
                                                                   {"timeout_ms", timeout_ms_}}));
     if (!replies.is_ok()) return replies.status();
     json addresses = json::array({order["ucx_address"]});
-    for (const std::string& r : *replies) addresses.push_back(json::parse(r).at("address"));
+    json layouts = json::array({order["layout"]});  // each rank's: rank 0's with its own static scales
+    for (const std::string& r : *replies) {
+      const json reply = json::parse(r);
+      addresses.push_back(reply.at("address"));
+      json layout = order["layout"];
+      if (reply.contains("static_scales")) layout["static_scales"] = reply["static_scales"];
+      layouts.push_back(std::move(layout));
+    }
     order["ucx_addresses"] = addresses;
+    order["layouts"] = layouts;
   }
   // The control-plane call runs beside the data plane: this thread keeps the receiver's
   // worker progressing (UCX wire-up and the sender's flush need it) until both are done.

@@ -92,7 +92,9 @@ std::string_view kv_calibration_builtin_text() {
 Result<std::optional<KvScales>> read_checkpoint_kv_scales(const ModelWeights& w) {
   if (w.format != "hf") return std::optional<KvScales>();
   DENSA_ASSIGN_OR_RETURN(SafetensorsDir st, SafetensorsDir::open(w.source));
-  const int L = w.config.num_layers, H = w.config.num_kv_heads;
+  // A tensor-parallel slice holds kv heads [tp_rank * H, (tp_rank + 1) * H) of the checkpoint's
+  // H * tp (model/shard.h): per-head scales are cut the same way.
+  const int L = w.config.num_layers, H = w.config.num_kv_heads, total_heads = H * w.parallel.tp;
   auto name = [](int l, int which) {
     return "model.layers." + std::to_string(l) + ".self_attn." + (which ? "v_scale" : "k_scale");
   };
@@ -102,12 +104,12 @@ Result<std::optional<KvScales>> read_checkpoint_kv_scales(const ModelWeights& w)
     for (int which = 0; which < 2; ++which) {
       DENSA_ASSIGN_OR_RETURN(SafetensorsTensor t, st.tensor(name(l, which)));
       const int64_t n = t.numel();
-      if ((n != 1 && n != H) || (*t.dtype != DType::kF32 && *t.dtype != DType::kBF16)) {
-        return invalid_argument(name(l, which) + ": want F32/BF16 with 1 or " + std::to_string(H) +
+      if ((n != 1 && n != total_heads) || (*t.dtype != DType::kF32 && *t.dtype != DType::kBF16)) {
+        return invalid_argument(name(l, which) + ": want F32/BF16 with 1 or " + std::to_string(total_heads) +
                                 " values, got " + t.dtype_name + " with " + std::to_string(n));
       }
       for (int h = 0; h < H; ++h) {
-        const int64_t i = n == 1 ? 0 : h;
+        const int64_t i = n == 1 ? 0 : int64_t{w.parallel.tp_rank} * H + h;
         float v;
         if (*t.dtype == DType::kF32) {
           std::memcpy(&v, t.data + 4 * i, 4);

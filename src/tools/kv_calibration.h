@@ -38,7 +38,8 @@ std::string_view kv_calibration_builtin_text();
 // Static scales stored in a Hugging Face checkpoint (w.source, format "hf"):
 // model.layers.{i}.self_attn.k_scale / v_scale, F32 / BF16, one value per layer (shape [] or
 // [1], broadcast to every kv head) or one per kv head. nullopt when the checkpoint has none
-// (or is GGUF); an error when only some layers have them or they are malformed.
+// (or is GGUF); an error when only some layers have them or they are malformed. For a
+// tensor-parallel slice (w.parallel), the scales of the slice's own kv heads.
 Result<std::optional<KvScales>> read_checkpoint_kv_scales(const ModelWeights& w);
 
 // The scales to serve with: the checkpoint's (read_checkpoint_kv_scales) when present (never

@@ -4,7 +4,9 @@
 // against a colocated group of the same layout, behind curl.
 //  - Both fixtures' shapes: the Mixtral-style GGUF (GQA: each rank holds half the KV heads) and
 //    the GLM-5 reference checkpoint (MLA + DSA: the latent rows and index keys whole on every
-//    rank), BF16 KV.
+//    rank), BF16 KV; and the Llama fixture with static fp8 KV scales per kv head from the
+//    checkpoint (each rank's pages under its own heads' scales, which the order carries per
+//    rank: a sender using rank 0's would re-quantize rank 1's pages).
 //  - Greedy completions with logprobs equal the colocated group's bit for bit (the same KV bytes
 //    on every rank and the same last-token compute), 16 at once too; both groups count the
 //    same wire bytes, twice one rank's; the page and radix audits are clean after.
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "e2e/server_process.h"
+#include "kv_scales_checkpoint.h"
 #include "mla_checkpoints.h"
 #include "test_util.h"
 
@@ -58,6 +61,14 @@ Model model_of(const std::string& name) {
              "Tom had a big red ball. One day he went to the park with his mom and", "The sun was shining and",
              "Once"},
             {"--kv-dtype", "bf16"}};
+  }
+  if (name == "llama_static_fp8") {  // per-head fp8 scales: each rank's pages under its own
+    const fs::path dir = checkpoint_with_kv_scales(model_dir("tinystories-llama-1m") / "hf", "disagg_tp");
+    return {name,
+            dir.string(),
+            {"Once upon a time, there was a little girl named Lily. She loved to play outside",
+             "The sun was shining and"},
+            {"--kv-dtype", "fp8", "--kv-scales", "checkpoint"}};
   }
   const fs::path dir = serve_checkpoint(name);  // glm_moe_dsa: index_topk 8, prompts of 12-40 ids
   const json golden = read_json(fs::path(DENSA_SOURCE_DIR) / "tests/data/reference" / name / "golden.json");
@@ -128,7 +139,9 @@ TEST_P(DisaggTp, GroupsMoveEachRanksShardAndEqualTheColocatedGroup) {
   if (m.name != "mixtral") fs::remove_all(m.path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, DisaggTp, ::testing::Values(std::string("mixtral"), std::string("glm_moe_dsa")),
+INSTANTIATE_TEST_SUITE_P(Models, DisaggTp,
+                         ::testing::Values(std::string("mixtral"), std::string("glm_moe_dsa"),
+                                           std::string("llama_static_fp8")),
                          [](const auto& info) { return info.param; });
 
 // Group sizes must match: a single process on either side is refused by name, and the group

@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "engine/engine_test_util.h"
 #include "kv/fault_injection.h"
+#include "kv_scales_checkpoint.h"
 #include "model/model_loader.h"
 #include "mpi_test_util.h"
 #include "test_util.h"
@@ -144,7 +145,8 @@ int64_t sum(const std::vector<int64_t>& v) {
 // all (FP8's 128 x 128 scale blocks do not halve with the rows).
 void check_model(const std::string& model, const std::filesystem::path& path, const std::filesystem::path& golden_path,
                  int tp, int ep, std::optional<DType> weight_dtype = std::nullopt,
-                 double tolerance = kLogprobTolerance, DType kv_dtype = DType::kF32) {
+                 double tolerance = kLogprobTolerance, DType kv_dtype = DType::kF32,
+                 bool checkpoint_kv_scales = false) {
   ASSERT_EQ(world().size(), tp * ep) << "run under mpirun -n " << tp * ep;
   testing::ExactBf16Matmul exact_half;  // fp32 activations on F16 / BF16 matrices, as the golden tests
   Group group = make_group(tp, ep);
@@ -157,6 +159,15 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
   EngineConfig cfg = engine_config();
   cfg.kv_dtype = kv_dtype;
   cfg.parallel = &group.comms;
+  // Static fp8 KV scales from the checkpoint: each rank reads its own kv heads' (serve
+  // --kv-scales checkpoint), the one-process reference all of them.
+  auto checkpoint_scales = [&](const ModelWeights& w) -> std::optional<KvScales> {
+    if (!checkpoint_kv_scales) return std::nullopt;
+    Result<std::optional<KvScales>> s = read_checkpoint_kv_scales(w);
+    EXPECT_TRUE(s.is_ok() && s->has_value()) << (s.is_ok() ? std::string("none") : s.status().to_string());
+    return s.is_ok() ? *s : std::nullopt;
+  };
+  cfg.kv_scales = checkpoint_scales(loaded.value());
 
   // Memory: every rank's share, gathered (before the engines, so every rank takes part).
   const MatrixBytes mine = matrix_bytes(loaded.value());
@@ -219,6 +230,15 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
   {
     EngineConfig one = engine_config();
     one.kv_dtype = kv_dtype;
+    one.kv_scales = checkpoint_scales(whole.value());
+    if (checkpoint_kv_scales) {  // each rank's scales are its heads' share of the whole model's
+      ASSERT_TRUE(one.kv_scales && cfg.kv_scales);
+      const int H = cfg.kv_scales->num_kv_heads;
+      for (int l = 0; l < one.kv_scales->num_layers; ++l) {
+        for (int h = 0; h < H; ++h) EXPECT_EQ(cfg.kv_scales->at(l, 1, h), one.kv_scales->at(l, 1, h)) << l << " " << h;
+      }
+      EXPECT_EQ(one.kv_scales->num_kv_heads, H * tp);
+    }
     auto engine = Engine::create(whole.value(), one);
     ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
     reference = run(**engine, requests, true);
@@ -302,6 +322,15 @@ TEST(World2, MixtralTensorParallel2Fp8Kv) {
   check_model("mixtral-fp8kv", model_dir("tinystories-mixtral-3.6m") / "gguf" / "tinystories-mixtral-3.6m-f16.gguf",
               model_dir("tinystories-mixtral-3.6m") / "golden" / "golden.json", 2, 1, std::nullopt, kLogprobTolerance,
               DType::kFP8E4M3);
+}
+// Static fp8 KV scales from the checkpoint, one per kv head (calibrated on the whole model and
+// written as k_scale / v_scale [4] tensors): each of the two ranks reads its own two heads'.
+TEST(World2, LlamaTensorParallel2StaticFp8KvScalesFromTheCheckpoint) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::checkpoint_with_kv_scales(model_dir("tinystories-llama-1m") / "hf", "mpi_llama");
+  check_model("llama-static-fp8kv", dir, model_dir("tinystories-llama-1m") / "golden" / "golden.json", 2, 1,
+              std::nullopt, kLogprobTolerance, DType::kFP8E4M3, /*checkpoint_kv_scales=*/true);
+  fs::remove_all(dir);
 }
 TEST(World2, DeepSeekV3TensorParallel2Bf16Kv) {
   const std::filesystem::path dir = std::filesystem::path(DENSA_SOURCE_DIR) / "tests/data/reference/deepseek_v3";

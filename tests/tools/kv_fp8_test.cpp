@@ -119,6 +119,17 @@ TEST(KvFp8Checkpoint, ReadsKScaleVScaleTensors) {
       EXPECT_EQ(kv_cache_mode_line(DType::kFP8E4M3, KvScaleMode::kStatic, &scales.value())
                     .rfind("kv cache: fp8_e4m3, static scales from the checkpoint (", 0),
                 0u);
+      // A tensor-parallel slice reads its own kv heads' scales: rank 1 of 2 holds heads 2 and 3.
+      LoadOptions slice;
+      slice.parallel = ParallelLayout::of_rank(2, 1, 1);
+      auto rank1 = load_model(dir, slice);
+      ASSERT_TRUE(rank1.is_ok()) << rank1.status().to_string();
+      auto mine = read_checkpoint_kv_scales(rank1.value());
+      ASSERT_TRUE(mine.is_ok() && mine->has_value()) << (mine.is_ok() ? "none" : mine.status().to_string());
+      EXPECT_EQ((*mine)->num_kv_heads, 2);
+      EXPECT_EQ((*mine)->at(3, 1, 0), 0.3f);
+      EXPECT_EQ((*mine)->at(3, 1, 1), 0.4f * 4);
+      EXPECT_EQ((*mine)->at(2, 0, 1), 0.03f);
     }
     fs::remove_all(dir);
   }
