@@ -10,7 +10,9 @@
 # and rank 0's weight bytes. On one 2-core machine the ranks share the cores that one
 # process uses alone, so the table shows what splitting costs (communication, replicated
 # work), not what more machines gain. QUICK=1: the small shape, one round.
-# Env: BUILD (default build), MODELS_DIR (default build/bench-models).
+# Env: BUILD (default build), MODELS_DIR (default build/bench-models), LAYOUTS (default
+# "one tp2 ep2"; also tp2-gather / ep2-gather: the same with every all-reduce in the gather
+# form, DENSA_ALLREDUCE=gather, for an A/B of the all-reduce algorithms).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -38,11 +40,17 @@ run() {  # run NAME ROW ROUND ARGS...
     one) "$DENSA" bench offline -m "$MODEL" --threads 2 "$@" --json "$json" >/dev/null ;;
     tp2) "${MPI[@]}" "$DENSA" bench offline -m "$MODEL" --threads 1 --tp 2 "$@" --json "$json" >/dev/null ;;
     ep2) "${MPI[@]}" "$DENSA" bench offline -m "$MODEL" --threads 1 --ep 2 "$@" --json "$json" >/dev/null ;;
+    tp2-gather) "${MPI[@]}" -x DENSA_ALLREDUCE=gather "$DENSA" bench offline -m "$MODEL" --threads 1 --tp 2 "$@" \
+      --json "$json" >/dev/null ;;
+    ep2-gather) "${MPI[@]}" -x DENSA_ALLREDUCE=gather "$DENSA" bench offline -m "$MODEL" --threads 1 --ep 2 "$@" \
+      --json "$json" >/dev/null ;;
+    *) echo "parallel.sh: unknown layout $name" >&2; exit 2 ;;
   esac
 }
 
+LAYOUTS=${LAYOUTS:-one tp2 ep2}
 for round in $(seq "$ROUNDS"); do
-  for name in one tp2 ep2; do
+  for name in $LAYOUTS; do
     echo "== round $round: $name" >&2
     run "$name" decode "$round" "${DEC[@]}"
     run "$name" prefill "$round" "${PRE[@]}"
@@ -53,7 +61,7 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; model $M
 echo
 echo "| layout | decode tok/s (batch 1) | comm share, decode | prefill tok/s (256) | comm share, prefill | rank 0 weight MB |"
 echo "|---|---|---|---|---|---|"
-for name in one tp2 ep2; do
+for name in $LAYOUTS; do
   /usr/bin/python3 - "$OUT" "$name" <<'PY'
 import glob, json, statistics, sys
 out, name = sys.argv[1], sys.argv[2]

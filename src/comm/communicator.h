@@ -31,6 +31,14 @@ class Communicator {
   // data[0, n) on every rank becomes the sum over ranks, added in rank order. n is the same
   // on every rank.
   virtual void all_reduce_sum(float* data, int64_t n) = 0;
+  // How all_reduce_sum moves the partials; every algorithm adds them in rank order, so the
+  // result is the same bits whichever runs. kGather: every rank gathers every rank's whole
+  // buffer and sums it all ((N - 1) n floats in per rank, one collective). kReduceScatter:
+  // each rank gathers one 1/N slice of every buffer, sums it, then every rank gathers the
+  // summed slices (2 (N - 1) / N n floats in per rank, two collectives). kAuto (the default)
+  // picks by the group size (bench/allreduce_bench.cpp, docs/performance/parallel.md).
+  enum class AllReduceAlgorithm { kAuto, kGather, kReduceScatter };
+  virtual void set_all_reduce_algorithm(AllReduceAlgorithm algorithm) {}
   // `root`'s bytes reach every rank (*bytes resized there). With `wait_forever` the receivers
   // wait without the timeout: a follower idles there while the server has no work.
   virtual void broadcast(std::vector<uint8_t>* bytes, int root, bool wait_forever = false) = 0;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 
 namespace densa {
@@ -53,10 +54,15 @@ class MpiCommunicator final : public Communicator {
   using Communicator::all_gather;
   double busy_seconds() const override { return busy_s_; }
 
+  void set_all_reduce_algorithm(AllReduceAlgorithm algorithm) override { algorithm_ = algorithm; }
+
   void all_reduce_sum(float* data, int64_t n) override {
     if (size_ == 1 || n == 0) return;
     const Busy busy(this);
     if (n > INT_MAX) abort_group("all_reduce_sum of " + std::to_string(n) + " floats: more than MPI's int count");
+    const bool scatter = algorithm_ == AllReduceAlgorithm::kReduceScatter ||
+                         (algorithm_ == AllReduceAlgorithm::kAuto && (size_ > 2 || n > kGatherMaxFloats));
+    if (scatter) return reduce_scatter_gather(data, static_cast<int>(n));
     gathered_.resize(static_cast<size_t>(n) * static_cast<size_t>(size_));
     MPI_Request req;
     check(MPI_Iallgather(data, static_cast<int>(n), MPI_FLOAT, gathered_.data(), static_cast<int>(n), MPI_FLOAT,
@@ -69,6 +75,38 @@ class MpiCommunicator final : public Communicator {
       const float* g = gathered_.data() + static_cast<size_t>(r) * static_cast<size_t>(n);
       for (int64_t i = 0; i < n; ++i) data[i] += g[i];
     }
+  }
+
+  // kReduceScatter: rank r owns elements [first(r), first(r + 1)); every rank sends each owner
+  // its slice (all-to-all), the owner adds the N partials in rank order, then every rank
+  // gathers the owners' sums. Each element gets the same additions as in the gather form.
+  void reduce_scatter_gather(float* data, int n) {
+    auto first = [&](int r) { return static_cast<int>(static_cast<int64_t>(n) * r / size_); };
+    const int mine = first(rank_ + 1) - first(rank_);
+    counts_.resize(static_cast<size_t>(size_));
+    displs_.resize(static_cast<size_t>(size_));
+    mine_counts_.assign(static_cast<size_t>(size_), mine);
+    mine_displs_.resize(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      counts_[static_cast<size_t>(r)] = first(r + 1) - first(r);
+      displs_[static_cast<size_t>(r)] = first(r);
+      mine_displs_[static_cast<size_t>(r)] = r * mine;
+    }
+    gathered_.resize(static_cast<size_t>(mine) * static_cast<size_t>(size_));
+    MPI_Request req;
+    check(MPI_Ialltoallv(data, counts_.data(), displs_.data(), MPI_FLOAT, gathered_.data(), mine_counts_.data(),
+                         mine_displs_.data(), MPI_FLOAT, comm_, &req),
+          "all_reduce_sum (MPI_Ialltoallv)");
+    wait(&req, "all_reduce_sum (scatter)", false);
+    float* out = data + first(rank_);
+    std::memcpy(out, gathered_.data(), static_cast<size_t>(mine) * sizeof(float));
+    for (int r = 1; r < size_; ++r) {
+      const float* g = gathered_.data() + static_cast<size_t>(r) * static_cast<size_t>(mine);
+      for (int i = 0; i < mine; ++i) out[i] += g[i];
+    }
+    check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, data, counts_.data(), displs_.data(), MPI_FLOAT, comm_, &req),
+          "all_reduce_sum (MPI_Iallgatherv)");
+    wait(&req, "all_reduce_sum (gather)", false);
   }
 
   void broadcast(std::vector<uint8_t>* bytes, int root, bool wait_forever) override {
@@ -161,7 +199,29 @@ class MpiCommunicator final : public Communicator {
   int timeout_ms_;
   int rank_ = 0, size_ = 1, world_rank_ = 0;
   double busy_s_ = 0;
+  // kAuto: the gather form for two ranks and buffers up to this many floats (one collective
+  // instead of two; it moves as much data as the scatter form there), the scatter form
+  // otherwise, where it moves less data and each rank adds only its slice. Measured
+  // (bench/allreduce_bench.cpp, docs/performance/parallel.md): two ranks, gather 0.91x the
+  // time at 32K floats, 1.15x at 128K; four ranks, the scatter form ahead at every size.
+  static constexpr int64_t kGatherMaxFloats = 65536;
+  AllReduceAlgorithm algorithm_ = algorithm_from_env();
+  // DENSA_ALLREDUCE=gather|reduce-scatter|auto (benchmarks: A/B of the two forms in one
+  // build; the results are the same bits either way).
+  static AllReduceAlgorithm algorithm_from_env() {
+    const char* v = std::getenv("DENSA_ALLREDUCE");
+    if (v == nullptr) return AllReduceAlgorithm::kAuto;
+    const std::string s(v);
+    if (s == "gather") return AllReduceAlgorithm::kGather;
+    if (s == "reduce-scatter") return AllReduceAlgorithm::kReduceScatter;
+    if (s != "auto") {
+      std::fprintf(stderr, "densa: DENSA_ALLREDUCE=%s: want gather, reduce-scatter or auto\n", v);
+      std::_Exit(2);
+    }
+    return AllReduceAlgorithm::kAuto;
+  }
   std::vector<float> gathered_;
+  std::vector<int> counts_, displs_, mine_counts_, mine_displs_;  // reduce_scatter_gather's
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -464,6 +465,33 @@ TEST(World4, CommandsReachEveryFollowerAndTheirRepliesComeBack) {
     EXPECT_EQ(drain(*streams[i]).tokens, golden["prompts"][i]["greedy_ids"].get<std::vector<TokenId>>()) << i;
   }
 }
+
+// Both all-reduce algorithms give every rank the same bits: the rank-order sum of every rank's
+// buffer, whatever the size (fewer elements than ranks, slices of unequal length).
+void check_all_reduce_algorithms() {
+  const int n_ranks = world().size();
+  auto value = [](int rank, int64_t i) { return 0.37f * static_cast<float>((i * 7919 + rank * 104729) % 2001 - 1000) + 1e-7f * static_cast<float>(rank); };
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{5}, int64_t{2048}, int64_t{2049}, int64_t{10007}}) {
+    std::vector<float> want(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      float sum = value(0, i);
+      for (int r = 1; r < n_ranks; ++r) sum += value(r, i);
+      want[static_cast<size_t>(i)] = sum;
+    }
+    for (auto alg : {Communicator::AllReduceAlgorithm::kGather, Communicator::AllReduceAlgorithm::kReduceScatter,
+                     Communicator::AllReduceAlgorithm::kAuto}) {
+      std::vector<float> mine(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) mine[static_cast<size_t>(i)] = value(world().rank(), i);
+      world().set_all_reduce_algorithm(alg);
+      world().all_reduce_sum(mine.data(), n);
+      EXPECT_EQ(std::memcmp(mine.data(), want.data(), want.size() * sizeof(float)), 0)
+          << "n " << n << " algorithm " << static_cast<int>(alg);
+    }
+  }
+  world().set_all_reduce_algorithm(Communicator::AllReduceAlgorithm::kAuto);
+}
+TEST(World2, AllReduceAlgorithmsGiveTheRankOrderSum) { check_all_reduce_algorithms(); }
+TEST(World4, AllReduceAlgorithmsGiveTheRankOrderSum) { check_all_reduce_algorithms(); }
 
 }  // namespace
 }  // namespace densa
