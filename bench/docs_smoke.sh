@@ -45,6 +45,7 @@ start=$(date +%s)
 
 targets=(densa)
 want kernels && targets+=(gemv_bench membw_bench mla_absorb_bench dsa_decode_bench)
+want parallel && targets+=(allreduce_bench)
 want kv && targets+=(kv_accuracy_bench)
 want disagg && targets+=(kv_transfer_bench)
 want integrity && targets+=(integrity_overhead_bench)
@@ -141,6 +142,10 @@ fi
 if want parallel; then
   # docs/performance/parallel.md: the table's rows (small shape, one round, under mpirun).
   run parallel '^\| ep2 \|' env BUILD="$BUILD" MODELS_DIR="$MD" "$ROOT/bench/parallel.sh" 1 1
+  run parallel_gather '^\| tp2-gather \|' env BUILD="$BUILD" MODELS_DIR="$MD" LAYOUTS="tp2 tp2-gather" \
+    "$ROOT/bench/parallel.sh" 1 1
+  run allreduce ' yes$' mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none -n 2 \
+    "$BUILD/allreduce_bench" --rounds 1
 fi
 if want serving; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
