@@ -311,8 +311,7 @@ void EngineImpl::shutdown() {
 
 Status EngineImpl::audit_now() const {
   std::vector<const BlockTable*> tables = scheduler_.live_tables();
-  for (const auto& [id, table] : exports_) tables.push_back(&table);
-  for (const auto& [id, im] : imports_) tables.push_back(&im.request->table);
+  ledger_.tables(tables);
   const std::vector<PageId> cached = cache_.pages();
   DENSA_RETURN_IF_ERROR(kv_audit(pool_, tables, cached));
   return cache_.audit(pool_);
@@ -336,11 +335,8 @@ EngineStats EngineImpl::snapshot() const {
   s.nonfinite_logit_rows = num_nonfinite_logit_rows_;
   s.ranks = runner_.rank_stats();
   s.tokens_in_flight = scheduler_.num_live_tokens();
-  for (const auto& [id, table] : exports_) s.kv_pages_pinned += table.num_pages();
-  for (const auto& [id, im] : imports_) {
-    s.kv_pages_pinned += im.request->table.num_pages();
-    s.tokens_in_flight += im.request->num_tokens();
-  }
+  s.kv_pages_pinned += ledger_.pinned_pages();
+  s.tokens_in_flight += ledger_.import_tokens();
   return s;
 }
 
@@ -366,7 +362,7 @@ void EngineImpl::emit(const RequestUpdate& u) {
     x->num_tokens = u.exported->num_tokens;
     for (PageId p : x->pages) x->data.push_back(pool_.page_data(p));
     x->static_scales = static_scales_;
-    exports_.emplace(u.id, *u.exported);
+    ledger_.pin_export(u.id, *u.exported);
     e.kv_export = std::move(x);
   }
   timelines_.event(u.id, e);
@@ -462,59 +458,14 @@ void EngineImpl::end_request(RequestId id, std::shared_ptr<RequestStream>& strea
 }
 
 void EngineImpl::begin_import_now(ImportBegin& b) {
-  Request& r = *b.submission.request;
-  const int32_t num_pages = static_cast<int32_t>(pages_for_tokens(b.num_tokens, config_.page_size));
-  if (pool_.num_free() < num_pages) cache_.evict(num_pages - pool_.num_free(), pool_);
-  if (!pool_.allocate_into(num_pages, r.table)) {
-    b.reply.set_value(resource_exhausted("no room for " + std::to_string(num_pages) +
-                                         " KV pages of an import now; retry later"));
-    return;
-  }
-  KvImport im;
-  im.id = r.id;
-  im.num_tokens = b.num_tokens;
-  im.pages = r.table.pages;
-  im.tags = r.table.tags;
-  const RequestId id = r.id;
-  imports_.emplace(id, Import{std::move(b.submission.request), std::move(b.submission.stream), b.num_tokens});
-  b.reply.set_value(std::move(im));
-}
-
-Status EngineImpl::adopt(Import& im, const KvImportData& data) {
-  BlockTable& table = im.request->table;
-  const size_t num_pages = table.pages.size();
-  const int64_t page_bytes = pool_.page_bytes();
-  if (data.digests.size() != num_pages || data.tags.size() != num_pages || !data.holds(num_pages, page_bytes)) {
-    return data_loss("kv_transfer_failed: import of " + std::to_string(num_pages) + " pages got " +
-                     std::to_string(data.digests.size()) + " digests and " + std::to_string(data.bytes.size()) +
-                     " bytes");
-  }
-  // Every check before the first write: a rejected import leaves its pages untouched.
-  for (size_t k = 0; k < num_pages; ++k) {
-    const PageId p = table.pages[k];
-    if (pool_.tag(p) != table.tags[k] || data.tags[k] != table.tags[k]) {
-      return data_loss("kv_transfer_failed: page " + std::to_string(p.value) + " of the import has tag " +
-                       std::to_string(pool_.tag(p)) + ", reserved as " + std::to_string(table.tags[k]) +
-                       ", written for " + std::to_string(data.tags[k]) + "; write rejected");
-    }
-  }
-  for (size_t k = 0; k < num_pages; ++k) {
-    uint8_t* dst = pool_.page_data(table.pages[k]);
-    std::memcpy(dst, data.page(k, page_bytes), static_cast<size_t>(page_bytes));
-    const uint64_t found = page_digest(pool_, table.pages[k]);
-    if (found != data.digests[k]) {
-      return data_loss("kv_transfer_failed: page " + std::to_string(k) + " of the import has digest " +
-                       std::to_string(found) + ", expected " + std::to_string(data.digests[k]));
-    }
-  }
-  return Status::ok();
+  b.reply.set_value(ledger_.reserve_import(std::move(b.submission.request), std::move(b.submission.stream),
+                                           b.num_tokens, config_.page_size, pool_, cache_));
 }
 
 void EngineImpl::end_import_now(ImportEnd& e) {
-  const auto it = imports_.find(e.id);
-  if (it == imports_.end()) return;  // cancelled meanwhile: pages already freed
-  Import im = std::move(it->second);
-  imports_.erase(it);
+  std::optional<DisaggLedger::Import> taken = ledger_.take_import(e.id);
+  if (!taken) return;  // cancelled meanwhile: pages already freed
+  DisaggLedger::Import& im = *taken;
   Request& r = *im.request;
   Status s = e.error;
   if (s.is_ok() && !e.data.followers_adopt.empty()) {  // every rank takes its shard before this one
@@ -523,7 +474,7 @@ void EngineImpl::end_import_now(ImportEnd& e) {
       if (!replies[r].empty()) s = data_loss("kv_transfer_failed: rank " + std::to_string(r + 1) + ": " + replies[r]);
     }
   }
-  if (s.is_ok()) s = adopt(im, e.data);
+  if (s.is_ok()) s = DisaggLedger::adopt(pool_, r.table, e.data);
   if (!s.is_ok()) {
     pool_.release_all(r.table.pages);
     r.table.clear();
@@ -565,12 +516,7 @@ void EngineImpl::loop() {
       commands.swap(follower_commands_);
       stopping = stop_;
     }
-    for (RequestId id : releases) {
-      const auto it = exports_.find(id);
-      if (it == exports_.end()) continue;
-      pool_.release_all(it->second.pages);
-      exports_.erase(it);
-    }
+    for (RequestId id : releases) ledger_.release_export(id, pool_);
     for (Submission& s : submissions) {
       timelines_.submitted(s.request->id, s.request->arrival_time);
       streams_.emplace(s.request->id, std::move(s.stream));
@@ -589,31 +535,18 @@ void EngineImpl::loop() {
                                  : runner_.command_followers(c.payload));
     }
     for (RequestId id : cancels) {
-      if (const auto it = exports_.find(id); it != exports_.end()) {  // finished: unpin its export
-        pool_.release_all(it->second.pages);
-        exports_.erase(it);
-        continue;
-      }
-      if (const auto it = imports_.find(id); it != imports_.end()) {
-        Import& im = it->second;
-        pool_.release_all(im.request->table.pages);
-        im.request->table.clear();
-        end_request(id, im.stream, im.request->num_prompt_tokens, FinishReason::kAborted, Status::ok());
-        imports_.erase(it);
+      if (ledger_.release_export(id, pool_)) continue;  // finished: its export unpinned
+      if (std::optional<DisaggLedger::Import> im = ledger_.cancel_import(id, pool_)) {
+        end_request(id, im->stream, im->request->num_prompt_tokens, FinishReason::kAborted, Status::ok());
         continue;
       }
       if (const std::optional<RequestUpdate> u = scheduler_.abort(id, pool_, cache_)) emit(*u);
     }
     if (stopping) {
       for (const RequestUpdate& u : scheduler_.abort_all(pool_, cache_)) emit(u);
-      for (auto& [id, im] : imports_) {
-        pool_.release_all(im.request->table.pages);
-        im.request->table.clear();
-        end_request(id, im.stream, im.request->num_prompt_tokens, FinishReason::kAborted, Status::ok());
+      for (DisaggLedger::Import& im : ledger_.release_all(pool_)) {
+        end_request(im.request->id, im.stream, im.request->num_prompt_tokens, FinishReason::kAborted, Status::ok());
       }
-      imports_.clear();
-      for (auto& [id, table] : exports_) pool_.release_all(table.pages);
-      exports_.clear();
     } else if (!scheduler_.idle()) {
       step();
     }

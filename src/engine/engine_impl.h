@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "engine/disagg_ledger.h"
 #include "engine/engine.h"
 #include "engine/timeline_recorder.h"
 #include "exec/runner.h"
@@ -55,15 +56,6 @@ class EngineImpl final : public Engine {
     std::shared_ptr<RequestStream> stream;
   };
 
-  // A request whose prompt KV is being imported: pages reserved (pinned in `table`).
-  struct Import {
-    std::unique_ptr<Request> request;
-    std::shared_ptr<RequestStream> stream;
-    int32_t num_tokens = 0;  // prompt tokens whose KV is imported
-    // Pages reserved: kv_transfer_us runs from here to adoption (the prefill worker's compute
-    // plus the wire and the checks).
-    std::chrono::steady_clock::time_point began = std::chrono::steady_clock::now();
-  };
   struct ImportBegin {
     Submission submission;
     int32_t num_tokens = 0;
@@ -85,7 +77,6 @@ class EngineImpl final : public Engine {
   Result<RequestParams> validate(const GenerateRequest& request, int64_t num_prompt) const;
   void begin_import_now(ImportBegin& b);
   void end_import_now(ImportEnd& e);
-  Status adopt(Import& im, const KvImportData& data);
   void end_request(RequestId id, std::shared_ptr<RequestStream>& stream, int32_t num_prompt, FinishReason finish,
                    Status error);
   void step();
@@ -115,8 +106,7 @@ class EngineImpl final : public Engine {
   RequestFaultInjector request_faults_;     // GenerateRequest::inject_fault (tests, soak)
   TimelineRecorder timelines_;             // per-request stage times (engine thread)
   std::unique_ptr<RoutingStats> routing_;  // MoE routing load; null unless EngineConfig::routing_stats
-  std::unordered_map<RequestId, BlockTable> exports_;  // pinned pages handed to exporters
-  std::unordered_map<RequestId, Import> imports_;      // reservations awaiting their KV
+  DisaggLedger ledger_;  // exports pinned for their senders, imports awaiting their KV
   const KvLayout layout_;
   const std::vector<float> static_scales_;             // fp8 static KV only
 
