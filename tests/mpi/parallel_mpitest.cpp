@@ -110,6 +110,13 @@ Group make_group(int tp, int ep) {
   return g;
 }
 
+// This rank's slice of a fixture's F16 GGUF.
+Result<ModelWeights> load_fixture_slice(const std::string& model, const Group& group) {
+  LoadOptions opts;
+  opts.parallel = group.comms.layout;
+  return load_model(model_dir(model) / "gguf" / (model + "-f16.gguf"), opts);
+}
+
 // Bytes of the matrices this process holds, by how they are split: attention (tp ways; MLA's
 // projections are replicated), dense FFNs (tp ways), routed experts (tp x ep ways), the shared
 // expert (tp ways, in expert group 0 only).
@@ -358,9 +365,7 @@ TEST(World2, AFlipInAFollowersKvFailsThatRequestNamingTheRank) {
   const std::string model = "tinystories-mixtral-3.6m";
   testing::ExactBf16Matmul exact_half;
   Group group = make_group(2, 1);
-  LoadOptions opts;
-  opts.parallel = group.comms.layout;
-  auto loaded = load_model(model_dir(model) / "gguf" / (model + "-f16.gguf"), opts);
+  auto loaded = load_fixture_slice(model, group);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EngineConfig cfg = engine_config();
   cfg.parallel = &group.comms;
@@ -422,9 +427,7 @@ TEST(World2, AllReduceGivesEveryRankTheSameSum) {
 TEST(World4, CommandsReachEveryFollowerAndTheirRepliesComeBack) {
   const std::string model = "tinystories-mixtral-3.6m";
   Group group = make_group(2, 2);
-  LoadOptions opts;
-  opts.parallel = group.comms.layout;
-  auto loaded = load_model(model_dir(model) / "gguf" / (model + "-f16.gguf"), opts);
+  auto loaded = load_fixture_slice(model, group);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EngineConfig cfg = engine_config();
   cfg.parallel = &group.comms;
