@@ -170,6 +170,29 @@ TEST(JinjaEngine, ParseErrorsNameTheConstructAndLine) {
   EXPECT_TRUE(parse_status("{{ x | tojson }}{% if a %}{% elif b %}{% else %}{% endif %}").is_ok());
 }
 
+// Digit runs past int64 (a fuzzer's find: they threw from std::stoll, an internal error): an
+// index literal is refused by name at parse; an attribute path at render names no item, as
+// Python's unbounded int names none, like Jinja2.
+TEST(JinjaEngine, IndicesPastInt64) {
+  expect_error(parse_status("{{ xs.99999999999999999999 }}"), StatusCode::kInvalidArgument,
+               "integer index 99999999999999999999 is out of range");
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (const char* src : {"{{ [[1, 2]] | map(attribute='99999999999999999999') | list | length }}",
+                          "{{ [[1, 2]] | map(attribute='99999999999999999999') | select('defined') | list }}",
+                          "{{ [[1, 2]] | map(attribute='1') | list }}"}) {
+    cases.push_back({{"template", src}, {"vars", nlohmann::ordered_json::object()}});
+  }
+  const std::vector<testing::RenderOutcome> want = testing::reference_render(cases);
+  ASSERT_EQ(want.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i]["template"].get<std::string>());
+    ASSERT_TRUE(want[i].ok) << want[i].text;
+    const testing::RenderOutcome got = testing::densa_render(cases[i]);
+    EXPECT_TRUE(got.ok) << got.text;
+    EXPECT_EQ(got.text, want[i].text);
+  }
+}
+
 TEST(JinjaEngine, RenderErrorsCarryLineAndColumn) {
   const Status s = render_status("ok\n  {{ missing.attr }}");
   expect_error(s, StatusCode::kInvalidArgument, "'missing' is undefined");

@@ -1,6 +1,7 @@
 // Jinja2's filters (jinja2/filters.py) as chat templates use them, plus HF's tojson override
 // (json.dumps with ensure_ascii=False, indent / separators / sort_keys passed through).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -110,7 +111,13 @@ Value attr_path(Interp& in, const Value& item, const Value& attribute) {
     const size_t dot = path.find('.');
     std::string part(path.substr(0, dot));
     const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    cur = in.getitem(cur, digits ? Value::integer(std::stoll(part)) : Value::string(part));
+    int64_t index = 0;
+    if (digits && std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc()) {
+      // Python's int has no bound: an index past int64 names no item of any list.
+      cur = Value::undefined("index " + part + " is out of range");
+    } else {
+      cur = in.getitem(cur, digits ? Value::integer(index) : Value::string(part));
+    }
     if (dot == std::string_view::npos) return cur;
     path.remove_prefix(dot + 1);
   }

@@ -513,7 +513,12 @@ class Parser {
         } else if (cur().kind == TokKind::kInt) {
           g->kind = ExprKind::kGetItem;
           ExprPtr idx = node(ExprKind::kLiteral, cur());
-          idx->literal = Value::integer(std::stoll(t_[i_++].value));
+          int64_t v = 0;
+          const std::string& digits = t_[i_].value;
+          const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+          if (r.ec != std::errc()) fail("integer index " + digits + " is out of range", cur());
+          ++i_;
+          idx->literal = Value::integer(v);
           g->items.push_back(std::move(e));
           g->items.push_back(std::move(idx));
           e = std::move(g);
