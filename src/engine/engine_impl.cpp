@@ -180,8 +180,9 @@ Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest reques
   }
   const RequestId id(next_id_++);
   auto stream = std::make_shared<RequestStream>(id);
-  inbox_.push_back(
-      {std::make_unique<Request>(id, std::move(request.prompt), std::move(params).value()), stream});
+  inbox_.emplace_back(
+      Submission{std::make_unique<Request>(id, std::move(request.prompt), std::move(params).value()), stream});
+  ++queued_submissions_;
   cv_.notify_one();
   return stream;
 }
@@ -206,7 +207,7 @@ Result<std::pair<KvImport, std::shared_ptr<RequestStream>>> EngineImpl::begin_im
     b.submission = {std::make_unique<Request>(id, std::move(request.prompt), std::move(params).value()), stream};
     b.num_tokens = num_tokens;
     reply = b.reply.get_future();
-    import_begins_.push_back(std::move(b));
+    inbox_.emplace_back(std::move(b));
     cv_.notify_one();
   }
   Result<KvImport> reserved = reply.get();
@@ -216,14 +217,14 @@ Result<std::pair<KvImport, std::shared_ptr<RequestStream>>> EngineImpl::begin_im
 
 void EngineImpl::finish_import(RequestId id, KvImportData data) {
   std::lock_guard<std::mutex> lock(mu_);
-  import_ends_.push_back({id, Status::ok(), std::move(data)});
+  inbox_.emplace_back(ImportEnd{id, Status::ok(), std::move(data)});
   cv_.notify_one();
 }
 
 void EngineImpl::fail_import(RequestId id, Status error) {
   CHECK(!error.is_ok()) << "fail_import needs an error";
   std::lock_guard<std::mutex> lock(mu_);
-  import_ends_.push_back({id, std::move(error), {}});
+  inbox_.emplace_back(ImportEnd{id, std::move(error), {}});
   cv_.notify_one();
 }
 
@@ -241,21 +242,21 @@ std::future<std::vector<std::string>> EngineImpl::run_on_followers(std::vector<u
     reply.set_value(std::vector<std::string>(followers(), "engine is shut down"));
     return result;
   }
-  follower_commands_.push_back({std::move(payload), std::move(reply)});
+  inbox_.emplace_back(FollowerCommand{std::move(payload), std::move(reply)});
   cv_.notify_one();
   return result;
 }
 
 void EngineImpl::release_export(RequestId id) {
   std::lock_guard<std::mutex> lock(mu_);
-  export_releases_.push_back(id);
+  inbox_.emplace_back(ExportRelease{id});
   cv_.notify_one();
 }
 
 void EngineImpl::cancel(RequestId id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_) return;
-  cancels_.push_back(id);
+  inbox_.emplace_back(Cancel{id});
   cv_.notify_one();
 }
 
@@ -267,7 +268,7 @@ std::optional<RoutingSnapshot> EngineImpl::routing_stats() const {
 EngineStats EngineImpl::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineStats s = published_;
-  s.num_waiting += static_cast<int32_t>(inbox_.size());
+  s.num_waiting += queued_submissions_;
   return s;
 }
 
@@ -279,8 +280,9 @@ Status EngineImpl::audit() {
       if (thread_.joinable()) return unavailable("engine is shutting down");
       return audit_now();  // the engine thread is gone; its state is quiescent
     }
-    audits_.emplace_back();
-    verdict = audits_.back().get_future();
+    AuditRequest a;
+    verdict = a.verdict.get_future();
+    inbox_.emplace_back(std::move(a));
     cv_.notify_one();
   }
   return verdict.get();
@@ -490,58 +492,67 @@ void EngineImpl::end_import_now(ImportEnd& e) {
   scheduler_.add(std::move(im.request));
 }
 
+void EngineImpl::cancel_now(RequestId id) {
+  if (ledger_.release_export(id, pool_)) return;  // finished: its export unpinned
+  if (std::optional<DisaggLedger::Import> im = ledger_.cancel_import(id, pool_)) {
+    end_request(id, im->stream, im->request->num_prompt_tokens, FinishReason::kAborted, Status::ok());
+    return;
+  }
+  if (const std::optional<RequestUpdate> u = scheduler_.abort(id, pool_, cache_)) emit(*u);
+}
+
+void EngineImpl::handle(Command& command, bool stopping, std::vector<std::promise<Status>>& audits) {
+  std::visit(
+      [&](auto& c) {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, Submission>) {
+          timelines_.submitted(c.request->id, c.request->arrival_time);
+          streams_.emplace(c.request->id, std::move(c.stream));
+          scheduler_.add(std::move(c.request));
+        } else if constexpr (std::is_same_v<T, Cancel>) {
+          cancel_now(c.id);
+        } else if constexpr (std::is_same_v<T, AuditRequest>) {
+          audits.push_back(std::move(c.verdict));
+        } else if constexpr (std::is_same_v<T, ImportBegin>) {
+          if (stopping) {
+            c.reply.set_value(unavailable("engine is shut down"));
+          } else {
+            begin_import_now(c);
+          }
+        } else if constexpr (std::is_same_v<T, ImportEnd>) {
+          end_import_now(c);
+        } else if constexpr (std::is_same_v<T, ExportRelease>) {
+          ledger_.release_export(c.id, pool_);
+        } else {
+          static_assert(std::is_same_v<T, FollowerCommand>);
+          c.reply.set_value(stopping ? std::vector<std::string>(followers(), "engine is shut down")
+                                     : runner_.command_followers(c.payload));
+        }
+      },
+      command);
+}
+
+void EngineImpl::refuse(Command& command) {
+  if (auto* a = std::get_if<AuditRequest>(&command)) a->verdict.set_value(unavailable("engine is shut down"));
+  if (auto* b = std::get_if<ImportBegin>(&command)) b->reply.set_value(unavailable("engine is shut down"));
+  if (auto* f = std::get_if<FollowerCommand>(&command)) {
+    f->reply.set_value(std::vector<std::string>(followers(), "engine is shut down"));
+  }
+}
+
 void EngineImpl::loop() {
   while (true) {
-    std::vector<Submission> submissions;
-    std::vector<RequestId> cancels;
-    std::vector<std::promise<Status>> audits;
-    std::vector<ImportBegin> begins;
-    std::vector<ImportEnd> ends;
-    std::vector<RequestId> releases;
-    std::vector<FollowerCommand> commands;
+    std::vector<Command> commands;
     bool stopping = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return stop_ || !inbox_.empty() || !cancels_.empty() || !audits_.empty() || !import_begins_.empty() ||
-               !import_ends_.empty() || !export_releases_.empty() || !follower_commands_.empty() ||
-               !scheduler_.idle();
-      });
-      submissions.swap(inbox_);
-      cancels.swap(cancels_);
-      audits.swap(audits_);
-      begins.swap(import_begins_);
-      ends.swap(import_ends_);
-      releases.swap(export_releases_);
-      commands.swap(follower_commands_);
+      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !scheduler_.idle(); });
+      commands.swap(inbox_);
+      queued_submissions_ = 0;
       stopping = stop_;
     }
-    for (RequestId id : releases) ledger_.release_export(id, pool_);
-    for (Submission& s : submissions) {
-      timelines_.submitted(s.request->id, s.request->arrival_time);
-      streams_.emplace(s.request->id, std::move(s.stream));
-      scheduler_.add(std::move(s.request));
-    }
-    for (ImportBegin& b : begins) {
-      if (stopping) {
-        b.reply.set_value(unavailable("engine is shut down"));
-      } else {
-        begin_import_now(b);
-      }
-    }
-    for (ImportEnd& e : ends) end_import_now(e);
-    for (FollowerCommand& c : commands) {
-      c.reply.set_value(stopping ? std::vector<std::string>(followers(), "engine is shut down")
-                                 : runner_.command_followers(c.payload));
-    }
-    for (RequestId id : cancels) {
-      if (ledger_.release_export(id, pool_)) continue;  // finished: its export unpinned
-      if (std::optional<DisaggLedger::Import> im = ledger_.cancel_import(id, pool_)) {
-        end_request(id, im->stream, im->request->num_prompt_tokens, FinishReason::kAborted, Status::ok());
-        continue;
-      }
-      if (const std::optional<RequestUpdate> u = scheduler_.abort(id, pool_, cache_)) emit(*u);
-    }
+    std::vector<std::promise<Status>> audits;
+    for (Command& c : commands) handle(c, stopping, audits);
     if (stopping) {
       for (const RequestUpdate& u : scheduler_.abort_all(pool_, cache_)) emit(u);
       for (DisaggLedger::Import& im : ledger_.release_all(pool_)) {
@@ -557,14 +568,11 @@ void EngineImpl::loop() {
     }
     if (stopping) break;
   }
-  // Audits that arrived after the last turn.
+  // Commands that arrived after the last turn.
   std::lock_guard<std::mutex> lock(mu_);
-  for (std::promise<Status>& p : audits_) p.set_value(unavailable("engine is shut down"));
-  audits_.clear();
-  for (ImportBegin& b : import_begins_) b.reply.set_value(unavailable("engine is shut down"));
-  import_begins_.clear();
-  for (FollowerCommand& c : follower_commands_) c.reply.set_value(std::vector<std::string>(followers(), "engine is shut down"));
-  follower_commands_.clear();
+  for (Command& c : inbox_) refuse(c);
+  inbox_.clear();
+  queued_submissions_ = 0;
 }
 
 }  // namespace densa

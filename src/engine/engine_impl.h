@@ -1,11 +1,13 @@
 #pragma once
 // EngineImpl: the Engine. One engine thread owns the page pool, the prefix cache, the
 // scheduler and the runner; nothing else touches them. Other threads reach it only through
-// the inbox (submissions, cancels, audit requests; one mutex, which also guards the published
-// stats snapshot) and through each request's RequestStream.
+// the inbox (one queue of typed commands: submissions, cancels, audits, imports, export
+// releases, follower commands; one mutex, which also guards the published stats snapshot)
+// and through each request's RequestStream.
 //
-// Engine thread turn: take the inbox -> abort cancelled requests (pages freed now) ->
-// plan_step -> apply -> run -> commit -> emit events -> publish stats [-> kv_audit].
+// Engine thread turn: take the inbox and run its commands in arrival order (a cancel frees
+// pages now) -> plan_step -> apply -> run -> commit -> emit events -> answer audits ->
+// publish stats [-> kv_audit].
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -14,6 +16,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -71,6 +74,24 @@ class EngineImpl final : public Engine {
     std::vector<uint8_t> payload;
     std::promise<std::vector<std::string>> reply;
   };
+  struct Cancel {
+    RequestId id{};
+  };
+  struct AuditRequest {
+    std::promise<Status> verdict;  // answered after the turn's step
+  };
+  struct ExportRelease {
+    RequestId id{};
+  };
+  // One command for the engine thread; the inbox keeps them in arrival order and the thread
+  // takes them in that order at the start of its turn.
+  using Command =
+      std::variant<Submission, Cancel, AuditRequest, ImportBegin, ImportEnd, ExportRelease, FollowerCommand>;
+  // Runs one command on the engine thread; audits are collected for after the step.
+  void handle(Command& c, bool stopping, std::vector<std::promise<Status>>& audits);
+  void cancel_now(RequestId id);
+  // The "engine is shut down" answer of a command that arrived too late for a turn.
+  void refuse(Command& c);
 
   void loop();
   size_t followers() const;  // world ranks other than this one
@@ -110,16 +131,11 @@ class EngineImpl final : public Engine {
   const KvLayout layout_;
   const std::vector<float> static_scales_;             // fp8 static KV only
 
-  // Inbox and published stats, guarded by mu_.
+  // Inbox (one queue of typed commands) and published stats, guarded by mu_.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Submission> inbox_;
-  std::vector<RequestId> cancels_;
-  std::vector<std::promise<Status>> audits_;
-  std::vector<ImportBegin> import_begins_;
-  std::vector<ImportEnd> import_ends_;
-  std::vector<RequestId> export_releases_;
-  std::vector<FollowerCommand> follower_commands_;
+  std::vector<Command> inbox_;
+  int32_t queued_submissions_ = 0;  // Submissions in inbox_ (counted as waiting by stats())
   bool stop_ = false;
   EngineStats published_;
 
