@@ -218,9 +218,7 @@ int run_serve(const ServeArgs& a) {
   }
   Result<server::ServeRole> role = parse_role(a.role);
   if (!role.is_ok()) return fail(role.status().message());
-  const KvScaleMode scale_mode = cfg.kv_dtype != DType::kFP8E4M3 ? KvScaleMode::kNone
-                                 : cfg.kv_scales                 ? KvScaleMode::kStatic
-                                                                 : KvScaleMode::kDynamic;
+  const KvScaleMode scale_mode = kv_layout_for(weights.config, a.page_size, cfg.kv_dtype, cfg.kv_scales.has_value()).scale_mode;
   std::fprintf(stderr, "densa serve: %s\n",
                kv_cache_mode_line(cfg.kv_dtype, scale_mode, cfg.kv_scales ? &*cfg.kv_scales : nullptr).c_str());
 

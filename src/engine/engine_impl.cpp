@@ -44,11 +44,12 @@ Result<PagePool> create_pool(const ModelWeights& weights, const EngineConfig& co
       config.kv_dtype != DType::kFP8E4M3) {
     return invalid_argument("unsupported KV dtype " + std::string(dtype_name(config.kv_dtype)));
   }
-  KvLayout layout = kv_layout_for(weights.config, config.page_size, config.kv_dtype);
+  if (config.kv_scales && config.kv_dtype != DType::kFP8E4M3) {
+    return invalid_argument("static KV scales need an fp8 KV cache");
+  }
+  const KvLayout layout = kv_layout_for(weights.config, config.page_size, config.kv_dtype, config.kv_scales.has_value());
   if (config.kv_scales) {
-    if (config.kv_dtype != DType::kFP8E4M3) return invalid_argument("static KV scales need an fp8 KV cache");
     DENSA_RETURN_IF_ERROR(validate_kv_scales(*config.kv_scales, layout.num_layers, kv_scale_heads(layout)));
-    layout.scale_mode = KvScaleMode::kStatic;
   }
   // Every index the pool's size flows through, checked before the pool is reserved.
   if (layout.page_bytes() > 0 && config.kv_cache_bytes > 0) {

@@ -49,14 +49,16 @@ NonFinite count_non_finite(std::span<const float> row) {
 
 }  // namespace
 
-KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dtype) {
+KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dtype, bool static_scales) {
   KvLayout l;
   l.num_layers = config.num_layers;
   l.num_kv_heads = config.num_kv_heads;
   l.head_dim = config.head_dim;
   l.page_size = page_size;
   l.dtype = kv_dtype;
-  l.scale_mode = kv_dtype == DType::kFP8E4M3 ? KvScaleMode::kDynamic : KvScaleMode::kNone;
+  l.scale_mode = kv_dtype != DType::kFP8E4M3 ? KvScaleMode::kNone
+                 : static_scales               ? KvScaleMode::kStatic
+                                               : KvScaleMode::kDynamic;
   if (config.is_mla()) {  // one latent row per token per layer instead of K/V per head
     l.num_kv_heads = 0;
     l.head_dim = 0;

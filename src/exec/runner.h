@@ -34,9 +34,11 @@ struct RankStats {
   int64_t batches = 0;       // forward passes run
 };
 
-// KV layout of `weights` for pages of `page_size` tokens stored as `kv_dtype` (fp8: dynamic
-// scales). MLA configs get a latent layout (kv_lora_rank + qk_rope_head_dim per token per layer).
-KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dtype);
+// KV layout of `weights` for pages of `page_size` tokens stored as `kv_dtype`. The one place
+// the scale mode is decided: none unless fp8; fp8 static with `static_scales` (the scales come
+// with the engine config), else dynamic per-token scales. MLA configs get a latent layout
+// (kv_lora_rank + qk_rope_head_dim per token per layer).
+KvLayout kv_layout_for(const ModelConfig& config, int32_t page_size, DType kv_dtype, bool static_scales = false);
 
 class Runner {
  public:

@@ -13,8 +13,7 @@ namespace {
 ContiguousKvCache make_cache(const ModelConfig& cfg, int max_tokens, DType dtype, KvScaleMode mode,
                              const KvScales* scales) {
   // Latent (MLA) or per-head layout; fp8 with dynamic scales unless static ones are given.
-  KvLayout layout = kv_layout_for(cfg, max_tokens, dtype);
-  if (mode != KvScaleMode::kNone) layout.scale_mode = mode;
+  const KvLayout layout = kv_layout_for(cfg, max_tokens, dtype, mode == KvScaleMode::kStatic);
   std::span<const float> static_scales;
   if (mode == KvScaleMode::kStatic) {
     CHECK(scales != nullptr) << "fp8 KV with static scales needs KvScales";
