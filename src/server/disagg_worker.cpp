@@ -248,12 +248,13 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
     const std::vector<std::string> replies = followers.get();
     for (size_t r = 0; r < replies.size() && followers_failed.is_ok(); ++r) {
       const json j = json::parse(replies[r], nullptr, false);
-      if (j.is_object() && j.contains("wire_bytes")) {
+      // Nothing here may throw: the export is still pinned.
+      if (j.is_object() && j.contains("wire_bytes") && j["wire_bytes"].is_number_integer()) {
         follower_bytes += j["wire_bytes"].get<int64_t>();
       } else {
         followers_failed = disagg::kv_transfer_failed(
             "rank " + std::to_string(r + 1) + ": " +
-            (j.is_object() && j.contains("error") ? j["error"].get<std::string>() : replies[r]));
+            (j.is_object() && j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : replies[r]));
       }
     }
   }
@@ -347,11 +348,17 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
     const DisaggWorker* worker = nullptr;  // null: one process, nothing to tell
     uint64_t transfer_id = 0;
     bool recycle = false;
-    ~FollowersDone() {
+    ~FollowersDone() {  // may run while an exception unwinds: nothing may escape
       if (worker == nullptr) return;
-      const Result<std::vector<std::string>> r =
-          worker->on_followers(json({{"op", "done"}, {"transfer_id", transfer_id}, {"recycle", recycle}}));
-      if (!r.is_ok()) std::fprintf(stderr, "densa serve: ending a transfer on the other ranks: %s\n", r.status().message().c_str());
+      try {
+        const Result<std::vector<std::string>> r =
+            worker->on_followers(json({{"op", "done"}, {"transfer_id", transfer_id}, {"recycle", recycle}}));
+        if (!r.is_ok()) {
+          std::fprintf(stderr, "densa serve: ending a transfer on the other ranks: %s\n", r.status().message().c_str());
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "densa serve: ending a transfer on the other ranks: %s\n", e.what());
+      }
     }
   } followers_done;
   if (group_size_ > 1) {
