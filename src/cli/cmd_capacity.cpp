@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "core/byte_size.h"
 #include "tools/capacity.h"
 
 namespace densa::cli {

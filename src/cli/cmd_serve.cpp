@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/model_path.h"
 #include "cli/parallel_options.h"
+#include "core/byte_size.h"
 #include "core/process_memory.h"
 #include "engine/engine.h"
 #include "model/model_loader.h"

@@ -124,8 +124,6 @@ struct CapacityReport {
 // Fails (kResourceExhausted) when the weights alone exceed the memory budget.
 Result<CapacityReport> plan_capacity(const CapacityModel& model, const CapacityRequest& request);
 
-// "80GiB", "141G", "141GB", "1.5TiB", "4096": K/M/G/T are powers of 1000, Ki/Mi/Gi/Ti of 1024.
-Result<int64_t> parse_byte_size(std::string_view text);
 std::string_view weight_format_name(WeightFormat f);
 
 std::string format_capacity_text(const CapacityReport& report);

@@ -222,20 +222,6 @@ TEST(CapacityTest, RequestsAndWeightsOverBudget) {
   EXPECT_EQ(r->page_bytes, 16 * (35136 + 244));
 }
 
-TEST(CapacityTest, ParsesByteSizes) {
-  EXPECT_EQ(*parse_byte_size("80GiB"), 80LL << 30);
-  EXPECT_EQ(*parse_byte_size("141G"), 141'000'000'000LL);
-  EXPECT_EQ(*parse_byte_size("141GB"), 141'000'000'000LL);
-  EXPECT_EQ(*parse_byte_size("1128gib"), 1128LL << 30);
-  EXPECT_EQ(*parse_byte_size("1.5TiB"), 3LL << 39);
-  EXPECT_EQ(*parse_byte_size("4096"), 4096);
-  EXPECT_EQ(*parse_byte_size("512MiB"), 512LL << 20);
-  EXPECT_FALSE(parse_byte_size("").is_ok());
-  EXPECT_FALSE(parse_byte_size("GiB").is_ok());
-  EXPECT_FALSE(parse_byte_size("12XB").is_ok());
-  EXPECT_FALSE(parse_byte_size("-5G").is_ok());
-}
-
 TEST(CapacityTest, ConfigErrorsNameTheKey) {
   Result<CapacityModel> r = capacity_model_from_hf_config(R"({"hidden_size": 64})", "x.json");
   ASSERT_FALSE(r.is_ok());
