@@ -192,11 +192,7 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
   float* proj = grow(s.proj, n * H);
   const int top_k = std::max(1, cfg.num_experts_per_tok);
   int32_t* selected = grow(s.selected_experts, static_cast<size_t>(cfg.num_layers) * n * top_k);
-  for (int64_t t = 0; t < n; ++t) {
-    const TokenId tok = batch.tokens[t];
-    CHECK(tok >= 0 && tok < cfg.vocab_size) << "token id " << tok;
-    dequantize_row(w.tok_embeddings, tok, x + t * H);
-  }
+  embed_tokens(w, batch.tokens, x, s);
   const std::vector<double> inv_freq = mla_rope_inv_freq(cfg);
   const float attn_factor = mla_rope_attn_factor(cfg), scale = mla_softmax_scale(cfg);
 

@@ -37,6 +37,26 @@ void add_bias(float* x, const std::vector<float>& bias, int64_t n) {
 
 }  // namespace
 
+void embed_tokens(const ModelWeights& w, std::span<const TokenId> tokens, float* x, const ForwardScratch& scratch) {
+  const ModelConfig& cfg = w.config;
+  const int64_t H = cfg.hidden_size, rows = w.tok_embeddings.rows;
+  const bool split = rows != cfg.vocab_size;  // a vocabulary-parallel slice
+  CHECK(!split || (scratch.parallel != nullptr && scratch.parallel->tp != nullptr))
+      << "a vocabulary-parallel embedding slice needs its tp group to sum over";
+  const int64_t first = split ? int64_t{w.parallel.tp_rank} * rows : 0;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const TokenId tok = tokens[t];
+    CHECK(tok >= 0 && tok < cfg.vocab_size) << "token id " << tok;
+    float* row = x + static_cast<int64_t>(t) * H;
+    if (tok >= first && tok < first + rows) {
+      dequantize_row(w.tok_embeddings, tok - first, row);
+    } else {
+      std::fill(row, row + H, 0.0f);
+    }
+  }
+  if (split) scratch.sum_over_tp(x, static_cast<int64_t>(tokens.size()) * H);
+}
+
 void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
              ForwardScratch& s, ThreadPool* pool, float* logits) {
   const ModelConfig& cfg = w.config;
@@ -58,11 +78,7 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
   int32_t* selected = grow(s.selected_experts, static_cast<size_t>(cfg.num_layers) * n * top_k);
   s.expert_seconds = 0;
 
-  for (int64_t t = 0; t < n; ++t) {
-    const TokenId tok = batch.tokens[t];
-    CHECK(tok >= 0 && tok < cfg.vocab_size) << "token id " << tok;
-    dequantize_row(w.tok_embeddings, tok, x + t * H);
-  }
+  embed_tokens(w, batch.tokens, x, s);
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
   rope_table_build(s.rope, batch.positions.data(), n, hd, cfg.rope_theta, rope_dim);
 

@@ -63,6 +63,12 @@ struct ForwardScratch {
   }
 };
 
+// x[t] = the embedding row of tokens[t], for t in [0, tokens.size()). With a vocabulary-
+// parallel embedding (model/shard.h: this rank holds rows [tp_rank * rows, + rows)), a rank
+// fills the tokens its rows hold, zeros the others, and the rows are summed over the tp group:
+// every token's row comes from exactly one rank, so x holds the same values as one process.
+void embed_tokens(const ModelWeights& w, std::span<const TokenId> tokens, float* x, const ForwardScratch& scratch);
+
 // logits: [batch.logit_rows.size(), vocab] fp32 (may be null when there are no logit rows).
 // With a vocabulary-parallel lm_head (model/shard.h) every rank of the tp group must run the
 // same logit rows: the slices are summed over the group. Stores K/V of every token of the batch.

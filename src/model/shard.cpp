@@ -176,9 +176,17 @@ Status shard_weights(ModelWeights& w, const ParallelLayout& p) {
       }
     }
   }
-  // The output projection: vocabulary rows split over the tp group when they divide evenly
-  // (forward's final_logits gathers the slices); otherwise replicated. Embeddings stay whole.
-  if (p.tp > 1 && !w.lm_head.empty() && w.lm_head.rows % p.tp == 0) {
+  // The output projection and the embeddings: vocabulary rows split over the tp group when
+  // they divide evenly (forward's final_logits sums the logit slices, embed_tokens the rows);
+  // otherwise replicated. A tied head stays the embedding's slice.
+  const bool tied = !w.lm_head.empty() && w.lm_head.data == w.tok_embeddings.data;
+  if (p.tp > 1 && !w.tok_embeddings.empty() && w.tok_embeddings.rows % p.tp == 0) {
+    const int64_t part = w.tok_embeddings.rows / p.tp;
+    DENSA_ASSIGN_OR_RETURN(w.tok_embeddings, slice_rows(w.tok_embeddings, p.tp_rank * part, part, "embeddings"));
+  }
+  if (tied) {
+    w.lm_head = w.tok_embeddings;
+  } else if (p.tp > 1 && !w.lm_head.empty() && w.lm_head.rows % p.tp == 0) {
     const int64_t part = w.lm_head.rows / p.tp;
     DENSA_ASSIGN_OR_RETURN(w.lm_head, slice_rows(w.lm_head, p.tp_rank * part, part, "lm_head"));
   }

@@ -9,8 +9,10 @@
 //    others become empty views; the shared expert lives in expert group 0 (split tp ways);
 //  - MLA: query heads split (q_b or q_proj rows, kv_b rows, o_proj columns per head); the
 //    latent projections q_a / kv_a, the DSA indexer and so the latent KV cache replicated;
-//  - lm_head's vocabulary rows split tp ways when they divide evenly (the logits are gathered
-//    over the tp group), else replicated; embeddings, norms and router replicated.
+//  - the vocabulary rows of lm_head and of the embeddings split tp ways when they divide
+//    evenly (the logit slices and the embedding rows are summed over the tp group: each
+//    token's row comes from one rank), else replicated; a tied head stays the embeddings'
+//    slice; norms and router replicated.
 // The config then describes one rank's slice (num_heads, num_kv_heads and the FFN widths
 // divided by tp), so the forward pass and the KV layout need no other change; the sums that
 // complete a row-parallel product are the forward pass's (ForwardScratch::parallel).

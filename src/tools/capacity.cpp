@@ -105,9 +105,8 @@ WeightGroup weight_group_per_rank(const WeightGroup& g, const Parallelism& p) {
     switch (g.shard) {
       case WeightShard::kReplicated: break;
       case WeightShard::kTpRows:
-        // Embeddings whole; lm_head's vocabulary split when it divides evenly (model/shard.h).
-        if (is_embedding(g)) break;
-        if (is_lm_head(g) && g.rows % p.tp != 0) break;
+        // The vocabulary of the embeddings and lm_head split when it divides evenly (model/shard.h).
+        if ((is_embedding(g) || is_lm_head(g)) && g.rows % p.tp != 0) break;
         r.rows = split(g.rows, g.heads, p.tp);
         break;
       case WeightShard::kTpCols: r.cols = split(g.cols, g.heads, p.tp); break;

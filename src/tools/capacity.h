@@ -38,8 +38,8 @@ struct WeightEstimate {
 //    are split over `ep` ranks (ceil(experts / ep) each) and each expert's width over tp / ep.
 //    ep divides tp; tp ranks in all.
 //  kTpTimesEp (how `densa serve --tp T --ep E` runs, model/shard.h): tp x ep ranks; attention
-//    heads, dense / shared FFN widths and lm_head's vocabulary (when tp divides it) split by
-//    tp; embeddings, norms and routers replicated; routed experts split over ep groups (ceil(experts / ep) each), each expert's
+//    heads, dense / shared FFN widths and the vocabulary of the embeddings and lm_head (when
+//    tp divides it) split by tp; norms and routers replicated; routed experts split over ep groups (ceil(experts / ep) each), each expert's
 //    width over tp. The shared expert lives in group 0, whose ranks are the ones reported.
 //    MLA: query heads split, latent projections and latent KV replicated.
 enum class ParallelLayoutKind : uint8_t { kEpWithinTp, kTpTimesEp };

@@ -183,6 +183,7 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
   const std::vector<int64_t> dense = world().all_gather(mine.dense);
   const std::vector<int64_t> experts = world().all_gather(mine.experts);
   const std::vector<int64_t> shared = world().all_gather(mine.shared);
+  const std::vector<int64_t> embeddings = world().all_gather(loaded->tok_embeddings.bytes());
 
   if (!group.comms.leader()) {
     Status s = run_engine_follower(loaded.value(), cfg);
@@ -207,6 +208,11 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
   }
   if (!weight_dtype) {
     EXPECT_EQ(sum(shared), full.shared) << "shared expert bytes, over all ranks";
+  }
+  // The embeddings' vocabulary is split over tp when tp divides it (each token's row on one rank).
+  const bool vocab_split = tp > 1 && whole->tok_embeddings.rows % tp == 0;
+  for (int r = 0; r < tp * ep; ++r) {
+    EXPECT_EQ(embeddings[r] * (vocab_split ? tp : 1), whole->tok_embeddings.bytes()) << "rank " << r << " embedding bytes";
   }
   const int64_t rank0 = attention[0] + dense[0] + experts[0] + shared[0];
   const int64_t whole_bytes = full.attention + full.dense + full.experts + full.shared;
