@@ -69,11 +69,16 @@ class MpiCommunicator final : public Communicator {
                          comm_, &req),
           "all_reduce_sum (MPI_Iallgather)");
     wait(&req, "all_reduce_sum", false);
-    // Rank order, whatever this rank is: the same additions in the same order on every rank.
-    std::memcpy(data, gathered_.data(), static_cast<size_t>(n) * sizeof(float));
+    add_in_rank_order(data, n);
+  }
+
+  // out[0, n) = the sum of gathered_'s size_ parts of n floats (part r from rank r), added in
+  // rank order whatever this rank is: the same additions in the same order on every rank.
+  void add_in_rank_order(float* out, int64_t n) const {
+    std::memcpy(out, gathered_.data(), static_cast<size_t>(n) * sizeof(float));
     for (int r = 1; r < size_; ++r) {
       const float* g = gathered_.data() + static_cast<size_t>(r) * static_cast<size_t>(n);
-      for (int64_t i = 0; i < n; ++i) data[i] += g[i];
+      for (int64_t i = 0; i < n; ++i) out[i] += g[i];
     }
   }
 
@@ -98,12 +103,7 @@ class MpiCommunicator final : public Communicator {
                          mine_displs_.data(), MPI_FLOAT, comm_, &req),
           "all_reduce_sum (MPI_Ialltoallv)");
     wait(&req, "all_reduce_sum (scatter)", false);
-    float* out = data + first(rank_);
-    std::memcpy(out, gathered_.data(), static_cast<size_t>(mine) * sizeof(float));
-    for (int r = 1; r < size_; ++r) {
-      const float* g = gathered_.data() + static_cast<size_t>(r) * static_cast<size_t>(mine);
-      for (int i = 0; i < mine; ++i) out[i] += g[i];
-    }
+    add_in_rank_order(data + first(rank_), mine);
     check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, data, counts_.data(), displs_.data(), MPI_FLOAT, comm_, &req),
           "all_reduce_sum (MPI_Iallgatherv)");
     wait(&req, "all_reduce_sum (gather)", false);

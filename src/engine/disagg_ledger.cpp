@@ -62,14 +62,19 @@ std::vector<DisaggLedger::Import> DisaggLedger::release_all(PagePool& pool) {
   return out;
 }
 
+namespace {
+
+Status import_size_mismatch(size_t num_pages, const KvImportData& data) {
+  return data_loss("kv_transfer_failed: import of " + std::to_string(num_pages) + " pages got " +
+                   std::to_string(data.digests.size()) + " digests and " + std::to_string(data.bytes.size()) + " bytes");
+}
+
+}  // namespace
+
 Status DisaggLedger::adopt(PagePool& pool, const BlockTable& table, const KvImportData& data) {
   const size_t num_pages = table.pages.size();
-  const int64_t page_bytes = pool.page_bytes();
-  if (data.digests.size() != num_pages || data.tags.size() != num_pages || !data.holds(num_pages, page_bytes)) {
-    return data_loss("kv_transfer_failed: import of " + std::to_string(num_pages) + " pages got " +
-                     std::to_string(data.digests.size()) + " digests and " + std::to_string(data.bytes.size()) +
-                     " bytes");
-  }
+  if (data.tags.size() != num_pages) return import_size_mismatch(num_pages, data);
+  // Every check before the first write (write_pages checks the sizes first too).
   for (size_t k = 0; k < num_pages; ++k) {
     const PageId p = table.pages[k];
     if (pool.tag(p) != table.tags[k] || data.tags[k] != table.tags[k]) {
@@ -78,9 +83,17 @@ Status DisaggLedger::adopt(PagePool& pool, const BlockTable& table, const KvImpo
                        ", written for " + std::to_string(data.tags[k]) + "; write rejected");
     }
   }
-  for (size_t k = 0; k < num_pages; ++k) {
-    std::memcpy(pool.page_data(table.pages[k]), data.page(k, page_bytes), static_cast<size_t>(page_bytes));
-    const uint64_t found = page_digest(pool, table.pages[k]);
+  return write_pages(pool, table.pages, data);
+}
+
+Status DisaggLedger::write_pages(PagePool& pool, std::span<const PageId> pages, const KvImportData& data) {
+  const int64_t page_bytes = pool.page_bytes();
+  if (data.digests.size() != pages.size() || !data.holds(pages.size(), page_bytes)) {
+    return import_size_mismatch(pages.size(), data);
+  }
+  for (size_t k = 0; k < pages.size(); ++k) {
+    std::memcpy(pool.page_data(pages[k]), data.page(k, page_bytes), static_cast<size_t>(page_bytes));
+    const uint64_t found = page_digest(pool, pages[k]);
     if (found != data.digests[k]) {
       return data_loss("kv_transfer_failed: page " + std::to_string(k) + " of the import has digest " +
                        std::to_string(found) + ", expected " + std::to_string(data.digests[k]));

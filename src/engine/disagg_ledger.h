@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -57,6 +58,10 @@ class DisaggLedger {
   // tag in the pool, as reserved and as written for; after each copy the page's digest in the
   // pool must equal the sent one. data_loss ("kv_transfer_failed: ...") otherwise.
   static Status adopt(PagePool& pool, const BlockTable& table, const KvImportData& data);
+  // adopt's write without its tag checks (a follower rank's shard, whose pool does not keep
+  // the leader's tags): data must hold one page and one digest per page (checked before any
+  // write); page k goes to pages[k], and its digest in the pool must equal the sent one.
+  static Status write_pages(PagePool& pool, std::span<const PageId> pages, const KvImportData& data);
 
   // Every pinned table (kv_audit's references), pinned pages, and the tokens of imports.
   void tables(std::vector<const BlockTable*>& out) const;

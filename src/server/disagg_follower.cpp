@@ -3,14 +3,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "disagg/kv_layout_descriptor.h"
 #include "disagg/kv_receiver.h"
 #include "disagg/kv_sender.h"
-#include "kv/page_digest.h"
+#include "engine/disagg_ledger.h"
 
 namespace densa::server {
 namespace {
@@ -142,6 +141,10 @@ std::string DisaggFollower::send(const std::string& payload, PagePool& pool) {
 std::string DisaggFollower::receive(const std::string& payload, PagePool& pool) {
   const json j = json::parse(payload);
   const uint64_t id = j.at("transfer_id").get<uint64_t>();
+  {  // commands run one at a time: nothing can begin this id between here and the emplace
+    std::lock_guard<std::mutex> lock(mu_);
+    if (transfers_.count(id) != 0) return error_reply("transfer " + std::to_string(id) + " is already under way");
+  }
   auto t = std::make_unique<Transfer>();
   t->deadline = Clock::now() + std::chrono::milliseconds(j.at("timeout_ms").get<int64_t>());
   const int64_t page_bytes = j.at("page_bytes").get<int64_t>();
@@ -155,7 +158,6 @@ std::string DisaggFollower::receive(const std::string& payload, PagePool& pool) 
   t->receiver = std::move(receiver).value();
   const std::string address = hex_of(t->receiver->address());
   std::lock_guard<std::mutex> lock(mu_);
-  if (transfers_.count(id) != 0) return error_reply("transfer " + std::to_string(id) + " is already under way");
   Transfer* raw = t.get();
   t->thread = std::thread([raw] { raw->run(); });
   transfers_.emplace(id, std::move(t));
@@ -179,20 +181,8 @@ std::string DisaggFollower::adopt(const std::string& payload, PagePool& pool) {
   t->cv.wait_until(lock, t->deadline + std::chrono::milliseconds(100), [&] { return t->received.has_value(); });
   if (!t->received) return "the pages did not arrive before the transfer's deadline";
   if (!t->received->is_ok()) return t->received->status().message();
-  const KvImportData& data = t->received->value();
-  const int64_t page_bytes = pool.page_bytes();
-  if (data.digests.size() != pages.size() || !data.holds(pages.size(), page_bytes)) {
-    return std::to_string(data.digests.size()) + " pages arrived for " + std::to_string(pages.size()) + " reserved";
-  }
-  for (size_t k = 0; k < pages.size(); ++k) {
-    std::memcpy(pool.page_data(pages[k]), data.page(k, page_bytes), static_cast<size_t>(page_bytes));
-    const uint64_t found = page_digest(pool, pages[k]);
-    if (found != data.digests[k]) {
-      return "page " + std::to_string(k) + " has digest " + std::to_string(found) + " in the pool, " +
-             std::to_string(data.digests[k]) + " on the wire";
-    }
-  }
-  return "";
+  const Status written = DisaggLedger::write_pages(pool, pages, t->received->value());
+  return written.is_ok() ? "" : written.message();
 }
 
 std::string DisaggFollower::done(const std::string& payload) {

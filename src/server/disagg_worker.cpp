@@ -29,6 +29,24 @@ using Clock = std::chrono::steady_clock;
 
 void send_status(httplib::Response& res, const Status& s) { send_error(res, api_error(s)); }
 
+// Page ids as the follower commands carry them.
+std::vector<int32_t> page_values(std::span<const PageId> pages) {
+  std::vector<int32_t> out;
+  for (PageId p : pages) out.push_back(p.value);
+  return out;
+}
+
+// A follower's reply (server/disagg_follower.h): "" or JSON; kv_transfer_failed naming the
+// rank (world rank index + 1) when it is an error or not JSON. Never throws.
+Status follower_reply_status(size_t index, const std::string& reply) {
+  if (reply.empty()) return Status::ok();
+  const json j = json::parse(reply, nullptr, false);
+  const std::string rank = "rank " + std::to_string(index + 1) + ": ";
+  if (!j.is_object()) return disagg::kv_transfer_failed(rank + reply);
+  if (j.contains("error")) return disagg::kv_transfer_failed(rank + (j["error"].is_string() ? j["error"].get<std::string>() : reply));
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string DisaggMetrics::render(const EngineStats& stats) const {
@@ -120,14 +138,7 @@ Result<std::vector<std::string>> DisaggWorker::on_followers(const json& command)
     return disagg::kv_transfer_failed(std::to_string(replies.size()) + " of " + std::to_string(group_size_ - 1) +
                                       " follower ranks answered");
   }
-  for (size_t r = 0; r < replies.size(); ++r) {
-    if (replies[r].empty()) continue;
-    const json j = json::parse(replies[r], nullptr, false);
-    if (!j.is_object()) return disagg::kv_transfer_failed("rank " + std::to_string(r + 1) + ": " + replies[r]);
-    if (j.contains("error")) {
-      return disagg::kv_transfer_failed("rank " + std::to_string(r + 1) + ": " + j["error"].get<std::string>());
-    }
-  }
+  for (size_t r = 0; r < replies.size(); ++r) DENSA_RETURN_IF_ERROR(follower_reply_status(r, replies[r]));
   return replies;
 }
 
@@ -223,8 +234,7 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   // (they stay pinned until all have answered).
   std::future<std::vector<std::string>> followers;
   if (group_size_ > 1) {
-    std::vector<int32_t> pages;
-    for (PageId p : exported->pages) pages.push_back(p.value);
+    const std::vector<int32_t> pages = page_values(exported->pages);
     const int64_t left_ms =
         std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
     const std::string command = json({{"op", "send"},
@@ -246,16 +256,15 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   Status followers_failed;
   if (followers.valid()) {
     const std::vector<std::string> replies = followers.get();
-    for (size_t r = 0; r < replies.size() && followers_failed.is_ok(); ++r) {
+    for (size_t r = 0; r < replies.size(); ++r) {  // nothing here may throw: the export is still pinned
+      followers_failed = follower_reply_status(r, replies[r]);
+      if (!followers_failed.is_ok()) break;
       const json j = json::parse(replies[r], nullptr, false);
-      // Nothing here may throw: the export is still pinned.
-      if (j.is_object() && j.contains("wire_bytes") && j["wire_bytes"].is_number_integer()) {
-        follower_bytes += j["wire_bytes"].get<int64_t>();
-      } else {
-        followers_failed = disagg::kv_transfer_failed(
-            "rank " + std::to_string(r + 1) + ": " +
-            (j.is_object() && j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : replies[r]));
+      if (!j.is_object() || !j.contains("wire_bytes") || !j["wire_bytes"].is_number_integer()) {
+        followers_failed = disagg::kv_transfer_failed("rank " + std::to_string(r + 1) + ": no wire_bytes in " + replies[r]);
+        break;
       }
+      follower_bytes += j["wire_bytes"].get<int64_t>();
     }
   }
   ctx_.engine.release_export(exported->id);  // the messages are copies, and every rank has sent
@@ -437,8 +446,7 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
   ctx_.disagg_metrics.count_bytes(wire_bytes);
   KvImportData data = std::move(received).value();
   if (group_size_ > 1) {  // every rank adopts its own shard before rank 0 does
-    std::vector<int32_t> pages;
-    for (PageId p : import.pages) pages.push_back(p.value);
+    const std::vector<int32_t> pages = page_values(import.pages);
     const std::string adopt = json({{"op", "adopt"}, {"transfer_id", transfer_id}, {"pages", pages}}).dump();
     data.followers_adopt.assign(adopt.begin(), adopt.end());
   }

@@ -182,6 +182,17 @@ fs::path llama_bins() {
   return fs::path(DENSA_ORACLES_DIR) / "node_modules" / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64";
 }
 
+// The pinned llama.cpp oracle, opened (the build installs it).
+::testing::AssertionResult open_llama(LlamaCpp& llama) {
+  const fs::path bins = llama_bins();
+  if (!fs::exists(bins / "libllama.v0.5.0.so")) {
+    return ::testing::AssertionFailure() << bins << " (the build installs the test oracles)";
+  }
+  std::string err;
+  if (!llama.open(bins, &err)) return ::testing::AssertionFailure() << err;
+  return ::testing::AssertionSuccess();
+}
+
 TEST(GgufVocabLlamaCpp, QuantizedQwen3GgufTokenizesLikeLlamaCppAndHf) {
   const fs::path bins = llama_bins();
   ASSERT_TRUE(fs::exists(bins / "libllama.v0.5.0.so")) << bins << " (the build installs the test oracles)";
@@ -277,11 +288,9 @@ TEST(GgufVocabLlamaCpp, QuantizedQwen3GgufTokenizesLikeLlamaCppAndHf) {
 // qwen3moe / deepseek2 definitions; its parameter count equals gen-model's (deepseek2's
 // attn_k_b + attn_v_b hold exactly kv_b_proj's parameters).
 TEST(GgufVocabLlamaCpp, GenModelFamilyGgufsLoadInLlamaCpp) {
-  const fs::path bins = llama_bins();
-  ASSERT_TRUE(fs::exists(bins / "libllama.v0.5.0.so")) << bins << " (the build installs the test oracles)";
   LlamaCpp llama;
+  ASSERT_TRUE(open_llama(llama));
   std::string err;
-  ASSERT_TRUE(llama.open(bins, &err)) << err;
   struct Case { const char* arch; const char* tokenizer; const char* shape; int vocab; };
   for (const Case& k : {Case{"qwen3_moe", "qwen3", "--heads 4 --kv-heads 2 --head-dim 48 --ffn 192 --moe-ffn 64", 151669},
                         Case{"deepseek_v3", "deepseek_v3",
@@ -313,11 +322,9 @@ TEST(GgufVocabLlamaCpp, GenModelFamilyGgufsLoadInLlamaCpp) {
 // checkpoints carry no tokenizer, so each file gets gen-model's byte-level vocabulary of the
 // same size (tokenizer.* keys only; llama.cpp reads no tensor of a vocabulary).
 TEST(GgufVocabLlamaCpp, ProductionFamilyGgufsLoadInLlamaCpp) {
-  const fs::path bins = llama_bins();
-  ASSERT_TRUE(fs::exists(bins / "libllama.v0.5.0.so")) << bins << " (the build installs the test oracles)";
   LlamaCpp llama;
+  ASSERT_TRUE(open_llama(llama));
   std::string err;
-  ASSERT_TRUE(llama.open(bins, &err)) << err;
   const fs::path work = testing::fresh_temp_dir("densa_llamacpp_families_", "work");
   const fs::path vocab_gguf = work / "bytes_vocab.gguf";
   int rc = 0;
