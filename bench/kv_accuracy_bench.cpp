@@ -17,8 +17,8 @@
 
 #include "core/check.h"
 #include "model/model_loader.h"
-#include "tools/kv_calibration.h"
-#include "tools/perplexity.h"
+#include "quality/kv_calibration.h"
+#include "quality/perplexity.h"
 
 namespace densa {
 namespace {

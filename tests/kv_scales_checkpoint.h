@@ -1,7 +1,7 @@
 #pragma once
 // A copy of an HF checkpoint with static fp8 KV scales added as the checkpoint would carry
 // them: per layer k_scale / v_scale tensors of one value per kv head (F32), calibrated on the
-// whole model (tools/kv_calibration.h, the built-in text), so each head's scale differs. For
+// whole model (quality/kv_calibration.h, the built-in text), so each head's scale differs. For
 // the tests of `--kv-scales checkpoint` under tensor parallelism (tests/mpi, tests/e2e).
 #include <cstring>
 #include <filesystem>
@@ -11,10 +11,10 @@
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "mla_checkpoints.h"
 #include "model/model_loader.h"
-#include "tools/kv_calibration.h"
-#include "tools/safetensors_writer.h"
+#include "quality/kv_calibration.h"
 
 namespace densa::testing {
 

@@ -18,8 +18,8 @@
 
 #include "core/check.h"
 #include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "test_util.h"
-#include "tools/safetensors_writer.h"
 
 namespace densa::testing {
 

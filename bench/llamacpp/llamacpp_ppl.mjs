@@ -1,4 +1,4 @@
-// llama.cpp's perplexity of a GGUF on token ids, windowed like densa's tools/perplexity.h
+// llama.cpp's perplexity of a GGUF on token ids, windowed like densa's quality/perplexity.h
 // (non-overlapping windows of --ctx tokens, the first replaced by BOS, each window from
 // position 0 on a fresh sequence, NLL from a double log-softmax of the fp32 logits), through
 // node-llama-cpp's prebuilt CPU llama.cpp (bench/llamacpp/install.sh first).

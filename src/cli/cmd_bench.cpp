@@ -1,11 +1,11 @@
 // `densa bench`: benchmark commands. `bench serve` loads any OpenAI-compatible server with
-// streamed requests (tools/bench_serve.h); `bench serve --compare A.json B.json` compares two
+// streamed requests (tools/bench/bench_serve.h); `bench serve --compare A.json B.json` compares two
 // runs. `bench offline` (engine in process, cmd_bench_offline.cpp) measures prefill/decode speed.
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
-#include "tools/bench_serve.h"
+#include "tools/bench/bench_serve.h"
 
 namespace densa::cli {
 

@@ -1,6 +1,6 @@
 // `densa bench offline -m MODEL --batch B --prompt-len P --gen-len G [--repeats N]
 // [--weight-dtype D] [--kv-dtype bf16|fp8] [--threads T] [--json FILE]`: prefill and decode
-// speed through the Engine in process (tools/bench_offline.h). Added to `densa bench` by
+// speed through the Engine in process (tools/bench/bench_offline.h). Added to `densa bench` by
 // cmd_bench.cpp.
 #include <cstdio>
 #include <fstream>
@@ -12,7 +12,7 @@
 #include "cli/parallel_options.h"
 #include "cli/weight_options.h"
 #include "model/model_loader.h"
-#include "tools/bench_offline.h"
+#include "tools/bench/bench_offline.h"
 
 namespace densa::cli {
 namespace {

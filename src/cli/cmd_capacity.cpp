@@ -6,7 +6,7 @@
 
 #include "cli/command.h"
 #include "core/byte_size.h"
-#include "tools/capacity.h"
+#include "tools/capacity/capacity.h"
 
 namespace densa::cli {
 namespace {

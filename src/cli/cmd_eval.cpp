@@ -1,12 +1,12 @@
 // `densa eval`: perplexity and KL divergence of weight / KV precision choices against a
-// baseline combination (tools/eval.h). Prints a table; --json / --markdown write files.
+// baseline combination (tools/eval/eval.h). Prints a table; --json / --markdown write files.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
 #include "cli/model_path.h"
-#include "tools/eval.h"
+#include "tools/eval/eval.h"
 
 namespace densa::cli {
 namespace {

@@ -1,6 +1,6 @@
 // `densa gen-model [--preset P] [--arch ...] [--hidden H] ... --dtype D [--lm-head-dtype D]
 // [--format gguf|hf] [--tokenizer none|bytes|DIR] OUT`:
-// writes a random-weight checkpoint of any shape (tools/gen_model.h) and prints its parameter
+// writes a random-weight checkpoint of any shape (tools/model_files/gen_model.h) and prints its parameter
 // counts. Flags given next to --preset override the preset's values.
 #include <cstdio>
 #include <memory>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "tools/gen_model.h"
+#include "tools/model_files/gen_model.h"
 
 namespace densa::cli {
 namespace {

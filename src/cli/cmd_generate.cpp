@@ -7,8 +7,8 @@
 #include "cli/model_path.h"
 #include "cli/weight_options.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "text/tokenizer_loader.h"
-#include "tools/generator.h"
 
 namespace densa::cli {
 namespace {

@@ -1,12 +1,12 @@
 // `densa quantize IN OUT --to fp8|int4|bf16|q8_0|q4_0|f16|f32 [--group-size 32|128]
 // [--lm-head-dtype D]`: writes a quantized checkpoint, or a Hugging Face directory as GGUF
-// when OUT ends in .gguf (tools/quantize.h), with a progress bar on stderr.
+// when OUT ends in .gguf (tools/model_files/quantize.h), with a progress bar on stderr.
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
-#include "tools/quantize.h"
+#include "tools/model_files/quantize.h"
 
 namespace densa::cli {
 namespace {

@@ -9,23 +9,23 @@
 #include <memory>
 #include <thread>
 
-#include "cli/weight_options.h"
 #include "cli/command.h"
 #include "cli/model_path.h"
 #include "cli/parallel_options.h"
+#include "cli/weight_options.h"
 #include "core/byte_size.h"
 #include "core/process_memory.h"
+#include "disagg/kv_wire.h"
+#include "disagg/ucx_worker.h"
 #include "engine/engine.h"
 #include "model/model_loader.h"
+#include "quality/canary.h"
+#include "quality/kv_calibration.h"
 #include "server/disagg_follower.h"
 #include "server/http_server.h"
 #include "server/kv_integrity_admin.h"
 #include "server/metrics.h"
-#include "tools/canary.h"
-#include "tools/capacity.h"
-#include "tools/kv_calibration.h"
-#include "disagg/kv_wire.h"
-#include "disagg/ucx_worker.h"
+#include "tools/capacity/capacity.h"
 
 namespace densa::cli {
 namespace {
@@ -290,7 +290,7 @@ int run_serve(const ServeArgs& a) {
                  chat.tool_parser.empty() ? "none" : chat.tool_parser.c_str(),
                  chat.reasoning_parser.empty() ? "none" : chat.reasoning_parser.c_str());
   }
-  // Quality canary (tools/canary.h): the probe scored at the serving precision and on a BF16
+  // Quality canary (quality/canary.h): the probe scored at the serving precision and on a BF16
   // copy of the checkpoint this process holds, on its own low-priority thread.
   std::unique_ptr<ModelWeights> canary_baseline;
   std::unique_ptr<CanaryThread> canary;

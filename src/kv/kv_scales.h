@@ -2,7 +2,7 @@
 // KvScales: static FP8 KV-cache scales, one per (layer, k|v, kv head), so that a stored value
 // is fp8 * scale. A latent (MLA) cache has two per layer with num_kv_heads 1: entry 0 for the
 // c_kv part of the row (kv_lora_rank values), entry 1 for the k_pe part. They come from the
-// checkpoint (k_scale / v_scale tensors) or from a calibration pass (tools/kv_calibration.h);
+// checkpoint (k_scale / v_scale tensors) or from a calibration pass (quality/kv_calibration.h);
 // where they came from travels with them so the start-up log can say which mode is in force.
 // Never defaulted to 1.0.
 #include <cstdint>

@@ -30,7 +30,7 @@ int layer_index(std::string_view name, const std::string& prefix) {
 }
 
 // A decoder layer's FP8 KV-cache scales ("self_attn.k_scale" / "v_scale"), which
-// tools/kv_calibration.h reads for `--kv-scales checkpoint`, not the weight loader.
+// quality/kv_calibration.h reads for `--kv-scales checkpoint`, not the weight loader.
 bool is_kv_cache_scale(std::string_view name) {
   for (std::string_view suffix : {".self_attn.k_scale", ".self_attn.v_scale"}) {
     if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) return true;

@@ -7,7 +7,7 @@
 //    num_layers + num_nextn_layers - 1 (their eh_proj, enorm, hnorm, shared_head.* and a full
 //    decoder layer), after the wrapper prefix.
 // A decoder layer's KV-cache scales (self_attn.k_scale / v_scale) are read elsewhere
-// (tools/kv_calibration.h, `--kv-scales checkpoint`) and accepted without being counted.
+// (quality/kv_calibration.h, `--kv-scales checkpoint`) and accepted without being counted.
 // Anything else left unread is an error naming the tensor, so a checkpoint with parts densa
 // does not understand is refused instead of being served without them.
 #include <cstdint>

@@ -9,20 +9,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/api_error.h"
+#include "api/sse.h"
 #include "router/client_connection.h"
 #include "router/request_cost.h"
 #include "router/sse_framer.h"
 #include "router/upstream_call.h"
-#include "server/api_error.h"
-#include "server/completion_handler.h"
-#include "server/sse.h"
 
 namespace densa::router {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
-using server::ApiError;
+using api::ApiError;
 
 // How often a waiting handler looks at its client and the stop flag.
 constexpr std::chrono::milliseconds kTick{50};
@@ -33,8 +32,8 @@ constexpr std::string_view kKvLayoutMismatch = "kv_layout_mismatch";
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-ApiError router_error(int http_status, std::string message, std::string code, int retry_after_s = 0) {
-  return ApiError{http_status, "server_error", std::move(message), "", std::move(code), retry_after_s};
+api::ApiError router_error(int http_status, std::string message, std::string code, int retry_after_s = 0) {
+  return api::ApiError{http_status, "server_error", std::move(message), "", std::move(code), retry_after_s};
 }
 
 // A worker's answer kept whole, sent to the client as it is.
@@ -188,7 +187,7 @@ FirstOutcome await_first_byte(RouterContext& ctx, Attempt& a, const ClientConnec
             const std::string code = error_code_of(data);
             if (!code.empty() && retryable(502, code, a, ctx, out)) {
               a.call->cancel();
-              out.whole = WholeResponse{200, head->content_type, "", e + server::sse_done()};
+              out.whole = WholeResponse{200, head->content_type, "", e + api::sse_done()};
               return out;
             }
           }
@@ -236,7 +235,7 @@ struct StreamRelay {
     ctx.metrics.count_stream_failure();
     ctx.metrics.count_upstream_failure();
     if (!saw_done)
-      ready += server::sse_event(server::error_body(router_error(502, reason, "upstream_failed"))) + server::sse_done();
+      ready += api::sse_event(api::error_body(router_error(502, reason, "upstream_failed"))) + api::sse_done();
     finished = true;
     std::fprintf(stderr, "densa router: stream failed: %s\n", reason.c_str());
   }
@@ -320,7 +319,7 @@ void relay_stream(RouterContext& ctx, std::unique_ptr<Attempt> attempt, FirstOut
 
 }  // namespace
 
-void CompletionProxy::handle(server::ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+void CompletionProxy::handle(api::ApiKind kind, const httplib::Request& req, httplib::Response& res) {
   ctx_.metrics.count_request();
   const RequestCost cost = estimate_request_cost(kind, req.body);
   const ClientConnection client =
@@ -334,7 +333,7 @@ void CompletionProxy::handle(server::ApiKind kind, const httplib::Request& req, 
     if (!prefill || !decode) {
       if (i > 0) break;
       const char* role = prefill ? "decode" : "prefill";
-      return server::send_error(
+      return api::send_error(
           res, router_error(503, std::string("no healthy ") + role + " worker", "no_healthy_worker", 1));
     }
     if (i > 0) ctx_.metrics.count_retry();
@@ -342,7 +341,7 @@ void CompletionProxy::handle(server::ApiKind kind, const httplib::Request& req, 
     FirstOutcome out = await_first_byte(ctx_, *attempt, client);
     switch (out.kind) {
       case FirstOutcome::Kind::kStopping:
-        return server::send_error(res, router_error(503, "the router is shutting down", "", 1));
+        return api::send_error(res, router_error(503, "the router is shutting down", "", 1));
       case FirstOutcome::Kind::kClientGone:
         ctx_.metrics.count_client_disconnect();
         res.status = 499;  // nobody reads it; counted as a client-side end
@@ -364,7 +363,7 @@ void CompletionProxy::handle(server::ApiKind kind, const httplib::Request& req, 
     }
   }
   if (last_answer) return send_whole(res, *last_answer);
-  server::send_error(res, router_error(502, "no worker pair could serve the request; last failure: " + last_reason,
+  api::send_error(res, router_error(502, "no worker pair could serve the request; last failure: " + last_reason,
                                        "upstream_failed"));
 }
 
@@ -400,7 +399,7 @@ void CompletionProxy::handle_models(const httplib::Request& req, httplib::Respon
     }
     if (done) return send_whole(res, whole);
   }
-  server::send_error(res, router_error(503, "no healthy decode worker answered /v1/models", "no_healthy_worker", 1));
+  api::send_error(res, router_error(503, "no healthy decode worker answered /v1/models", "no_healthy_worker", 1));
 }
 
 }  // namespace densa::router

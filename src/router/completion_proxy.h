@@ -10,8 +10,8 @@
 // to blame is marked failed. After the first byte a dead worker ends the stream with an
 // error event (code upstream_failed) and [DONE]. A client that hangs up cancels the upstream.
 // Also GET /v1/models, answered by a decode worker.
+#include "api/openai_request.h"
 #include "router/router_context.h"
-#include "server/openai_request.h"
 
 namespace httplib {
 struct Request;
@@ -25,7 +25,7 @@ inline constexpr const char* kPrefillUrlHeader = "X-Densa-Prefill-Url";
 class CompletionProxy {
  public:
   explicit CompletionProxy(RouterContext& ctx) : ctx_(ctx) {}
-  void handle(server::ApiKind kind, const httplib::Request& req, httplib::Response& res);
+  void handle(api::ApiKind kind, const httplib::Request& req, httplib::Response& res);
   void handle_models(const httplib::Request& req, httplib::Response& res);
 
  private:

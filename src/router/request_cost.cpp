@@ -36,12 +36,12 @@ constexpr int64_t kChatMessageOverheadTokens = 4;
 
 }  // namespace
 
-RequestCost estimate_request_cost(server::ApiKind kind, std::string_view body) {
+RequestCost estimate_request_cost(api::ApiKind kind, std::string_view body) {
   RequestCost cost;
-  const bool chat = kind == server::ApiKind::kChat;
+  const bool chat = kind == api::ApiKind::kChat;
   int64_t max_tokens = chat ? kDefaultChatMaxTokensGuess : kDefaultCompletionMaxTokens;
   // Deeper bodies are not parsed (the server refuses them too).
-  if (server::json_nesting_depth(body, server::kMaxRequestJsonDepth) > server::kMaxRequestJsonDepth) {
+  if (api::json_nesting_depth(body, api::kMaxRequestJsonDepth) > api::kMaxRequestJsonDepth) {
     cost.prompt_tokens = static_cast<int64_t>(body.size()) / kBytesPerTokenGuess;
     cost.max_new_tokens = max_tokens;
     return cost;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "server/openai_request.h"
+#include "api/openai_request.h"
 
 namespace densa::router {
 
@@ -27,6 +27,6 @@ struct RequestCost {
   int64_t decode_tokens() const { return prompt_tokens + max_new_tokens; }
 };
 
-RequestCost estimate_request_cost(server::ApiKind kind, std::string_view body);
+RequestCost estimate_request_cost(api::ApiKind kind, std::string_view body);
 
 }  // namespace densa::router

@@ -5,31 +5,14 @@
 namespace densa::router {
 namespace {
 
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  return buf;
-}
+std::string num(double v) { return api::prometheus_number(v); }
 
 void header(std::string& out, const char* name, const char* help, const char* type) {
-  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  api::append_family_header(out, name, help, type);
 }
 
 void counter(std::string& out, const char* name, const char* help, uint64_t value) {
-  header(out, name, help, "counter");
-  out += std::string(name) + " " + std::to_string(value) + "\n";
-}
-
-void histogram(std::string& out, const char* name, const char* help, const server::Histogram& h) {
-  header(out, name, help, "histogram");
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < h.bounds.size(); ++i) {
-    cumulative += h.counts[i];
-    out += std::string(name) + "_bucket{le=\"" + num(h.bounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
-  }
-  out += std::string(name) + "_bucket{le=\"+Inf\"} " + std::to_string(h.count) + "\n";
-  out += std::string(name) + "_sum " + num(h.sum) + "\n";
-  out += std::string(name) + "_count " + std::to_string(h.count) + "\n";
+  api::append_single(out, name, help, "counter", std::to_string(value));
 }
 
 // One gauge family with a sample per worker.
@@ -111,9 +94,9 @@ std::string RouterMetrics::render(const std::vector<WorkerSnapshot>& workers) co
           stream_failures_);
   counter(out, "densa_router_client_disconnects_total", "Clients that left before their response ended.",
           client_disconnects_);
-  histogram(out, "densa_router_upstream_first_byte_seconds", "Time from forwarding to a worker's first body byte.",
+  api::append_histogram(out, "densa_router_upstream_first_byte_seconds", "Time from forwarding to a worker's first body byte.",
             first_byte_);
-  histogram(out, "densa_router_upstream_seconds", "Time from forwarding to the end of a worker's response.", upstream_);
+  api::append_histogram(out, "densa_router_upstream_seconds", "Time from forwarding to the end of a worker's response.", upstream_);
   return out;
 }
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "api/prometheus.h"
 #include "router/worker_pool.h"
-#include "server/metrics.h"
 
 namespace densa::router {
 
@@ -35,8 +35,8 @@ class RouterMetrics {
   uint64_t upstream_failures_ = 0;
   uint64_t stream_failures_ = 0;
   uint64_t client_disconnects_ = 0;
-  server::Histogram first_byte_;
-  server::Histogram upstream_;
+  api::Histogram first_byte_;
+  api::Histogram upstream_;
 };
 
 }  // namespace densa::router

@@ -7,11 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/api_error.h"
+#include "api/http_bind.h"
 #include "router/completion_proxy.h"
 #include "router/health_prober.h"
-#include "server/api_error.h"
-#include "server/completion_handler.h"
-#include "server/http_server.h"
 
 namespace densa::router {
 namespace {
@@ -29,9 +28,9 @@ httplib::Server::Handler guarded(RouterContext& ctx, F f) {
     try {
       f(req, res);
     } catch (const std::exception& e) {
-      server::send_error(res, server::api_error(internal_error(std::string("internal error: ") + e.what())));
+      api::send_error(res, api::error_for_status(internal_error(std::string("internal error: ") + e.what())));
     } catch (...) {
-      server::send_error(res, server::api_error(internal_error("internal error")));
+      api::send_error(res, api::error_for_status(internal_error("internal error")));
     }
     if (req.path.rfind("/v1/", 0) == 0) ctx.metrics.count_response(res.status);
   };
@@ -77,15 +76,15 @@ void RouterServer::register_routes() {
 
   http_->set_pre_routing_handler([api_key, &ctx](const httplib::Request& req, httplib::Response& res) {
     if (req.path.rfind("/v1/", 0) != 0 || authorized(req, api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    server::send_error(res, server::unauthorized_error());
+    api::send_error(res, api::unauthorized_error());
     ctx.metrics.count_response(res.status);
     return httplib::Server::HandlerResponse::Handled;
   });
   http_->Post("/v1/completions", guarded(ctx, [this](const httplib::Request& req, httplib::Response& res) {
-                proxy_->handle(server::ApiKind::kCompletion, req, res);
+                proxy_->handle(api::ApiKind::kCompletion, req, res);
               }));
   http_->Post("/v1/chat/completions", guarded(ctx, [this](const httplib::Request& req, httplib::Response& res) {
-                proxy_->handle(server::ApiKind::kChat, req, res);
+                proxy_->handle(api::ApiKind::kChat, req, res);
               }));
   http_->Get("/v1/models", guarded(ctx, [this](const httplib::Request& req, httplib::Response& res) {
                proxy_->handle_models(req, res);
@@ -104,15 +103,15 @@ void RouterServer::register_routes() {
   http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
-      res.set_content(server::error_body(server::route_not_found_error(req.method, req.path)), "application/json");
+      res.set_content(api::error_body(api::route_not_found_error(req.method, req.path)), "application/json");
     } else {
       const std::string message = res.status == 413 ? "request body too large" : "bad request";
-      res.set_content(server::error_body(server::ApiError{res.status, "invalid_request_error", message, "", "", 0}),
+      res.set_content(api::error_body(api::ApiError{res.status, "invalid_request_error", message, "", "", 0}),
                       "application/json");
     }
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    server::send_error(res, server::api_error(internal_error("internal error")));
+    api::send_error(res, api::error_for_status(internal_error("internal error")));
   });
 }
 
@@ -120,7 +119,7 @@ Status RouterServer::bind() {
   if (ctx_->config.prefill.empty() || ctx_->config.decode.empty())
     return invalid_argument("the router needs at least one prefill and one decode worker");
   const std::string& host = ctx_->config.host;
-  server::bind_port_exclusively(*http_);
+  api::bind_port_exclusively(*http_);
   const int port = ctx_->config.port == 0 ? http_->bind_to_any_port(host)
                                           : (http_->bind_to_port(host, ctx_->config.port) ? ctx_->config.port : -1);
   if (port <= 0) return unavailable("cannot listen on " + host + ":" + std::to_string(ctx_->config.port));

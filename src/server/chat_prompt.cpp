@@ -67,12 +67,12 @@ Result<ChatFormat> make_chat_format(const ModelWeights& weights, const ChatForma
   return f;
 }
 
-Result<ojson> chat_template_vars(const ChatFormat& format, const OpenAiRequest& request) {
+Result<ojson> chat_template_vars(const ChatFormat& format, const api::OpenAiRequest& request) {
   // The request as text/chat_vars.h reads it (vLLM's mapping), rebuilt from the parsed fields
   // with the key order the client sent.
   ojson body = ojson::object();
   ojson messages = ojson::array();
-  for (const ChatMessage& m : request.messages) messages.push_back(m.raw);
+  for (const api::ChatMessage& m : request.messages) messages.push_back(m.raw);
   body["messages"] = std::move(messages);
   if (!request.tools.empty()) body["tools"] = request.tools;
   body["add_generation_prompt"] = request.add_generation_prompt;
@@ -80,7 +80,7 @@ Result<ojson> chat_template_vars(const ChatFormat& format, const OpenAiRequest& 
   return densa::chat_template_vars(body, ChatSpecialTokens{format.bos_token, format.eos_token});
 }
 
-Result<RenderedChat> render_chat(const ChatFormat& format, const OpenAiRequest& request) {
+Result<RenderedChat> render_chat(const ChatFormat& format, const api::OpenAiRequest& request) {
   RenderedChat out;
   if (!format.jinja) {
     if (!request.tools.empty())

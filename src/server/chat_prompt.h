@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "api/openai_request.h"
 #include "core/status.h"
 #include "model/model_weights.h"
-#include "server/openai_request.h"
 #include "text/jinja/template.h"
 
 namespace densa::server {
@@ -47,10 +47,10 @@ struct RenderedChat {
 // (text/chat_vars.h): messages as sent, text parts joined, null content as "", each tool
 // call's `function.arguments` parsed into an object; tools; add_generation_prompt;
 // bos_token / eos_token; chat_template_kwargs merged at the top level.
-Result<nlohmann::ordered_json> chat_template_vars(const ChatFormat& format, const OpenAiRequest& request);
+Result<nlohmann::ordered_json> chat_template_vars(const ChatFormat& format, const api::OpenAiRequest& request);
 
 // Renders a chat request. Errors (invalid_argument): the template's raise_exception and any
 // render error, with its message.
-Result<RenderedChat> render_chat(const ChatFormat& format, const OpenAiRequest& request);
+Result<RenderedChat> render_chat(const ChatFormat& format, const api::OpenAiRequest& request);
 
 }  // namespace densa::server

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/openai_request.h"
+#include "api/openai_request.h"
 
 namespace densa::server {
 
@@ -18,6 +18,6 @@ struct ChatPrompt {
 };
 
 // Formats `messages` and opens the assistant turn.
-ChatPrompt plain_chat_prompt(const std::vector<ChatMessage>& messages);
+ChatPrompt plain_chat_prompt(const std::vector<api::ChatMessage>& messages);
 
 }  // namespace densa::server

@@ -10,11 +10,11 @@
 #include <mutex>
 #include <random>
 
-#include "server/api_error.h"
+#include "api/sse.h"
 #include "server/choice_stream.h"
 #include "server/choice_timing.h"
 #include "server/openai_response.h"
-#include "server/sse.h"
+#include "server/serving_error.h"
 
 namespace densa::server {
 namespace {
@@ -32,7 +32,7 @@ struct PreparedPrompt {
 
 // Everything a request needs after validation.
 struct Plan {
-  OpenAiRequest request;
+  api::OpenAiRequest request;
   std::vector<PreparedPrompt> prompts;
   std::vector<std::string> stop;
   std::vector<TokenId> stop_token_ids;
@@ -50,8 +50,8 @@ struct Plan {
 // answer of one seed agree.
 toolparse::ChatParseOptions chat_parse_options(const ServingContext& ctx, const Plan& plan, uint64_t seed) {
   toolparse::ChatParseOptions o;
-  const OpenAiRequest& r = plan.request;
-  if (!r.tools.empty() && r.tool_choice != ToolChoiceKind::kNone) {
+  const api::OpenAiRequest& r = plan.request;
+  if (!r.tools.empty() && r.tool_choice != api::ToolChoiceKind::kNone) {
     o.tool_parser = ctx.chat.tool_parser;
     Result<toolparse::ToolSet> tools = toolparse::ToolSet::from_openai(nlohmann::json::parse(r.tools.dump()));
     if (tools.is_ok()) o.tools = std::move(tools).value();
@@ -63,11 +63,11 @@ toolparse::ChatParseOptions chat_parse_options(const ServingContext& ctx, const 
 }
 
 
-std::string new_request_id(ApiKind kind) {
+std::string new_request_id(api::ApiKind kind) {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
   char buf[40];
-  std::snprintf(buf, sizeof(buf), "%s-%08llx%08llx", kind == ApiKind::kChat ? "chatcmpl" : "cmpl",
+  std::snprintf(buf, sizeof(buf), "%s-%08llx%08llx", kind == api::ApiKind::kChat ? "chatcmpl" : "cmpl",
                 static_cast<unsigned long long>(salt & 0xffffffffu),
                 static_cast<unsigned long long>(counter.fetch_add(1)));
   return buf;
@@ -81,19 +81,19 @@ uint64_t random_seed() {
 }
 
 // Tokenizes prompts / messages and settles max_tokens. Errors carry the offending field.
-std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, ApiError& error) {
+std::optional<Plan> make_plan(const ServingContext& ctx, api::OpenAiRequest request, api::ApiError& error) {
   Plan plan;
   const Tokenizer& tok = ctx.tokenizer;
-  const char* prompt_param = request.kind == ApiKind::kChat ? "messages" : "prompt";
+  const char* prompt_param = request.kind == api::ApiKind::kChat ? "messages" : "prompt";
   if (request.inject_fault && !ctx.allow_fault_injection) {
     error = api_error(invalid_argument("'densa_inject_fault' breaks the request's KV on purpose and is served only by "
                                        "a server started with --test-allow-fault-injection"),
                       "densa_inject_fault");
     return std::nullopt;
   }
-  if (request.kind == ApiKind::kChat) {
+  if (request.kind == api::ApiKind::kChat) {
     // Refused by name until this model has what they need, never answered as plain text.
-    if (!request.tools.empty() && request.tool_choice != ToolChoiceKind::kNone && ctx.chat.tool_parser.empty()) {
+    if (!request.tools.empty() && request.tool_choice != api::ToolChoiceKind::kNone && ctx.chat.tool_parser.empty()) {
       error = api_error(invalid_argument("'tools' are not supported for this model: its chat template (" +
                                          ctx.chat.origin + ") has no tool-call format densa parses (see --tool-parser)"),
                         "tools");
@@ -116,12 +116,12 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
       return std::nullopt;
     }
     plan.constraint = std::move(constraint).value();
-    const bool tools = !request.tools.empty() && request.tool_choice != ToolChoiceKind::kNone;
+    const bool tools = !request.tools.empty() && request.tool_choice != api::ToolChoiceKind::kNone;
     plan.parse_chat = (tools && !ctx.chat.tool_parser.empty()) || !ctx.chat.reasoning_parser.empty();
     // Formats whose markers are special tokens are parsed from text that shows them.
     plan.skip_special = request.skip_special_tokens && (!tools || OutputConstraints::hermes_like(ctx.chat.tool_parser));
   } else {
-    for (PromptInput& p : request.prompts) {
+    for (api::PromptInput& p : request.prompts) {
       if (p.is_ids) {
         for (TokenId id : p.ids)
           if (id >= tok.vocab_size()) {
@@ -173,7 +173,7 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
     plan.max_tokens = *request.max_tokens;
   } else {
     // OpenAI defaults: 16 for completions; chat runs until the end of the context.
-    plan.max_tokens = static_cast<int>(request.kind == ApiKind::kChat ? room : std::min<int64_t>(16, room));
+    plan.max_tokens = static_cast<int>(request.kind == api::ApiKind::kChat ? room : std::min<int64_t>(16, room));
   }
   plan.request = std::move(request);
   return plan;
@@ -183,9 +183,9 @@ std::optional<Plan> make_plan(const ServingContext& ctx, OpenAiRequest request, 
 // (ChoiceStream destructors) and the error is returned.
 std::optional<std::vector<std::unique_ptr<ChoiceStream>>> submit_all(ServingContext& ctx, Plan& plan,
                                                                      Clock::time_point arrival,
-                                                                     const std::string& prefill_url, ApiError& error) {
+                                                                     const std::string& prefill_url, api::ApiError& error) {
   std::vector<std::unique_ptr<ChoiceStream>> choices;
-  const OpenAiRequest& r = plan.request;
+  const api::OpenAiRequest& r = plan.request;
   for (const PreparedPrompt& p : plan.prompts) {
     for (int i = 0; i < r.n; ++i) {
       GenerateRequest g;
@@ -229,7 +229,7 @@ Usage usage_of(const Plan& plan, const std::vector<std::unique_ptr<ChoiceStream>
   return u;
 }
 
-ResponseHeader header_of(const ServingContext& ctx, ApiKind kind) {
+ResponseHeader header_of(const ServingContext& ctx, api::ApiKind kind) {
   return {kind, new_request_id(kind),
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
           ctx.served_model_name};
@@ -273,7 +273,7 @@ void log_request(ServingContext& ctx, const Plan& plan, const std::string& id, i
   nlohmann::json line = {
       {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
       {"id", id},
-      {"route", plan.request.kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions"},
+      {"route", plan.request.kind == api::ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions"},
       {"stream", plan.request.stream},
       {"status", status},
       {"prompt_tokens", u.prompt_tokens},
@@ -294,7 +294,7 @@ void log_request(ServingContext& ctx, const Plan& plan, const std::string& id, i
 
 void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::unique_ptr<ChoiceStream>> choices,
                       httplib::Response& res) {
-  const OpenAiRequest& r = plan.request;
+  const api::OpenAiRequest& r = plan.request;
   std::vector<ChoiceResult> results(choices.size());
   while (true) {
     bool waited = false, all_done = true;
@@ -305,8 +305,8 @@ void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::un
       results[i].text += u.text;
       for (TokenLogprob& t : u.tokens) results[i].tokens.push_back(std::move(t));
       if (u.finish == ChoiceFinish::kError) {
-        const ApiError e = api_error(u.error);
-        send_error(res, e);
+        const api::ApiError e = api_error(u.error);
+        api::send_error(res, e);
         std::vector<ChoiceFinish> finishes;
         for (const ChoiceResult& c : results) finishes.push_back(c.finish);
         finishes[i] = ChoiceFinish::kError;
@@ -321,7 +321,7 @@ void respond_blocking(ServingContext& ctx, const Plan& plan, std::vector<std::un
     }
     if (all_done) break;
     if (ctx.stopping.load()) {
-      send_error(res, api_error(unavailable("the server is shutting down")));
+      api::send_error(res, api_error(unavailable("the server is shutting down")));
       return;
     }
   }
@@ -378,7 +378,7 @@ struct StreamState {
 
   // The chunks for one update of choice i: one per parsed delta when parsing, else one.
   void emit(std::string& out, size_t i, const ChoiceUpdate& u, const nlohmann::json& logprobs) {
-    const OpenAiRequest& r = plan.request;
+    const api::OpenAiRequest& r = plan.request;
     ChoiceFinish finish = u.finish;
     if (parsers.empty() || parsers[i] == nullptr) {
       append_chunk(out, i, chunk_json(header, static_cast<int>(i), u.text, logprobs, finish, false, r.include_usage), finish);
@@ -405,21 +405,21 @@ struct StreamState {
     // The choice's final chunk carries its stage times when asked (densa_timing).
     if (plan.request.timing && finish != ChoiceFinish::kNone)
       chunk["choices"][0]["densa_timing"] = timings[i] ? choice_timing_json(*timings[i]) : nlohmann::json();
-    out += sse_event(dump_json(chunk));
+    out += api::sse_event(dump_json(chunk));
   }
 
   // Returns the SSE text to send now (empty when nothing happened).
   std::string step() {
     std::string out;
-    const OpenAiRequest& r = plan.request;
+    const api::OpenAiRequest& r = plan.request;
     const bool lp = r.num_top_logprobs >= 0;
     if (!started) {
       started = true;
       for (size_t i = 0; i < choices.size(); ++i) {
         const std::string echo = r.echo ? plan.prompts[i / r.n].echo_text : std::string();
         text_bytes[i] = echo.size();
-        if (r.kind == ApiKind::kChat || !echo.empty())
-          out += sse_event(dump_json(chunk_json(header, static_cast<int>(i), echo, nullptr, ChoiceFinish::kNone,
+        if (r.kind == api::ApiKind::kChat || !echo.empty())
+          out += api::sse_event(dump_json(chunk_json(header, static_cast<int>(i), echo, nullptr, ChoiceFinish::kNone,
                                                 /*first=*/true, r.include_usage)));
       }
     }
@@ -429,9 +429,9 @@ struct StreamState {
       ChoiceUpdate u = choices[i]->poll(waited || !out.empty() ? milliseconds(0) : kPollWait);
       waited = true;
       if (u.finish == ChoiceFinish::kError) {
-        const ApiError e = api_error(u.error);
-        out += sse_event(error_body(e));
-        out += sse_done();
+        const api::ApiError e = api_error(u.error);
+        out += api::sse_event(api::error_body(e));
+        out += api::sse_done();
         done = true;
         finishes[i] = ChoiceFinish::kError;
         log_request(ctx, plan, header.id, e.http_status, choices, timings, finishes, u.error.message());
@@ -450,8 +450,8 @@ struct StreamState {
       all_done = all_done && choices[i]->finished();
     }
     if (all_done) {
-      if (r.include_usage) out += sse_event(dump_json(usage_chunk_json(header, usage_of(plan, choices))));
-      out += sse_done();
+      if (r.include_usage) out += api::sse_event(dump_json(usage_chunk_json(header, usage_of(plan, choices))));
+      out += api::sse_done();
       done = true;
       log_request(ctx, plan, header.id, 200, choices, timings, finishes, "");
     }
@@ -466,7 +466,7 @@ struct StreamState {
 
 void respond_streaming(ServingContext& ctx, Plan plan, std::vector<std::unique_ptr<ChoiceStream>> choices,
                        httplib::Response& res) {
-  auto state = std::make_shared<StreamState>(StreamState{ctx, std::move(plan), header_of(ctx, ApiKind::kCompletion),
+  auto state = std::make_shared<StreamState>(StreamState{ctx, std::move(plan), header_of(ctx, api::ApiKind::kCompletion),
                                                          std::move(choices), {}, {}, {}, {}, false, false});
   state->header = header_of(ctx, state->plan.request.kind);
   state->text_bytes.assign(state->choices.size(), 0);
@@ -510,12 +510,6 @@ void respond_streaming(ServingContext& ctx, Plan plan, std::vector<std::unique_p
 
 }  // namespace
 
-void send_error(httplib::Response& res, const ApiError& error) {
-  res.status = error.http_status;
-  if (error.retry_after_s > 0) res.set_header("Retry-After", std::to_string(error.retry_after_s));
-  res.set_content(error_body(error), "application/json");
-}
-
 Status CompletionHandler::check_role(const httplib::Request& req, std::string& prefill_url) const {
   if (ctx_.disagg == nullptr) {
     // A prefill worker computes prompts for decode workers only.
@@ -537,22 +531,22 @@ Status CompletionHandler::check_role(const httplib::Request& req, std::string& p
   return Status::ok();
 }
 
-void CompletionHandler::handle(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+void CompletionHandler::handle(api::ApiKind kind, const httplib::Request& req, httplib::Response& res) {
   const Clock::time_point arrival = Clock::now();
-  RequestError parse_error;
-  std::optional<OpenAiRequest> request = parse_openai_request(kind, req.body, parse_error);
-  if (!request) return send_error(res, api_error(parse_error.status, parse_error.param));
+  api::RequestError parse_error;
+  std::optional<api::OpenAiRequest> request = api::parse_openai_request(kind, req.body, parse_error);
+  if (!request) return api::send_error(res, api_error(parse_error.status, parse_error.param));
   if (!request->model.empty() && request->model != ctx_.served_model_name)
-    return send_error(res, api_error(not_found("The model '" + request->model + "' does not exist; this server serves '" +
+    return api::send_error(res, api_error(not_found("The model '" + request->model + "' does not exist; this server serves '" +
                                                ctx_.served_model_name + "'"),
                                      "model", "model_not_found"));
   std::string prefill_url;
-  if (Status s = check_role(req, prefill_url); !s.is_ok()) return send_error(res, api_error(s));
-  ApiError error;
+  if (Status s = check_role(req, prefill_url); !s.is_ok()) return api::send_error(res, api_error(s));
+  api::ApiError error;
   std::optional<Plan> plan = make_plan(ctx_, std::move(*request), error);
-  if (!plan) return send_error(res, error);
+  if (!plan) return api::send_error(res, error);
   auto choices = submit_all(ctx_, *plan, arrival, prefill_url, error);
-  if (!choices) return send_error(res, error);
+  if (!choices) return api::send_error(res, error);
   if (plan->request.stream) return respond_streaming(ctx_, std::move(*plan), std::move(*choices), res);
   respond_blocking(ctx_, *plan, std::move(*choices), res);
 }

@@ -4,9 +4,9 @@
 // one JSON response or an SSE stream. A stream whose client goes away cancels its requests.
 #include <httplib.h>
 
-#include "server/api_error.h"
-#include "server/openai_request.h"
+#include "api/openai_request.h"
 #include "server/serving_context.h"
+#include "server/serving_error.h"
 
 namespace densa::server {
 
@@ -14,7 +14,7 @@ class CompletionHandler {
  public:
   explicit CompletionHandler(ServingContext& ctx) : ctx_(ctx) {}
   // Never throws; every failure becomes an OpenAI error response.
-  void handle(ApiKind kind, const httplib::Request& req, httplib::Response& res);
+  void handle(api::ApiKind kind, const httplib::Request& req, httplib::Response& res);
 
  private:
   // Prefill workers refuse OpenAI requests; decode workers need the prefill worker's URL.
@@ -22,8 +22,5 @@ class CompletionHandler {
 
   ServingContext& ctx_;
 };
-
-// Writes `error` as the response (status, OpenAI body, Retry-After).
-void send_error(httplib::Response& res, const ApiError& error);
 
 }  // namespace densa::server

@@ -16,10 +16,10 @@
 #include "disagg/kv_sender.h"
 #include "disagg/kv_wire.h"
 #include "kv/block_table.h"
-#include "server/api_error.h"
 #include "server/completion_handler.h"
 #include "server/disagg_follower.h"
 #include "server/serving_context.h"
+#include "server/serving_error.h"
 
 namespace densa::server {
 namespace {
@@ -27,7 +27,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-void send_status(httplib::Response& res, const Status& s) { send_error(res, api_error(s)); }
+void send_status(httplib::Response& res, const Status& s) { api::send_error(res, api_error(s)); }
 
 // Page ids as the follower commands carry them.
 std::vector<int32_t> page_values(std::span<const PageId> pages) {

@@ -7,11 +7,12 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "server/api_error.h"
+#include "api/http_bind.h"
 #include "server/completion_handler.h"
 #include "server/kv_integrity_admin.h"
 #include "server/openai_response.h"
 #include "server/serving_context.h"
+#include "server/serving_error.h"
 #include "server/tokenize_handler.h"
 
 namespace densa::server {
@@ -36,9 +37,9 @@ httplib::Server::Handler guarded(ServingContext& ctx, F f) {
     try {
       f(req, res);
     } catch (const std::exception& e) {
-      send_error(res, api_error(internal_error(std::string("internal error: ") + e.what())));
+      api::send_error(res, api_error(internal_error(std::string("internal error: ") + e.what())));
     } catch (...) {
-      send_error(res, api_error(internal_error("internal error")));
+      api::send_error(res, api_error(internal_error("internal error")));
     }
     if (req.path.rfind("/v1/", 0) == 0) ctx.metrics.count_response(res.status);
   };
@@ -94,7 +95,7 @@ void HttpServer::register_routes() {
     size_t header_bytes = req.method.size() + req.target.size() + req.version.size() + 4;
     for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
     if (header_bytes > max_header_bytes) {
-      send_error(res, headers_too_large_error(header_bytes, max_header_bytes));
+      api::send_error(res, api::headers_too_large_error(header_bytes, max_header_bytes));
       res.set_header("Connection", "close");
       if (req.path.rfind("/v1/", 0) == 0) ctx.metrics.count_response(res.status);
       return httplib::Server::HandlerResponse::Handled;
@@ -103,7 +104,7 @@ void HttpServer::register_routes() {
     // handler), so only bodies with a Content-Length, checked against --max-body-bytes
     // before they are read, are taken.
     if (req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
-      send_error(res, ApiError{411, "invalid_request_error",
+      api::send_error(res, api::ApiError{411, "invalid_request_error",
                                "Chunked request bodies are not accepted: send Content-Length (at most " +
                                    std::to_string(max_body_bytes) + " bytes, --max-body-bytes)",
                                "", "length_required", 0});
@@ -112,16 +113,16 @@ void HttpServer::register_routes() {
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.path.rfind("/v1/", 0) != 0 || authorized(req, api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, unauthorized_error());
+    api::send_error(res, api::unauthorized_error());
     ctx.metrics.count_response(res.status);
     return httplib::Server::HandlerResponse::Handled;
   });
 
   http_->Post("/v1/completions", guarded(ctx, [this](const httplib::Request& req, httplib::Response& res) {
-                completions_->handle(ApiKind::kCompletion, req, res);
+                completions_->handle(api::ApiKind::kCompletion, req, res);
               }));
   http_->Post("/v1/chat/completions", guarded(ctx, [this](const httplib::Request& req, httplib::Response& res) {
-                completions_->handle(ApiKind::kChat, req, res);
+                completions_->handle(api::ApiKind::kChat, req, res);
               }));
   http_->Get("/v1/models", guarded(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
                json model = {{"id", ctx.served_model_name},
@@ -169,16 +170,16 @@ void HttpServer::register_routes() {
   http_->set_error_handler([max_body_bytes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
-      const ApiError e = route_not_found_error(req.method, req.path);
-      res.set_content(error_body(e), "application/json");
+      const api::ApiError e = api::route_not_found_error(req.method, req.path);
+      res.set_content(api::error_body(e), "application/json");
     } else if (res.status == 413) {
-      res.set_content(error_body(body_too_large_error(max_body_bytes)), "application/json");
+      res.set_content(api::error_body(api::body_too_large_error(max_body_bytes)), "application/json");
     } else if (res.status == 414) {
-      res.set_content(error_body(uri_too_long_error()), "application/json");
+      res.set_content(api::error_body(api::uri_too_long_error()), "application/json");
     } else if (res.status == 400) {
       // A request httplib could not read: malformed, a header line past 8 KiB, or a client
       // that stopped sending mid-request for --http-read-timeout.
-      res.set_content(error_body(ApiError{400, "invalid_request_error",
+      res.set_content(api::error_body(api::ApiError{400, "invalid_request_error",
                                           "Malformed or incomplete HTTP request (a header line past 8 KiB, or the "
                                           "client stopped sending for --http-read-timeout)",
                                           "", "bad_http_request", 0}),
@@ -186,14 +187,7 @@ void HttpServer::register_routes() {
     }
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    send_error(res, api_error(internal_error("internal error")));
-  });
-}
-
-void bind_port_exclusively(httplib::Server& http) {
-  http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    api::send_error(res, api_error(internal_error("internal error")));
   });
 }
 
@@ -207,7 +201,7 @@ Status HttpServer::bind() {
     request_log_ = std::move(log).value();
     ctx_->request_log = request_log_.get();
   }
-  bind_port_exclusively(*http_);
+  api::bind_port_exclusively(*http_);
   const int port = config_.port == 0 ? http_->bind_to_any_port(config_.host)
                                      : (http_->bind_to_port(config_.host, config_.port) ? config_.port : -1);
   if (port <= 0) return unavailable("cannot listen on " + config_.host + ":" + std::to_string(config_.port));

@@ -25,12 +25,6 @@ class CompletionHandler;
 class Metrics;
 class RequestLog;
 
-// Makes `http` bind its port alone: SO_REUSEADDR (a restart may take a port in TIME_WAIT) but
-// not httplib's default SO_REUSEPORT, under which a second densa on a port already served (or
-// a bind to port 0) silently shared it with the first and the kernel split the connections
-// between them. Call before binding; both densa serve and densa router do.
-void bind_port_exclusively(httplib::Server& http);
-
 struct HttpServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;                 // 0: any free port (see bound_port())

@@ -7,10 +7,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "server/api_error.h"
 #include "server/completion_handler.h"
 #include "server/openai_response.h"
 #include "server/serving_context.h"
+#include "server/serving_error.h"
 
 namespace densa::server {
 namespace {
@@ -63,20 +63,20 @@ void register_kv_integrity_admin(httplib::Server& http, ServingContext& ctx, con
     return api_key.empty() || req.get_header_value("Authorization") == "Bearer " + api_key;
   };
   http.Get(kRoute, [&ctx, authorized](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req)) return send_error(res, unauthorized_error());
+    if (!authorized(req)) return api::send_error(res, api::unauthorized_error());
     const std::optional<KvIntegrityPolicy> p = ctx.engine.kv_integrity();
-    if (!p) return send_error(res, api_error(unimplemented("KV integrity checks are not switchable on this server")));
+    if (!p) return api::send_error(res, api_error(unimplemented("KV integrity checks are not switchable on this server")));
     send_policy(res, *p);
   });
   http.Post(kRoute, [&ctx, authorized](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req)) return send_error(res, unauthorized_error());
+    if (!authorized(req)) return api::send_error(res, api::unauthorized_error());
     const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("mode") || !body["mode"].is_string()) {
-      return send_error(res, api_error(invalid_argument("body must be {\"mode\": \"off|on|sample=N|digest[=N]\"}"), "mode"));
+      return api::send_error(res, api_error(invalid_argument("body must be {\"mode\": \"off|on|sample=N|digest[=N]\"}"), "mode"));
     }
     const Result<KvIntegrityPolicy> p = parse_kv_integrity_policy(body["mode"].get<std::string>());
-    if (!p.is_ok()) return send_error(res, api_error(p.status(), "mode"));
-    if (Status s = ctx.engine.set_kv_integrity(*p); !s.is_ok()) return send_error(res, api_error(s));
+    if (!p.is_ok()) return api::send_error(res, api_error(p.status(), "mode"));
+    if (Status s = ctx.engine.set_kv_integrity(*p); !s.is_ok()) return api::send_error(res, api_error(s));
     std::fprintf(stderr, "densa serve: kv integrity set to %s\n", kv_integrity_policy_name(*p).c_str());
     send_policy(res, *p);
   });

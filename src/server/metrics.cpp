@@ -7,60 +7,20 @@
 
 namespace densa::server {
 
-Histogram::Histogram(std::vector<double> upper_bounds)
-    : bounds(std::move(upper_bounds)), counts(bounds.size() + 1, 0) {}
-
-void Histogram::observe(double value) {
-  const size_t idx = std::lower_bound(bounds.begin(), bounds.end(), value) - bounds.begin();
-  ++counts[idx];
-  sum += value;
-  ++count;
-}
-
 namespace {
 
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  return buf;
-}
+std::string num(double v) { return api::prometheus_number(v); }
 
 void gauge(std::string& out, const char* name, const char* help, double value) {
-  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + " " + num(value) + "\n";
+  api::append_single(out, name, help, "gauge", num(value));
 }
 
 void counter(std::string& out, const char* name, const char* help, double value) {
-  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " + num(value) + "\n";
+  api::append_single(out, name, help, "counter", num(value));
 }
 
-void histogram(std::string& out, const char* name, const char* help, const Histogram& h) {
-  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " histogram\n";
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < h.bounds.size(); ++i) {
-    cumulative += h.counts[i];
-    out += std::string(name) + "_bucket{le=\"" + num(h.bounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
-  }
-  out += std::string(name) + "_bucket{le=\"+Inf\"} " + std::to_string(h.count) + "\n";
-  out += std::string(name) + "_sum " + num(h.sum) + "\n";
-  out += std::string(name) + "_count " + std::to_string(h.count) + "\n";
-}
-
-void histogram_family(std::string& out, const char* name, const char* help, const char* label,
-                      std::span<const char* const> values, std::span<const Histogram> hs) {
-  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " histogram\n";
-  for (size_t k = 0; k < hs.size(); ++k) {
-    const Histogram& h = hs[k];
-    const std::string lbl = std::string(label) + "=\"" + values[k] + "\"";
-    uint64_t cumulative = 0;
-    for (size_t i = 0; i < h.bounds.size(); ++i) {
-      cumulative += h.counts[i];
-      out += std::string(name) + "_bucket{" + lbl + ",le=\"" + num(h.bounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
-    }
-    out += std::string(name) + "_bucket{" + lbl + ",le=\"+Inf\"} " + std::to_string(h.count) + "\n";
-    out += std::string(name) + "_sum{" + lbl + "} " + num(h.sum) + "\n";
-    out += std::string(name) + "_count{" + lbl + "} " + std::to_string(h.count) + "\n";
-  }
-}
+using api::append_histogram;
+using api::append_histogram_family;
 
 // Stages of ChoiceTiming, in the order they happen.
 constexpr const char* kStageNames[] = {"tokenize", "queue", "prefill", "kv_transfer", "decode", "engine_other", "respond"};
@@ -74,7 +34,7 @@ Metrics::Metrics()
     : ttft_({0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
       tpot_({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}),
       e2e_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}),
-      stages_(std::size(kStageNames), Histogram(kStageBounds)),
+      stages_(std::size(kStageNames), api::Histogram(kStageBounds)),
       prefill_chunk_(kStageBounds),
       decode_step_({0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}) {}
 
@@ -148,14 +108,14 @@ std::string Metrics::render(const EngineStats& s) const {
   out += "densa_http_responses_total{code=\"2xx\"} " + std::to_string(responses_2xx_) + "\n";
   out += "densa_http_responses_total{code=\"4xx\"} " + std::to_string(responses_4xx_) + "\n";
   out += "densa_http_responses_total{code=\"5xx\"} " + std::to_string(responses_5xx_) + "\n";
-  histogram(out, "densa_time_to_first_token_seconds", "Time from request arrival to its first token.", ttft_);
-  histogram(out, "densa_time_per_output_token_seconds", "Mean time between output tokens of a request.", tpot_);
-  histogram(out, "densa_e2e_request_latency_seconds", "Time from request arrival to its last token.", e2e_);
-  histogram_family(out, "densa_request_stage_seconds",
+  append_histogram(out, "densa_time_to_first_token_seconds", "Time from request arrival to its first token.", ttft_);
+  append_histogram(out, "densa_time_per_output_token_seconds", "Mean time between output tokens of a request.", tpot_);
+  append_histogram(out, "densa_e2e_request_latency_seconds", "Time from request arrival to its last token.", e2e_);
+  append_histogram_family(out, "densa_request_stage_seconds",
                    "Where a finished request's server time went (stages add up to its server time).", "stage",
                    kStageNames, stages_);
-  histogram(out, "densa_prefill_chunk_seconds", "Engine steps that ran a prompt chunk of a request.", prefill_chunk_);
-  histogram(out, "densa_decode_step_seconds", "Engine steps that fed a generated token of a request.", decode_step_);
+  append_histogram(out, "densa_prefill_chunk_seconds", "Engine steps that ran a prompt chunk of a request.", prefill_chunk_);
+  append_histogram(out, "densa_decode_step_seconds", "Engine steps that fed a generated token of a request.", decode_step_);
   if (quality_) {
     const QualityGauges& q = *quality_;
     counter(out, "densa_canary_runs_total", "Quality canary scorings so far.", static_cast<double>(q.num_runs));

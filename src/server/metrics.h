@@ -8,21 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "api/prometheus.h"
 #include "engine/engine.h"
 #include "server/choice_timing.h"
 
 namespace densa::server {
-
-// Cumulative histogram with fixed upper bounds (seconds).
-struct Histogram {
-  std::vector<double> bounds;    // [num_buckets] ascending upper bounds; +Inf implied
-  std::vector<uint64_t> counts;  // [num_buckets + 1] observations per bucket (not cumulative)
-  double sum = 0.0;
-  uint64_t count = 0;
-
-  explicit Histogram(std::vector<double> upper_bounds);
-  void observe(double value);
-};
 
 // Latencies of one finished request, seconds; negative = not measured.
 struct RequestTiming {
@@ -31,7 +21,7 @@ struct RequestTiming {
   double e2e_s = -1.0;   // submit -> last event
 };
 
-// The quality canary's latest reading (tools/canary.h), exported as gauges.
+// The quality canary's latest reading (quality/canary.h), exported as gauges.
 struct QualityGauges {
   int64_t num_runs = 0;
   double kl_mean = 0;           // mean per-token KL(P_baseline || P_serving), nats
@@ -55,12 +45,12 @@ class Metrics {
 
  private:
   mutable std::mutex mu_;
-  Histogram ttft_;
-  Histogram tpot_;
-  Histogram e2e_;
-  std::vector<Histogram> stages_;  // [kStageNames] per-request stage seconds
-  Histogram prefill_chunk_;
-  Histogram decode_step_;
+  api::Histogram ttft_;
+  api::Histogram tpot_;
+  api::Histogram e2e_;
+  std::vector<api::Histogram> stages_;  // [kStageNames] per-request stage seconds
+  api::Histogram prefill_chunk_;
+  api::Histogram decode_step_;
   std::optional<QualityGauges> quality_;  // set once the canary has run
   uint64_t responses_2xx_ = 0;
   uint64_t responses_4xx_ = 0;

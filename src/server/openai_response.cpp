@@ -34,9 +34,9 @@ json bytes_json(const std::string& s) {
 
 }  // namespace
 
-json logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<TokenLogprob>& tokens,
+json logprobs_json(api::ApiKind kind, const Tokenizer& tok, const std::vector<TokenLogprob>& tokens,
                    size_t text_offset_base) {
-  if (kind == ApiKind::kChat) {
+  if (kind == api::ApiKind::kChat) {
     json content = json::array();
     for (const TokenLogprob& t : tokens) {
       const std::string piece = tok.token_bytes(t.token);
@@ -71,7 +71,7 @@ json response_json(const ResponseHeader& h, const Tokenizer& tok, const std::vec
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& c = choices[i];
     json logprobs = with_logprobs ? logprobs_json(h.kind, tok, c.tokens, 0) : json(nullptr);
-    if (h.kind == ApiKind::kChat) {
+    if (h.kind == api::ApiKind::kChat) {
       out_choices.push_back({{"index", i},
                              {"message", {{"role", "assistant"}, {"content", c.text}}},
                              {"logprobs", logprobs},
@@ -82,7 +82,7 @@ json response_json(const ResponseHeader& h, const Tokenizer& tok, const std::vec
     }
   }
   return {{"id", h.id},
-          {"object", h.kind == ApiKind::kChat ? "chat.completion" : "text_completion"},
+          {"object", h.kind == api::ApiKind::kChat ? "chat.completion" : "text_completion"},
           {"created", h.created},
           {"model", h.model},
           {"choices", out_choices},
@@ -92,7 +92,7 @@ json response_json(const ResponseHeader& h, const Tokenizer& tok, const std::vec
 json chunk_json(const ResponseHeader& h, int index, const std::string& text, const json& logprobs,
                 ChoiceFinish finish, bool first, bool include_usage) {
   json choice;
-  if (h.kind == ApiKind::kChat) {
+  if (h.kind == api::ApiKind::kChat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
     if (first || !text.empty()) delta["content"] = text;
@@ -101,7 +101,7 @@ json chunk_json(const ResponseHeader& h, int index, const std::string& text, con
     choice = {{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason_json(finish)}};
   }
   json out = {{"id", h.id},
-              {"object", h.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+              {"object", h.kind == api::ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
               {"created", h.created},
               {"model", h.model},
               {"choices", json::array({choice})}};
@@ -111,7 +111,7 @@ json chunk_json(const ResponseHeader& h, int index, const std::string& text, con
 
 json usage_chunk_json(const ResponseHeader& h, const Usage& usage) {
   return {{"id", h.id},
-          {"object", h.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+          {"object", h.kind == api::ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
           {"created", h.created},
           {"model", h.model},
           {"choices", json::array()},

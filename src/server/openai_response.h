@@ -6,15 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/tokenizer.h"
+#include "api/openai_request.h"
 #include "server/choice_stream.h"
-#include "server/openai_request.h"
+#include "text/tokenizer.h"
 
 namespace densa::server {
 
 // What every response and chunk of one request shares.
 struct ResponseHeader {
-  ApiKind kind = ApiKind::kCompletion;
+  api::ApiKind kind = api::ApiKind::kCompletion;
   std::string id;     // "cmpl-..." / "chatcmpl-..."
   int64_t created = 0;  // unix seconds
   std::string model;
@@ -40,7 +40,7 @@ nlohmann::json usage_json(const Usage& usage);
 // Logprobs object of a choice (or of one chunk's tokens): the legacy completions shape
 // {tokens, token_logprobs, top_logprobs, text_offset} or the chat shape {content: [...]}.
 // `text_offset_base` is the byte offset of the first token's text in the choice text.
-nlohmann::json logprobs_json(ApiKind kind, const Tokenizer& tokenizer, const std::vector<TokenLogprob>& tokens,
+nlohmann::json logprobs_json(api::ApiKind kind, const Tokenizer& tokenizer, const std::vector<TokenLogprob>& tokens,
                              size_t text_offset_base);
 
 // Whole non-streaming response; choices[i] gets index i.

@@ -125,10 +125,10 @@ Result<Grammar> json_args(const nlohmann::ordered_json& fn) {
 }
 
 // The tools a call may name: all, or the named one.
-std::vector<const nlohmann::ordered_json*> chosen_functions(const OpenAiRequest& r) {
+std::vector<const nlohmann::ordered_json*> chosen_functions(const api::OpenAiRequest& r) {
   std::vector<const nlohmann::ordered_json*> out;
   for (const nlohmann::ordered_json& tool : r.tools) {
-    if (r.tool_choice == ToolChoiceKind::kNamed && tool["function"]["name"] != r.tool_choice_name) continue;
+    if (r.tool_choice == api::ToolChoiceKind::kNamed && tool["function"]["name"] != r.tool_choice_name) continue;
     out.push_back(&tool["function"]);
   }
   return out;
@@ -146,10 +146,10 @@ Result<Grammar> hermes_call(const nlohmann::ordered_json& tool) {
 
 // "\n" CALL "\n</tool_call>" with CALL one of the allowed tools; `with_open` puts the opening
 // tag in front; `parallel` lets further calls follow.
-Result<Grammar> hermes_calls(const OpenAiRequest& r, bool with_open, bool parallel) {
+Result<Grammar> hermes_calls(const api::OpenAiRequest& r, bool with_open, bool parallel) {
   std::vector<Grammar> calls;
   for (const nlohmann::ordered_json& tool : r.tools) {
-    if (r.tool_choice == ToolChoiceKind::kNamed && tool["function"]["name"] != r.tool_choice_name) continue;
+    if (r.tool_choice == api::ToolChoiceKind::kNamed && tool["function"]["name"] != r.tool_choice_name) continue;
     DENSA_ASSIGN_OR_RETURN(Grammar g, hermes_call(tool));
     calls.push_back(std::move(g));
   }
@@ -174,7 +174,7 @@ Result<Grammar> hermes_calls(const OpenAiRequest& r, bool with_open, bool parall
 // Kimi K2: SECTION_BEGIN (CALL_BEGIN functions.NAME:IDX ARG_BEGIN ARGS CALL_END)+ SECTION_END, IDX
 // counting from 0 within the turn as K2's template numbers them; `with_section`: the section
 // marker is part of the grammar (forced calls), else the trigger token already opened it.
-Result<Grammar> kimi_calls(const OpenAiRequest& r, const MarkerBytes& mk, bool with_section, bool parallel) {
+Result<Grammar> kimi_calls(const api::OpenAiRequest& r, const MarkerBytes& mk, bool with_section, bool parallel) {
   Grammar g;
   std::vector<std::pair<std::string, int32_t>> tools;
   for (const nlohmann::ordered_json* fn : chosen_functions(r)) {
@@ -205,7 +205,7 @@ Result<Grammar> kimi_calls(const OpenAiRequest& r, const MarkerBytes& mk, bool w
 // DeepSeek V3.1: CALLS_BEGIN (CALL_BEGIN NAME SEP ARGS CALL_END)+ CALLS_END. DeepSeek V3:
 // CALLS_BEGIN CALL_BEGIN function SEP NAME "\n```json\n" ARGS "\n```" CALL_END ("\n" CALL)*
 // CALLS_END. Generated JSON has no newline, so the fence cannot close early.
-Result<Grammar> deepseek_calls(const OpenAiRequest& r, const MarkerBytes& mk, bool v3_fenced, bool with_section,
+Result<Grammar> deepseek_calls(const api::OpenAiRequest& r, const MarkerBytes& mk, bool v3_fenced, bool with_section,
                                bool parallel) {
   Grammar g;
   std::vector<int32_t> alts;
@@ -277,7 +277,7 @@ Result<int32_t> glm_raw_string(Grammar& g, const std::string& tool, const std::s
 // calls joined by "\n". Arguments in schema order, required ones always, others optional; a
 // value is raw text for a "string" property and JSON of the property's schema otherwise, as
 // the glm45 parser reads them. `with_open`: OPEN is part of the grammar (forced calls).
-Result<Grammar> glm_calls(const OpenAiRequest& r, const MarkerBytes& mk, bool with_open, bool parallel) {
+Result<Grammar> glm_calls(const api::OpenAiRequest& r, const MarkerBytes& mk, bool with_open, bool parallel) {
   Grammar g;
   std::vector<int32_t> alts;
   int sub = 0;
@@ -396,26 +396,26 @@ Result<grammar::GrammarCache*> OutputConstraints::cache(const std::string& tool_
   return cache_.get();
 }
 
-Result<ConstraintPlan> OutputConstraints::plan(const OpenAiRequest& r, const ChatFormat& format, bool reasoning_open,
+Result<ConstraintPlan> OutputConstraints::plan(const api::OpenAiRequest& r, const ChatFormat& format, bool reasoning_open,
                                                std::string& param) {
   ConstraintPlan plan;
-  const bool tools = !r.tools.empty() && r.tool_choice != ToolChoiceKind::kNone;
-  const bool forced_call = tools && (r.tool_choice == ToolChoiceKind::kRequired || r.tool_choice == ToolChoiceKind::kNamed);
-  const ResponseFormat& rf = r.response_format;
-  if (rf.kind != ResponseFormatKind::kText && tools) {
+  const bool tools = !r.tools.empty() && r.tool_choice != api::ToolChoiceKind::kNone;
+  const bool forced_call = tools && (r.tool_choice == api::ToolChoiceKind::kRequired || r.tool_choice == api::ToolChoiceKind::kNamed);
+  const api::ResponseFormat& rf = r.response_format;
+  if (rf.kind != api::ResponseFormatKind::kText && tools) {
     param = "response_format";
     return invalid_argument("'response_format' and 'tools' together are not supported: give one of them");
   }
-  if (rf.kind != ResponseFormatKind::kText) {
+  if (rf.kind != api::ResponseFormatKind::kText) {
     param = "response_format";
     GrammarKind kind = GrammarKind::kJsonObject;
     std::string source;
     switch (rf.kind) {
-      case ResponseFormatKind::kJsonObject: break;
-      case ResponseFormatKind::kJsonSchema: kind = GrammarKind::kJsonSchema; source = rf.schema.dump(); break;
-      case ResponseFormatKind::kRegex: kind = GrammarKind::kRegex; source = rf.grammar; break;
-      case ResponseFormatKind::kEbnf: kind = GrammarKind::kGbnf; source = rf.grammar; break;
-      case ResponseFormatKind::kText: break;
+      case api::ResponseFormatKind::kJsonObject: break;
+      case api::ResponseFormatKind::kJsonSchema: kind = GrammarKind::kJsonSchema; source = rf.schema.dump(); break;
+      case api::ResponseFormatKind::kRegex: kind = GrammarKind::kRegex; source = rf.grammar; break;
+      case api::ResponseFormatKind::kEbnf: kind = GrammarKind::kGbnf; source = rf.grammar; break;
+      case api::ResponseFormatKind::kText: break;
     }
     DENSA_ASSIGN_OR_RETURN(grammar::GrammarCache * grammars, cache(format.tool_parser));
     Result<std::shared_ptr<const CompiledGrammar>> g = grammars->get(kind, source);
@@ -426,7 +426,7 @@ Result<ConstraintPlan> OutputConstraints::plan(const OpenAiRequest& r, const Cha
     const std::string& parser = format.tool_parser;
     if (!has_call_grammar(parser)) {
       if (forced_call)
-        return invalid_argument("tool_choice '" + std::string(r.tool_choice == ToolChoiceKind::kNamed ? "named" : "required") +
+        return invalid_argument("tool_choice '" + std::string(r.tool_choice == api::ToolChoiceKind::kNamed ? "named" : "required") +
                                 "' needs a call grammar, which densa has for the hermes / qwen3, kimi_k2, glm45 and "
                                 "deepseek_v3 / deepseek_v31 formats (this model's is " + parser + "); use tool_choice auto");
       return plan;  // auto: calls are parsed from the output, unconstrained

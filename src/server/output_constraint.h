@@ -15,11 +15,11 @@
 #include <mutex>
 #include <string>
 
+#include "api/openai_request.h"
 #include "core/status.h"
 #include "grammar/grammar_cache.h"
 #include "sample/token_constraint.h"
 #include "server/chat_prompt.h"
-#include "server/openai_request.h"
 #include "text/tokenizer.h"
 
 namespace densa::server {
@@ -40,7 +40,7 @@ class OutputConstraints {
 
   // The plan for a chat request. Errors (invalid_argument, param in `param`): a schema,
   // pattern or grammar densa cannot compile, or a tool-call format with no grammar here.
-  Result<ConstraintPlan> plan(const OpenAiRequest& request, const ChatFormat& format, bool reasoning_open,
+  Result<ConstraintPlan> plan(const api::OpenAiRequest& request, const ChatFormat& format, bool reasoning_open,
                               std::string& param);
   // A fresh per-choice constraint for `plan` (null when plan.grammar is null).
   std::shared_ptr<TokenConstraint> make(const ConstraintPlan& plan) const;

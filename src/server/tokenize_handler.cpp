@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/api_error.h"
 #include "server/completion_handler.h"
 #include "server/openai_response.h"
+#include "server/serving_error.h"
 
 namespace densa::server {
 namespace {
@@ -19,14 +19,14 @@ void send(httplib::Response& res, const json& body) {
 }
 
 void fail(httplib::Response& res, const std::string& message, const std::string& param) {
-  send_error(res, api_error(invalid_argument(message), param));
+  api::send_error(res, api_error(invalid_argument(message), param));
 }
 
 // The body as a JSON object whose fields are all in `known`; else a 400 naming the field.
 std::optional<json> read_body(const httplib::Request& req, httplib::Response& res,
                               std::initializer_list<const char*> known) {
-  if (json_nesting_depth(req.body, kMaxRequestJsonDepth) > kMaxRequestJsonDepth) {
-    fail(res, "Request body nests JSON deeper than " + std::to_string(kMaxRequestJsonDepth) + " levels", "");
+  if (api::json_nesting_depth(req.body, api::kMaxRequestJsonDepth) > api::kMaxRequestJsonDepth) {
+    fail(res, "Request body nests JSON deeper than " + std::to_string(api::kMaxRequestJsonDepth) + " levels", "");
     return std::nullopt;
   }
   json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
@@ -53,7 +53,7 @@ bool model_matches(const ServingContext& ctx, const json& body, httplib::Respons
     return false;
   }
   if (m->get<std::string>() != ctx.served_model_name) {
-    send_error(res, api_error(not_found("The model '" + m->get<std::string>() + "' does not exist"), "model",
+    api::send_error(res, api_error(not_found("The model '" + m->get<std::string>() + "' does not exist"), "model",
                               "model_not_found"));
     return false;
   }
@@ -85,11 +85,11 @@ void register_tokenize_routes(httplib::Server& http, ServingContext& ctx) {
       nlohmann::ordered_json chat = nlohmann::ordered_json::parse(req.body);
       chat.erase("add_special_tokens");
       chat.erase("return_token_strs");
-      RequestError error;
-      std::optional<OpenAiRequest> request = parse_openai_request(ApiKind::kChat, chat.dump(), error);
-      if (!request) return send_error(res, api_error(error.status, error.param));
+      api::RequestError error;
+      std::optional<api::OpenAiRequest> request = api::parse_openai_request(api::ApiKind::kChat, chat.dump(), error);
+      if (!request) return api::send_error(res, api_error(error.status, error.param));
       Result<RenderedChat> rendered = render_chat(ctx.chat, *request);
-      if (!rendered.is_ok()) return send_error(res, api_error(rendered.status(), "messages"));
+      if (!rendered.is_ok()) return api::send_error(res, api_error(rendered.status(), "messages"));
       text = std::move(rendered->text);
       default_special = rendered->add_special_tokens;
     } else {

@@ -1,6 +1,6 @@
 // GGUF for qwen3moe / qwen2moe / glm4moe / deepseek2: each tiny reference checkpoint
 // (tests/data/reference/<arch>) is written as GGUF by `densa quantize IN OUT.gguf --to ...`
-// (tools/gguf_model_writer.h) into a temp dir and loaded back through the GGUF path.
+// (tools/model_files/gguf_model_writer.h) into a temp dir and loaded back through the GGUF path.
 //
 // Tolerances (stated once):
 //   BF16 GGUF of a BF16 checkpoint: the same bytes, so logits equal the Hugging Face load's
@@ -19,14 +19,14 @@
 
 #include "exec/runner.h"
 #include "io/gguf_file.h"
+#include "io/gguf_writer.h"
 #include "kv/page_pool.h"
 #include "model/forward.h"
 #include "model/gguf_config.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "test_util.h"
-#include "tools/generator.h"
-#include "tools/gguf_writer.h"
-#include "tools/quantize.h"
+#include "tools/model_files/quantize.h"
 
 namespace densa {
 namespace {

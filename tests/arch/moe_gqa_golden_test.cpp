@@ -30,9 +30,9 @@
 #include "model/forward.h"
 #include "model/model_loader.h"
 #include "model/quantize_weights.h"
+#include "quality/kv_calibration.h"
 #include "quant/quantize_matrix.h"
 #include "test_util.h"
-#include "tools/kv_calibration.h"
 
 namespace densa {
 namespace {

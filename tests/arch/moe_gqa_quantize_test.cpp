@@ -12,7 +12,7 @@
 #include "model/forward.h"
 #include "model/model_loader.h"
 #include "test_util.h"
-#include "tools/quantize.h"
+#include "tools/model_files/quantize.h"
 
 namespace densa {
 namespace {

@@ -9,7 +9,7 @@
 #include "disagg/kv_page_convert.h"
 #include "disagg/kv_wire.h"
 #include "engine/engine_test_util.h"
-#include "tools/kv_calibration.h"
+#include "quality/kv_calibration.h"
 
 namespace densa::disagg {
 namespace {

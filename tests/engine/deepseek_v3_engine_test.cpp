@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine_test_util.h"
-#include "tools/kv_calibration.h"
+#include "quality/kv_calibration.h"
 
 namespace densa {
 namespace {

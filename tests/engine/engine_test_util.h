@@ -10,8 +10,8 @@
 
 #include "engine/engine.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "test_util.h"
-#include "tools/generator.h"
 
 namespace densa::testing {
 

@@ -14,9 +14,9 @@
 #include "kv/page_pool.h"
 #include "model/arch_deepseek_v3.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
+#include "quality/kv_calibration.h"
 #include "test_util.h"
-#include "tools/generator.h"
-#include "tools/kv_calibration.h"
 
 namespace densa {
 namespace {

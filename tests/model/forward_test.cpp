@@ -9,8 +9,8 @@
 
 #include "kv/contiguous_kv_cache.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "test_util.h"
-#include "tools/generator.h"
 
 namespace densa {
 namespace {

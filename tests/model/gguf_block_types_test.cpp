@@ -16,13 +16,13 @@
 #include "io/test_file_writers.h"
 #include "kernels/matmul.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "quant/affine_rows.h"
 #include "quant/affine_tiles.h"
 #include "quant/ggml_blocks.h"
 #include "test_util.h"
-#include "tools/gen_model.h"
-#include "tools/gguf_model_writer.h"
-#include "tools/generator.h"
+#include "tools/model_files/gen_model.h"
+#include "tools/model_files/gguf_model_writer.h"
 
 namespace densa {
 namespace {

@@ -23,10 +23,10 @@
 #include "io/gguf_file.h"
 #include "io/test_file_writers.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "quant/affine_rows.h"
 #include "quant/ggml_blocks.h"
 #include "test_util.h"
-#include "tools/generator.h"
 
 namespace densa {
 namespace {

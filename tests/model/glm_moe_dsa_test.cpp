@@ -18,16 +18,16 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "io/gguf_file.h"
 #include "exec/runner.h"
+#include "io/gguf_file.h"
+#include "io/gguf_writer.h"
 #include "kernels/dsa_attention.h"
 #include "kernels/mla_attention.h"
 #include "kv/page_pool.h"
 #include "model/forward.h"
 #include "model/model_loader.h"
 #include "test_util.h"
-#include "tools/gguf_writer.h"
-#include "tools/quantize.h"
+#include "tools/model_files/quantize.h"
 
 namespace densa {
 namespace {

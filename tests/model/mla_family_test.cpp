@@ -14,19 +14,19 @@
 
 #include <cmath>
 
+#include "exec/runner.h"
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "kv/page_pool.h"
+#include "mla_checkpoints.h"
 #include "model/arch_deepseek_v3.h"
-#include "exec/runner.h"
 #include "model/forward.h"
 #include "model/hf_tensor_inventory.h"
 #include "model/model_loader.h"
-#include "mla_checkpoints.h"
+#include "quality/generator.h"
 #include "test_util.h"
-#include "tools/generator.h"
-#include "tools/quantize.h"
-#include "tools/safetensors_writer.h"
+#include "tools/model_files/quantize.h"
 
 namespace densa {
 namespace {

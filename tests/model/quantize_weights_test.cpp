@@ -23,9 +23,9 @@
 #include "kv/contiguous_kv_cache.h"
 #include "model/forward.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "quant/activation_q8.h"
 #include "test_util.h"
-#include "tools/generator.h"
 
 namespace densa {
 namespace {

@@ -26,9 +26,9 @@ const ModelWeights& weights() {
   return *w;
 }
 
-OpenAiRequest chat(const std::string& body) {
-  RequestError error;
-  std::optional<OpenAiRequest> r = parse_openai_request(ApiKind::kChat, body, error);
+api::OpenAiRequest chat(const std::string& body) {
+  api::RequestError error;
+  std::optional<api::OpenAiRequest> r = api::parse_openai_request(api::ApiKind::kChat, body, error);
   CHECK(r.has_value()) << error.status.to_string();
   return *r;
 }

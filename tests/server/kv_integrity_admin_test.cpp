@@ -11,9 +11,9 @@
 #include <mutex>
 #include <thread>
 
+#include "api/openai_request.h"
 #include "model/model_loader.h"
 #include "server/http_server.h"
-#include "server/openai_request.h"
 #include "test_util.h"
 
 namespace densa::server {
@@ -162,12 +162,12 @@ TEST(KvIntegrityPolicyText, ParseAndName) {
   for (const char* text : {"", "ON", "sample=", "sample=0", "sample=-1", "digest=x", "sample=3x"}) {
     EXPECT_EQ(parse_kv_integrity_policy(text).status().code(), StatusCode::kInvalidArgument) << text;
   }
-  RequestError error;
-  EXPECT_FALSE(parse_openai_request(ApiKind::kCompletion, R"({"prompt":"a"})", error)->kv_integrity.has_value());
-  EXPECT_EQ(parse_openai_request(ApiKind::kCompletion, R"({"prompt":"a","densa_kv_integrity":false})", error)
+  api::RequestError error;
+  EXPECT_FALSE(api::parse_openai_request(api::ApiKind::kCompletion, R"({"prompt":"a"})", error)->kv_integrity.has_value());
+  EXPECT_EQ(api::parse_openai_request(api::ApiKind::kCompletion, R"({"prompt":"a","densa_kv_integrity":false})", error)
                 ->kv_integrity,
             std::optional<bool>(false));
-  EXPECT_FALSE(parse_openai_request(ApiKind::kCompletion, R"({"prompt":"a","densa_kv_integrity":"yes"})", error));
+  EXPECT_FALSE(api::parse_openai_request(api::ApiKind::kCompletion, R"({"prompt":"a","densa_kv_integrity":"yes"})", error));
   EXPECT_EQ(error.param, "densa_kv_integrity");
 }
 

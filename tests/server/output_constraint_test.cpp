@@ -15,9 +15,9 @@
 #include "family_tokenizer.h"
 #include "grammar/ajv_oracle.h"
 #include "server/output_constraint.h"
+#include "test_util.h"
 #include "text/chat_parse/chat_parse.h"
 #include "text/tokenizer_loader.h"
-#include "test_util.h"
 
 namespace densa::server {
 namespace {
@@ -69,9 +69,9 @@ const Tokenizer& tokenizer_of(const std::filesystem::path& dir) {
   return slot->tokenizer;
 }
 
-OpenAiRequest request(ToolChoiceKind choice, bool parallel, const std::string& name = "") {
-  OpenAiRequest r;
-  r.kind = ApiKind::kChat;
+api::OpenAiRequest request(api::ToolChoiceKind choice, bool parallel, const std::string& name = "") {
+  api::OpenAiRequest r;
+  r.kind = api::ApiKind::kChat;
   r.tools = ordered_json::parse(kTools);
   r.tool_choice = choice;
   r.tool_choice_name = name;
@@ -197,10 +197,10 @@ TEST(OutputConstraint, ForcedCallsInEveryFamilyParseAndValidate) {
     format.tool_parser = f.parser;
     std::map<std::string, std::vector<std::string>> args;
     size_t total = 0;
-    struct Mode { ToolChoiceKind choice; bool parallel; std::string name; };
-    for (const Mode& mode : {Mode{ToolChoiceKind::kRequired, false, ""}, Mode{ToolChoiceKind::kRequired, true, ""},
-                             Mode{ToolChoiceKind::kNamed, false, "book"}}) {
-      const OpenAiRequest r = request(mode.choice, mode.parallel, mode.name);
+    struct Mode { api::ToolChoiceKind choice; bool parallel; std::string name; };
+    for (const Mode& mode : {Mode{api::ToolChoiceKind::kRequired, false, ""}, Mode{api::ToolChoiceKind::kRequired, true, ""},
+                             Mode{api::ToolChoiceKind::kNamed, false, "book"}}) {
+      const api::OpenAiRequest r = request(mode.choice, mode.parallel, mode.name);
       std::string param;
       Result<ConstraintPlan> plan = oc.plan(r, format, false, param);
       ASSERT_TRUE(plan.is_ok()) << f.parser << ": " << plan.status().message();
@@ -237,7 +237,7 @@ TEST(OutputConstraint, AutoEngagesAtTheCallMarkerToken) {
     ChatFormat format;
     format.tool_parser = f.parser;
     std::string param;
-    Result<ConstraintPlan> plan = oc.plan(request(ToolChoiceKind::kAuto, true), format, false, param);
+    Result<ConstraintPlan> plan = oc.plan(request(api::ToolChoiceKind::kAuto, true), format, false, param);
     ASSERT_TRUE(plan.is_ok()) << f.parser << ": " << plan.status().message();
     const std::optional<TokenId> opener = tok.token_to_id(f.opener);
     ASSERT_TRUE(opener.has_value()) << f.parser;
@@ -297,7 +297,7 @@ TEST(OutputConstraint, MarkerTokensOnlyWhereTheGrammarNamesThem) {
     ChatFormat format;
     format.tool_parser = k.parser;
     std::string param;
-    Result<ConstraintPlan> plan = oc.plan(request(ToolChoiceKind::kRequired, true), format, false, param);
+    Result<ConstraintPlan> plan = oc.plan(request(api::ToolChoiceKind::kRequired, true), format, false, param);
     ASSERT_TRUE(plan.is_ok()) << plan.status().message();
     std::shared_ptr<TokenConstraint> c = oc.make(*plan);
     for (TokenId t : tok.encode(k.prefix, false)) ASSERT_TRUE(c->accept(t).is_ok()) << k.parser << " token " << t;
@@ -319,7 +319,7 @@ TEST(OutputConstraint, MarkerTokensOnlyWhereTheGrammarNamesThem) {
   ChatFormat format;
   format.tool_parser = "glm45";
   std::string param;
-  Result<ConstraintPlan> plan = oc.plan(request(ToolChoiceKind::kRequired, false), format, false, param);
+  Result<ConstraintPlan> plan = oc.plan(request(api::ToolChoiceKind::kRequired, false), format, false, param);
   ASSERT_TRUE(plan.is_ok());
   std::shared_ptr<TokenConstraint> c = oc.make(*plan);
   for (TokenId t : glm.encode("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Os", false))
@@ -338,7 +338,7 @@ TEST(OutputConstraint, RefusalsNameTheProblem) {
   OutputConstraints oc(glm);
   ChatFormat format;
   format.tool_parser = "glm45";
-  OpenAiRequest r = request(ToolChoiceKind::kRequired, false);
+  api::OpenAiRequest r = request(api::ToolChoiceKind::kRequired, false);
   r.tools = ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
       "properties": {"code": {"type": "string", "pattern": "^[a-z]+$"}}}}}])");
   std::string param;
@@ -349,18 +349,18 @@ TEST(OutputConstraint, RefusalsNameTheProblem) {
   EXPECT_NE(plan.status().message().find("'code'"), std::string::npos) << plan.status().message();
 
   format.tool_parser = "qwen3_coder";
-  plan = oc.plan(request(ToolChoiceKind::kRequired, false), format, false, param);
+  plan = oc.plan(request(api::ToolChoiceKind::kRequired, false), format, false, param);
   ASSERT_FALSE(plan.is_ok());
   EXPECT_NE(plan.status().message().find("qwen3_coder"), std::string::npos) << plan.status().message();
   // response_format and tools together are refused, naming response_format.
-  OpenAiRequest both = request(ToolChoiceKind::kAuto, false);
-  both.response_format.kind = ResponseFormatKind::kJsonObject;
+  api::OpenAiRequest both = request(api::ToolChoiceKind::kAuto, false);
+  both.response_format.kind = api::ResponseFormatKind::kJsonObject;
   plan = oc.plan(both, format, false, param);
   ASSERT_FALSE(plan.is_ok());
   EXPECT_EQ(param, "response_format");
   EXPECT_NE(plan.status().message().find("'response_format' and 'tools' together"), std::string::npos);
   // auto on a format without a call grammar: unconstrained, parsed from the output.
-  plan = oc.plan(request(ToolChoiceKind::kAuto, false), format, false, param);
+  plan = oc.plan(request(api::ToolChoiceKind::kAuto, false), format, false, param);
   ASSERT_TRUE(plan.is_ok());
   EXPECT_EQ(plan->grammar, nullptr);
 }

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include "io/gguf_writer.h"
 #include "jinja_test_util.h"
 #include "test_util.h"
 #include "text/chat_template_source.h"
-#include "tools/gguf_writer.h"
 
 namespace densa {
 namespace {

@@ -5,10 +5,10 @@
 
 #include <cstdlib>
 
+#include "io/gguf_writer.h"
 #include "text/gguf_bpe.h"
 #include "text/hf_tokenizer.h"
 #include "tokenizer_oracle_util.h"
-#include "tools/gguf_writer.h"
 
 namespace densa {
 namespace {

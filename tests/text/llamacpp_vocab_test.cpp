@@ -31,13 +31,13 @@
 
 #include "e2e/server_process.h"
 #include "io/gguf_file.h"
+#include "io/gguf_writer.h"
 #include "mla_checkpoints.h"
 #include "model/model_loader.h"
 #include "test_util.h"
-#include "tools/gguf_writer.h"
-#include "tools/quantize.h"
 #include "text/tokenizer_loader.h"
 #include "tokenizer_oracle_util.h"
+#include "tools/model_files/quantize.h"
 
 namespace densa {
 namespace {

@@ -1,6 +1,6 @@
 // bench offline on the trained fixtures: the report's counts agree with what was asked for
 // and with each other (no timing asserts: the machine is shared).
-#include "tools/bench_offline.h"
+#include "tools/bench/bench_offline.h"
 
 #include <gtest/gtest.h>
 

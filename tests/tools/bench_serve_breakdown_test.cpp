@@ -1,11 +1,11 @@
 // bench serve's latency split and routing summary: the densa_timing of a final chunk reaches the
 // record, network = e2e - server per request, routing counters parse and subtract, and the
 // Markdown / plot builders use them.
-#include "tools/bench_serve_breakdown.h"
+#include "tools/bench/bench_serve_breakdown.h"
 
 #include <gtest/gtest.h>
 
-#include "tools/bench_serve_client.h"
+#include "tools/bench/bench_serve_client.h"
 
 namespace densa::bench {
 namespace {

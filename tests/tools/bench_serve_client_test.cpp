@@ -1,12 +1,12 @@
 // The benchmark client's parsing (SSE framing, OpenAI stream chunks, base URLs), its prompt
 // sets, the report's A/B comparison and the SVG plot writer.
-#include "tools/bench_serve_client.h"
+#include "tools/bench/bench_serve_client.h"
 
 #include <gtest/gtest.h>
 
-#include "tools/bench_serve_load.h"
-#include "tools/bench_serve_report.h"
-#include "tools/svg_plot.h"
+#include "tools/bench/bench_serve_load.h"
+#include "tools/bench/bench_serve_report.h"
+#include "tools/bench/svg_plot.h"
 
 namespace densa::bench {
 namespace {

@@ -1,7 +1,7 @@
 // The benchmark's metric code on synthetic request streams with answers worked out by hand:
 // percentiles, TPOT excluding the first token, ITL, throughput, goodput, and the A/B ratio
 // confidence intervals.
-#include "tools/bench_serve_metrics.h"
+#include "tools/bench/bench_serve_metrics.h"
 
 #include <cmath>
 #include <random>

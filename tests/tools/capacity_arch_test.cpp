@@ -6,7 +6,7 @@
 
 #include "model/model_loader.h"
 #include "test_util.h"
-#include "tools/capacity.h"
+#include "tools/capacity/capacity.h"
 
 namespace densa {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "exec/runner.h"
 #include "io/model_config.h"
-#include "tools/capacity.h"
+#include "tools/capacity/capacity.h"
 
 namespace densa {
 namespace {

@@ -1,6 +1,6 @@
 // densa capacity: KV bytes per token by hand, parameter counts, the BF16 -> FP8 doubling on
 // the fixtures and on published configs, and the real binary end to end.
-#include "tools/capacity.h"
+#include "tools/capacity/capacity.h"
 
 #include <gtest/gtest.h>
 
@@ -223,9 +223,19 @@ TEST(CapacityTest, RequestsAndWeightsOverBudget) {
 }
 
 TEST(CapacityTest, ConfigErrorsNameTheKey) {
-  Result<CapacityModel> r = capacity_model_from_hf_config(R"({"hidden_size": 64})", "x.json");
+  Result<CapacityModel> r = capacity_model_from_hf_config(
+      R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "vocab_size": 10, "num_attention_heads": 4,
+          "intermediate_size": 8})",
+      "x.json");
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("num_hidden_layers"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("x.json: missing key 'num_hidden_layers'"), std::string::npos)
+      << r.status().message();
+  // The planner reads config.json through ModelConfig, so it refuses what densa serve refuses,
+  // by name.
+  r = capacity_model_from_hf_config(R"({"architectures": ["FooForCausalLM"], "hidden_size": 64})", "z.json");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("unsupported architecture 'FooForCausalLM'"), std::string::npos)
+      << r.status().message();
   EXPECT_FALSE(capacity_model_from_hf_config("{not json", "y.json").is_ok());
   EXPECT_EQ(load_capacity_model("/nonexistent/config.json").status().code(), StatusCode::kNotFound);
 }

@@ -1,7 +1,8 @@
 // densa eval: the KL / bootstrap arithmetic on hand-checked inputs, the BF16 baseline on the
 // MoE fixture reproducing the reference perplexity within 0.1% with KL exactly 0 against
 // itself, and the real binary writing its JSON.
-#include "tools/eval.h"
+#include "quality/perplexity.h"
+#include "tools/eval/eval.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -16,9 +16,9 @@
 #include "io/gguf_file.h"
 #include "io/safetensors.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "test_util.h"
-#include "tools/gen_model.h"
-#include "tools/generator.h"
+#include "tools/model_files/gen_model.h"
 
 namespace densa {
 namespace {

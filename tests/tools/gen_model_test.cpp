@@ -1,4 +1,4 @@
-#include "tools/gen_model.h"
+#include "tools/model_files/gen_model.h"
 
 #include <gtest/gtest.h>
 
@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "model/model_loader.h"
+#include "quality/generator.h"
 #include "quant/dequantize.h"
 #include "quant/quantize_matrix.h"
 #include "test_util.h"
-#include "tools/generator.h"
 
 namespace densa {
 namespace {

@@ -1,13 +1,13 @@
 // gen-model --tokenizer DIR: a real tokenizer (Qwen3's, from the test oracles) copied into a
 // random-weight HF checkpoint, whose vocabulary and EOS come from it.
-#include "tools/gen_model_tokenizer.h"
+#include "tools/model_files/gen_model_tokenizer.h"
 
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include "test_util.h"
-#include "tools/gen_model.h"
+#include "tools/model_files/gen_model.h"
 
 namespace densa {
 namespace {

@@ -4,7 +4,7 @@
 //  * the written files have the documented layout (tensor names, dtypes, shapes, config,
 //    GGUF alignment and block sizes);
 //  * quantized weights stay accurate (perplexity of two windows close to BF16).
-#include "tools/quantize.h"
+#include "tools/model_files/quantize.h"
 
 #include <gtest/gtest.h>
 
@@ -17,9 +17,9 @@
 #include "io/safetensors.h"
 #include "io/test_file_writers.h"
 #include "model/model_loader.h"
+#include "quality/generator.h"
+#include "quality/perplexity.h"
 #include "test_util.h"
-#include "tools/generator.h"
-#include "tools/perplexity.h"
 
 namespace densa {
 namespace {
