@@ -349,131 +349,157 @@ int run_serve(const ServeArgs& a) {
   return 0;
 }
 
-const CommandRegistrar kRegister([](CLI::App& app) {
-  auto a = std::make_shared<ServeArgs>();
-  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
-  cmd->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: the MoE fixture in models/)");
-  cmd->add_option("--host", a->host, "address to listen on")->capture_default_str();
-  cmd->add_option("--port", a->port, "port to listen on (0: any free port, named on the \"listening on\" line)")
+// The model, where to listen, and the engine (KV cache, weights, parallelism, batching).
+void add_engine_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("-m,--model", a.model, "GGUF file or Hugging Face directory (default: the MoE fixture in models/)");
+  cmd->add_option("--host", a.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", a.port, "port to listen on (0: any free port, named on the \"listening on\" line)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  cmd->add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
-  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV pool size, e.g. 64MiB, 2GiB")->capture_default_str();
-  cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache dtype: bf16 | f32 | fp8 (see --kv-scales)")->capture_default_str();
-  add_weight_options(cmd, a->weights);
-  add_parallel_options(cmd, a->parallel);
-  cmd->add_option("--page-size", a->page_size,
+  cmd->add_option("--api-key", a.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  cmd->add_option("--kv-cache-memory", a.kv_cache_memory, "KV pool size, e.g. 64MiB, 2GiB")->capture_default_str();
+  cmd->add_option("--kv-dtype", a.kv_dtype, "KV cache dtype: bf16 | f32 | fp8 (see --kv-scales)")->capture_default_str();
+  add_weight_options(cmd, a.weights);
+  add_parallel_options(cmd, a.parallel);
+  cmd->add_option("--page-size", a.page_size,
                   "tokens per KV page (prefix sharing is by whole pages; larger pages decode long contexts "
                   "faster; a prefill and a decode worker must agree)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  cmd->add_option("--max-running-requests", a->max_running_requests, "requests in the running batch at once; the rest wait")
+  cmd->add_option("--max-running-requests", a.max_running_requests, "requests in the running batch at once; the rest wait")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  cmd->add_option("--max-queue", a->max_queue, "waiting requests beyond which requests get 429")
+  cmd->add_option("--max-queue", a.max_queue, "waiting requests beyond which requests get 429")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  cmd->add_option("--chunked-prefill-size", a->chunked_prefill_size,
+  cmd->add_option("--chunked-prefill-size", a.chunked_prefill_size,
                   "most prompt tokens of one request per step (longer prompts prefill in chunks)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  cmd->add_option("--max-step-tokens", a->max_step_tokens, "token budget of one batch")
+  cmd->add_option("--max-step-tokens", a.max_step_tokens, "token budget of one batch")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "kernel threads (0 = all cores)")->capture_default_str();
-  cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "disable the radix prefix cache");
-  cmd->add_option("--kv-integrity", a->kv_integrity,
+  cmd->add_option("-t,--threads", a.threads, "kernel threads (0 = all cores)")->capture_default_str();
+  cmd->add_flag("--no-prefix-cache", a.no_prefix_cache, "disable the radix prefix cache");
+  cmd->add_option("--kv-integrity", a.kv_integrity,
                   "KV integrity check before batches read cached KV: off | on (page tags, every batch) | "
                   "sample=N (1 batch in N) | digest[=N] (tags plus a page re-hash, on 1 checked batch in N)")
       ->capture_default_str();
-  cmd->add_option("--served-model-name", a->served_model_name, "model id clients use (default: the file name)");
-  cmd->add_option("--chat-template", a->chat_template,
+}
+
+// The served model's name and its chat format (template, tool-call and reasoning parsers).
+void add_chat_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("--served-model-name", a.served_model_name, "model id clients use (default: the file name)");
+  cmd->add_option("--chat-template", a.chat_template,
                   "Jinja chat template file to use instead of the model's own (the plain fallback serves models "
                   "that ship none)");
-  cmd->add_option("--tool-parser", a->tool_parser,
+  cmd->add_option("--tool-parser", a.tool_parser,
                   "tool-call format of the model's output: kimi_k2, glm45, deepseek_v3, deepseek_v31, hermes, qwen3, "
                   "qwen3_coder, or none (default: guessed from the chat template)");
-  cmd->add_option("--reasoning-parser", a->reasoning_parser,
+  cmd->add_option("--reasoning-parser", a.reasoning_parser,
                   "thinking format: qwen3, deepseek_r1, deepseek_v31, glm45, kimi_k2, or none (default: guessed from "
                   "the chat template)");
-  cmd->add_flag("--routing-stats", a->routing_stats, "record MoE routing load per step (/metrics densa_moe_*)");
-  cmd->add_option("--request-log", a->request_log, "one JSON line per finished request to FILE ('-' = stderr)");
-  cmd->add_option("--canary", a->canary, "quality canary: probe text FILE scored at serving precision vs a BF16 copy");
-  cmd->add_option("--canary-every", a->canary_every_s, "seconds between canary scorings (the first runs at start)")
+}
+
+// Routing stats, the request log, the quality canary, and the hidden test-only flags.
+void add_monitoring_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_flag("--routing-stats", a.routing_stats, "record MoE routing load per step (/metrics densa_moe_*)");
+  cmd->add_option("--request-log", a.request_log, "one JSON line per finished request to FILE ('-' = stderr)");
+  cmd->add_option("--canary", a.canary, "quality canary: probe text FILE scored at serving precision vs a BF16 copy");
+  cmd->add_option("--canary-every", a.canary_every_s, "seconds between canary scorings (the first runs at start)")
       ->check(CLI::Range(0.01, 86400.0))
       ->capture_default_str();
-  cmd->add_option("--canary-max-kl", a->canary_max_kl, "mean KL (nats) above which densa_quality_degraded is 1")
+  cmd->add_option("--canary-max-kl", a.canary_max_kl, "mean KL (nats) above which densa_quality_degraded is 1")
       ->capture_default_str();
-  cmd->add_option("--canary-max-ppl-delta", a->canary_max_ppl_delta,
+  cmd->add_option("--canary-max-ppl-delta", a.canary_max_ppl_delta,
                   "relative perplexity increase above which densa_quality_degraded is 1")
       ->capture_default_str();
-  cmd->add_option("--test-degrade-weights-bits", a->test_degrade_weights_bits,
+  cmd->add_option("--test-degrade-weights-bits", a.test_degrade_weights_bits,
                   "TESTS ONLY: round every matrix to this many bits (2 = visibly broken)")
       ->check(CLI::Range(2, 8))
       ->group("");
-  cmd->add_flag("--test-allow-fault-injection", a->test_allow_fault_injection,
+  cmd->add_flag("--test-allow-fault-injection", a.test_allow_fault_injection,
                 "TESTS ONLY: serve the request extension densa_inject_fault (the request's own KV is broken on "
                 "purpose, for the integrity checks and bench/soak.sh to catch)")
       ->group("");
-  cmd->add_option("--role", a->role,
+}
+
+// Prefill / decode disaggregation: the role and the KV transfers' limits.
+void add_disagg_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("--role", a.role,
                   "both (colocated) | prefill (computes prompts, pushes KV over UCX) | decode (needs the "
                   "X-Densa-Prefill-Url header, which densa router sets)")
       ->capture_default_str();
-  cmd->add_option("--disagg-timeout-ms", a->disagg_timeout_ms, "limit of every wait of a KV transfer")
+  cmd->add_option("--disagg-timeout-ms", a.disagg_timeout_ms, "limit of every wait of a KV transfer")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
-  cmd->add_option("--disagg-ucx-workers", a->disagg_ucx_workers,
+  cmd->add_option("--disagg-ucx-workers", a.disagg_ucx_workers,
                   "idle UCX workers kept between KV transfers (a prefill worker's stay connected to the "
                   "receiver they last served); 0: a fresh worker per transfer")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  cmd->add_option("--disagg-ucx-idle-ms", a->disagg_ucx_idle_ms,
+  cmd->add_option("--disagg-ucx-idle-ms", a.disagg_ucx_idle_ms,
                   "an idle pooled UCX worker is closed after this long, with the fds and the connections "
                   "(to restarted peers too) it holds")
       ->check(CLI::Range(1, 86400000))
       ->capture_default_str();
-  cmd->add_option("--kv-scales", a->kv_scales,
-                  "fp8 KV scales: dynamic (per token) | calibrate[=FILE] (static, from a calibration pass over "
-                  "FILE's text or a built-in passage) | checkpoint (static: the k_scale / v_scale tensors)")
+}
+
+// Resource limits (server/README.md "Limits"); each refusal names the flag that sets it.
+void add_limit_options(CLI::App* cmd, ServeArgs& a) {
+  cmd->add_option("--max-body-bytes", a.max_body_bytes, "largest request body, e.g. 16MiB (beyond: 413)")
       ->capture_default_str();
-  // Resource limits (server/README.md "Limits"); each refusal names the flag that sets it.
-  cmd->add_option("--max-body-bytes", a->max_body_bytes, "largest request body, e.g. 16MiB (beyond: 413)")
-      ->capture_default_str();
-  cmd->add_option("--max-header-bytes", a->max_header_bytes,
+  cmd->add_option("--max-header-bytes", a.max_header_bytes,
                   "largest request line + headers in all (beyond: 431; one header line is limited to 8 KiB)")
       ->capture_default_str();
-  cmd->add_option("--http-read-timeout", a->http_read_timeout_s,
+  cmd->add_option("--http-read-timeout", a.http_read_timeout_s,
                   "seconds a client may send nothing mid-request before its connection is closed")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
-  cmd->add_option("--http-write-timeout", a->http_write_timeout_s,
+  cmd->add_option("--http-write-timeout", a.http_write_timeout_s,
                   "seconds a client may read nothing of a response before its connection is closed")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
-  cmd->add_option("--http-keep-alive-timeout", a->http_keep_alive_timeout_s,
+  cmd->add_option("--http-keep-alive-timeout", a.http_keep_alive_timeout_s,
                   "seconds an idle keep-alive connection is kept open")
       ->check(CLI::Range(0, 3600))
       ->capture_default_str();
-  cmd->add_option("--http-threads", a->http_threads,
+  cmd->add_option("--http-threads", a.http_threads,
                   "connections served at once (each stream holds one; more wait for a free one); "
                   "0: max-running-requests + 16, at most 512")
       ->check(CLI::Range(0, 1 << 16))
       ->capture_default_str();
-  cmd->add_option("--template-max-steps", a->template_max_steps,
+  cmd->add_option("--template-max-steps", a.template_max_steps,
                   "most statements + expressions one chat template render evaluates (beyond: 400)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->capture_default_str();
-  cmd->add_option("--template-max-output-bytes", a->template_max_output_bytes,
+  cmd->add_option("--template-max-output-bytes", a.template_max_output_bytes,
                   "largest rendered chat prompt, and any one string a template builds (beyond: 400)")
       ->capture_default_str();
-  cmd->add_option("--grammar-max-elements", a->grammar_max_elements,
+  cmd->add_option("--grammar-max-elements", a.grammar_max_elements,
                   "largest response_format / tool-call grammar after expanding repetitions (beyond: 400)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
       ->capture_default_str();
-  cmd->add_option("--grammar-max-positions", a->grammar_max_positions,
+  cmd->add_option("--grammar-max-positions", a.grammar_max_positions,
                   "most token-mask positions one grammar precomputes (compile time grows with them; beyond: 400)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
       ->capture_default_str();
+}
+
+// `serve` and its options, registered in --help order; every option binds to a field of the one
+// ServeArgs, which the callback keeps alive.
+const CommandRegistrar kRegister([](CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
+  add_engine_options(cmd, *a);
+  add_chat_options(cmd, *a);
+  add_monitoring_options(cmd, *a);
+  add_disagg_options(cmd, *a);
+  cmd->add_option("--kv-scales", a->kv_scales,
+                  "fp8 KV scales: dynamic (per token) | calibrate[=FILE] (static, from a calibration pass over "
+                  "FILE's text or a built-in passage) | checkpoint (static: the k_scale / v_scale tensors)")
+      ->capture_default_str();
+  add_limit_options(cmd, *a);
   cmd->callback([a] {
     if (int rc = run_serve(*a); rc != 0) throw CLI::RuntimeError(rc);
   });
