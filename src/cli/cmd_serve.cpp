@@ -125,12 +125,18 @@ int fail(const std::string& message) {
   return 1;
 }
 
-int run_serve(const ServeArgs& a) {
-  const std::string path = a.model.empty() ? default_model_path() : a.model;
-  EngineConfig cfg;
+// The byte-size limits of `serve` as parsed from their flags.
+struct ServeLimits {
+  int64_t max_body = 0;
+  int64_t max_header = 0;
+  int64_t template_out = 0;
+};
+
+// `*cfg` and `*limits` from the flags; 0, or 1 once the flag at fault is named on stderr.
+int engine_config_from_args(const ServeArgs& a, EngineConfig* cfg, ServeLimits* limits) {
   Result<int64_t> kv_bytes = parse_byte_size(a.kv_cache_memory);
   if (!kv_bytes.is_ok()) return fail("--kv-cache-memory: " + kv_bytes.status().message());
-  cfg.kv_cache_bytes = *kv_bytes;
+  cfg->kv_cache_bytes = *kv_bytes;
   Result<int64_t> max_body = parse_byte_size(a.max_body_bytes);
   if (!max_body.is_ok()) return fail("--max-body-bytes: " + max_body.status().message());
   if (*max_body < 1) return fail("--max-body-bytes must be at least 1 byte");
@@ -142,18 +148,161 @@ int run_serve(const ServeArgs& a) {
   if (*template_out < 1) return fail("--template-max-output-bytes must be at least 1 byte");
   std::optional<DType> kv_dtype = dtype_from_name(a.kv_dtype);
   if (!kv_dtype) return fail("--kv-dtype must be bf16, f32 or fp8, not \"" + a.kv_dtype + "\"");
-  cfg.kv_dtype = *kv_dtype;
-  cfg.page_size = a.page_size;
-  cfg.max_running_requests = a.max_running_requests;
-  cfg.max_waiting_requests = a.max_queue;
-  cfg.chunked_prefill_size = a.chunked_prefill_size;
-  cfg.max_step_tokens = a.max_step_tokens;
-  cfg.num_threads = a.threads;
-  cfg.enable_prefix_cache = !a.no_prefix_cache;
-  cfg.routing_stats = a.routing_stats;
+  cfg->kv_dtype = *kv_dtype;
+  cfg->page_size = a.page_size;
+  cfg->max_running_requests = a.max_running_requests;
+  cfg->max_waiting_requests = a.max_queue;
+  cfg->chunked_prefill_size = a.chunked_prefill_size;
+  cfg->max_step_tokens = a.max_step_tokens;
+  cfg->num_threads = a.threads;
+  cfg->enable_prefix_cache = !a.no_prefix_cache;
+  cfg->routing_stats = a.routing_stats;
+  limits->max_body = *max_body;
+  limits->max_header = *max_header;
+  limits->template_out = *template_out;
   Result<KvIntegrityPolicy> integrity = server::parse_kv_integrity_policy(a.kv_integrity);
   if (!integrity.is_ok()) return fail("--kv-integrity: " + integrity.status().message());
-  cfg.kv_integrity = *integrity;  // always set, so POST /admin/kv-integrity can switch it
+  cfg->kv_integrity = *integrity;  // always set, so POST /admin/kv-integrity can switch it
+  return 0;
+}
+
+// With --tp / --ep: refuses what a parallel group cannot serve yet (calibrated KV scales, the
+// canary, a disagg role whose transfers outlast --comm-timeout-ms) and an unknown role; 0, or 1
+// once named on stderr.
+int check_parallel_flags(const ServeArgs& a) {
+  if (a.kv_scales != "dynamic" && a.kv_scales != "checkpoint") {
+    return fail("--kv-scales " + a.kv_scales + " with --tp / --ep: calibration runs the whole model in one "
+                "process; use checkpoint (each rank reads its own heads' scales) or dynamic");
+  }
+  if (!a.canary.empty()) return fail("--canary with --tp / --ep is not supported yet (the probe runs one process)");
+  if (Result<server::ServeRole> r = parse_role(a.role); !r.is_ok()) return fail(r.status().message());
+  if (a.role != "both" && a.parallel.comm_timeout_ms <= a.disagg_timeout_ms) {
+    // A follower's share of a transfer runs inside a collective the leader waits on.
+    return fail("--role " + a.role + " with --tp / --ep needs --comm-timeout-ms (" +
+                std::to_string(a.parallel.comm_timeout_ms) + ") above --disagg-timeout-ms (" +
+                std::to_string(a.disagg_timeout_ms) + ")");
+  }
+  return 0;
+}
+
+// A follower rank (world rank `world_rank`): its slice of every batch rank 0 runs, until rank
+// 0's engine shuts down; as a prefill or decode worker it also moves its own KV shard
+// (server/disagg_follower.h). Returns the process's exit code.
+int run_follower(const ServeArgs& a, int world_rank, const ModelWeights& weights, EngineConfig& cfg) {
+  std::unique_ptr<disagg::UcxContext> ucx;
+  std::unique_ptr<server::DisaggFollower> disagg;
+  if (a.role != "both") {
+    Result<std::unique_ptr<disagg::UcxContext>> u = disagg::UcxContext::create();
+    if (!u.is_ok()) return fail(u.status().message());
+    ucx = std::move(u).value();
+    disagg = std::make_unique<server::DisaggFollower>(
+        *ucx, world_rank, cfg.kv_scales ? cfg.kv_scales->values : std::vector<float>());
+    cfg.follower_command = [&disagg](std::span<const uint8_t> payload, PagePool& pool) {
+      return disagg->handle(payload, pool);
+    };
+  }
+  if (Status s = run_engine_follower(weights, cfg); !s.is_ok()) return fail("rank follower: " + s.message());
+  return 0;
+}
+
+// Blocks SIGINT, SIGTERM and SIGUSR1 in this thread and the threads it starts (call before any
+// starts), so only the waiter that sigwait()s on the returned set receives them; ignores SIGPIPE.
+sigset_t block_stop_signals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // main wakes the waiter with it when the server ends
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
+
+// The HTTP server's configuration from the flags, for `role` with `ucx` (null when colocated).
+server::HttpServerConfig http_config_from_args(const ServeArgs& a, const std::string& path, server::ServeRole role,
+                                               const disagg::UcxContext* ucx, const ParallelSetup& group,
+                                               const ServeLimits& limits) {
+  server::HttpServerConfig scfg;
+  scfg.host = a.host;
+  scfg.port = a.port;
+  scfg.api_key = a.api_key;
+  scfg.served_model_name =
+      a.served_model_name.empty() ? std::filesystem::path(path).filename().replace_extension().string() : a.served_model_name;
+  scfg.page_size = a.page_size;
+  scfg.num_http_threads = a.http_threads > 0 ? a.http_threads : std::min(a.max_running_requests + 16, 512);
+  scfg.request_log_path = a.request_log;
+  scfg.role = role;
+  scfg.ucx = ucx;
+  scfg.disagg_timeout_ms = a.disagg_timeout_ms;
+  scfg.disagg_ucx_workers = a.disagg_ucx_workers;
+  scfg.disagg_ucx_idle_ms = a.disagg_ucx_idle_ms;
+  scfg.disagg_group_size = group.active() ? group.comms.layout.world() : 1;
+  scfg.chat = {a.chat_template, a.tool_parser, a.reasoning_parser, {}};
+  scfg.max_body_bytes = static_cast<size_t>(limits.max_body);
+  scfg.max_header_bytes = static_cast<size_t>(limits.max_header);
+  scfg.chat.render_limits.max_steps = a.template_max_steps;
+  scfg.chat.render_limits.max_output_bytes = static_cast<size_t>(limits.template_out);
+  scfg.read_timeout_ms = static_cast<int>(a.http_read_timeout_s * 1000);
+  scfg.write_timeout_ms = static_cast<int>(a.http_write_timeout_s * 1000);
+  scfg.keep_alive_timeout_s = a.http_keep_alive_timeout_s;
+  scfg.grammar.max_elements = static_cast<size_t>(a.grammar_max_elements);
+  scfg.grammar.max_positions = static_cast<size_t>(a.grammar_max_positions);
+  scfg.allow_fault_injection = a.test_allow_fault_injection;
+  return scfg;
+}
+
+// The tokenizer and chat format the server resolved, on stderr.
+void log_chat_format(const ModelWeights& weights, const server::ChatFormat& chat) {
+  std::fprintf(stderr, "densa serve: tokenizer %s (%d tokens); chat template: %s; tool parser: %s; reasoning parser: %s\n",
+               weights.tokenizer->kind().c_str(), weights.tokenizer->vocab_size(), chat.origin.c_str(),
+               chat.tool_parser.empty() ? "none" : chat.tool_parser.c_str(),
+               chat.reasoning_parser.empty() ? "none" : chat.reasoning_parser.c_str());
+}
+
+// Quality canary (tools/canary.h): the probe scored at the serving precision and on a BF16
+// copy of the checkpoint this process holds (`*baseline_weights`), on its own low-priority thread
+// (`*canary`), each reading reported to `http`'s metrics. Fails, starting nothing, when the
+// probe, the memory for the copy or the copy itself is missing.
+Status start_canary(const ServeArgs& a, const std::string& path, const ModelWeights& weights, DType kv_dtype,
+                    server::HttpServer& http, std::unique_ptr<ModelWeights>* baseline_weights,
+                    std::unique_ptr<CanaryThread>* canary) {
+  Status ready = Status::ok();
+  Result<std::vector<TokenId>> probe = load_canary_probe(weights, a.canary);
+  if (!probe.is_ok()) ready = probe.status();
+  if (ready.is_ok()) ready = check_canary_baseline_memory(weights);
+  if (ready.is_ok()) {
+    LoadOptions baseline_opts;
+    baseline_opts.weight_dtype = DType::kBF16;
+    Result<ModelWeights> baseline = load_model(path, baseline_opts);
+    if (baseline.is_ok()) *baseline_weights = std::make_unique<ModelWeights>(std::move(baseline).value());
+    else ready = baseline.status();
+  }
+  if (!ready.is_ok()) return ready;
+  server::Metrics& metrics = http.metrics();
+  *canary = std::make_unique<CanaryThread>(
+      CanaryPath{&weights, kv_dtype}, CanaryPath{baseline_weights->get(), DType::kBF16}, std::move(probe).value(),
+      CanaryThresholds{a.canary_max_kl, a.canary_max_ppl_delta},
+      std::chrono::milliseconds(static_cast<int64_t>(a.canary_every_s * 1000)),
+      [&metrics, runs = int64_t{0}, was_degraded = false](const Result<CanaryReading>& r) mutable {
+        if (!r.is_ok()) {
+          std::fprintf(stderr, "densa serve: canary failed: %s\n", r.status().message().c_str());
+          return;
+        }
+        metrics.set_quality({++runs, r->kl_mean, r->ppl_serving, r->ppl_baseline, r->ppl_delta_ratio, r->degraded});
+        if (runs == 1 || r->degraded != was_degraded)
+          std::fprintf(stderr, "densa serve: canary %s: KL %.4g nats, PPL %.4f vs baseline %.4f (%+.2f%%)\n",
+                       r->degraded ? "DEGRADED" : "ok", r->kl_mean, r->ppl_serving, r->ppl_baseline,
+                       100.0 * r->ppl_delta_ratio);
+        was_degraded = r->degraded;
+      });
+  return Status::ok();
+}
+
+int run_serve(const ServeArgs& a) {
+  const std::string path = a.model.empty() ? default_model_path() : a.model;
+  EngineConfig cfg;
+  ServeLimits limits;
+  if (int rc = engine_config_from_args(a, &cfg, &limits); rc != 0) return rc;
 
   Result<LoadOptions> load_opts = load_options_from(a.weights);
   if (!load_opts.is_ok()) return fail(load_opts.status().message());
@@ -162,18 +311,7 @@ int run_serve(const ServeArgs& a) {
   if (!parallel.is_ok()) return fail(parallel.status().message());
   const ParallelSetup& group = **parallel;
   if (group.active()) {
-    if (a.kv_scales != "dynamic" && a.kv_scales != "checkpoint") {
-      return fail("--kv-scales " + a.kv_scales + " with --tp / --ep: calibration runs the whole model in one "
-                  "process; use checkpoint (each rank reads its own heads' scales) or dynamic");
-    }
-    if (!a.canary.empty()) return fail("--canary with --tp / --ep is not supported yet (the probe runs one process)");
-    if (Result<server::ServeRole> r = parse_role(a.role); !r.is_ok()) return fail(r.status().message());
-    if (a.role != "both" && a.parallel.comm_timeout_ms <= a.disagg_timeout_ms) {
-      // A follower's share of a transfer runs inside a collective the leader waits on.
-      return fail("--role " + a.role + " with --tp / --ep needs --comm-timeout-ms (" +
-                  std::to_string(a.parallel.comm_timeout_ms) + ") above --disagg-timeout-ms (" +
-                  std::to_string(a.disagg_timeout_ms) + ")");
-    }
+    if (int rc = check_parallel_flags(a); rc != 0) return rc;
     load_opts->parallel = group.comms.layout;
     cfg.parallel = &group.comms;
   }
@@ -196,24 +334,7 @@ int run_serve(const ServeArgs& a) {
     std::fprintf(stderr, "densa serve: rank %d of %d (tp %d/%d, ep %d/%d): %s; weights %lld bytes as stored; RSS %lld MiB\n",
                  l.world_rank(), l.world(), l.tp_rank, l.tp, l.ep_rank, l.ep, weight_memory_line(weights).c_str(),
                  static_cast<long long>(weights.weight_bytes()), static_cast<long long>(resident_bytes() >> 20));
-    if (!group.leader()) {
-      // A follower: its slice of every batch rank 0 runs, until rank 0's engine shuts down; as
-      // a prefill or decode worker it also moves its own KV shard (server/disagg_follower.h).
-      std::unique_ptr<disagg::UcxContext> ucx;
-      std::unique_ptr<server::DisaggFollower> disagg;
-      if (a.role != "both") {
-        Result<std::unique_ptr<disagg::UcxContext>> u = disagg::UcxContext::create();
-        if (!u.is_ok()) return fail(u.status().message());
-        ucx = std::move(u).value();
-        disagg = std::make_unique<server::DisaggFollower>(
-            *ucx, l.world_rank(), cfg.kv_scales ? cfg.kv_scales->values : std::vector<float>());
-        cfg.follower_command = [&disagg](std::span<const uint8_t> payload, PagePool& pool) {
-          return disagg->handle(payload, pool);
-        };
-      }
-      if (Status s = run_engine_follower(weights, cfg); !s.is_ok()) return fail("rank follower: " + s.message());
-      return 0;
-    }
+    if (!group.leader()) return run_follower(a, l.world_rank(), weights, cfg);
   } else {
     std::fprintf(stderr, "densa serve: %s\n", weight_memory_line(weights).c_str());
   }
@@ -224,13 +345,7 @@ int run_serve(const ServeArgs& a) {
                kv_cache_mode_line(cfg.kv_dtype, scale_mode, cfg.kv_scales ? &*cfg.kv_scales : nullptr).c_str());
 
   // Block the stop signals before any thread starts, so only the waiter below receives them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGUSR1);  // main wakes the waiter with it when the server ends
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = block_stop_signals();
   // After the mask: UCX starts its own threads, which must not take the stop signals.
   std::unique_ptr<disagg::UcxContext> ucx;
   if (*role != server::ServeRole::kBoth) {
@@ -252,81 +367,20 @@ int run_serve(const ServeArgs& a) {
     }
   }
 
-  server::HttpServerConfig scfg;
-  scfg.host = a.host;
-  scfg.port = a.port;
-  scfg.api_key = a.api_key;
-  scfg.served_model_name =
-      a.served_model_name.empty() ? std::filesystem::path(path).filename().replace_extension().string() : a.served_model_name;
-  scfg.page_size = a.page_size;
-  scfg.num_http_threads = a.http_threads > 0 ? a.http_threads : std::min(a.max_running_requests + 16, 512);
-  scfg.request_log_path = a.request_log;
-  scfg.role = *role;
-  scfg.ucx = ucx.get();
-  scfg.disagg_timeout_ms = a.disagg_timeout_ms;
-  scfg.disagg_ucx_workers = a.disagg_ucx_workers;
-  scfg.disagg_ucx_idle_ms = a.disagg_ucx_idle_ms;
-  scfg.disagg_group_size = group.active() ? group.comms.layout.world() : 1;
-  scfg.chat = {a.chat_template, a.tool_parser, a.reasoning_parser, {}};
-  scfg.max_body_bytes = static_cast<size_t>(*max_body);
-  scfg.max_header_bytes = static_cast<size_t>(*max_header);
-  scfg.chat.render_limits.max_steps = a.template_max_steps;
-  scfg.chat.render_limits.max_output_bytes = static_cast<size_t>(*template_out);
-  scfg.read_timeout_ms = static_cast<int>(a.http_read_timeout_s * 1000);
-  scfg.write_timeout_ms = static_cast<int>(a.http_write_timeout_s * 1000);
-  scfg.keep_alive_timeout_s = a.http_keep_alive_timeout_s;
-  scfg.grammar.max_elements = static_cast<size_t>(a.grammar_max_elements);
-  scfg.grammar.max_positions = static_cast<size_t>(a.grammar_max_positions);
-  scfg.allow_fault_injection = a.test_allow_fault_injection;
+  const server::HttpServerConfig scfg = http_config_from_args(a, path, *role, ucx.get(), group, limits);
   server::HttpServer http(**engine, weights, scfg);
   if (Status s = http.bind(); !s.is_ok()) {
     (*engine)->shutdown();
     return fail(s.message());
   }
-  {
-    const server::ChatFormat& chat = http.chat_format();
-    std::fprintf(stderr, "densa serve: tokenizer %s (%d tokens); chat template: %s; tool parser: %s; reasoning parser: %s\n",
-                 weights.tokenizer->kind().c_str(), weights.tokenizer->vocab_size(), chat.origin.c_str(),
-                 chat.tool_parser.empty() ? "none" : chat.tool_parser.c_str(),
-                 chat.reasoning_parser.empty() ? "none" : chat.reasoning_parser.c_str());
-  }
-  // Quality canary (tools/canary.h): the probe scored at the serving precision and on a BF16
-  // copy of the checkpoint this process holds, on its own low-priority thread.
+  log_chat_format(weights, http.chat_format());
   std::unique_ptr<ModelWeights> canary_baseline;
   std::unique_ptr<CanaryThread> canary;
   if (!a.canary.empty()) {
-    Status ready = Status::ok();
-    Result<std::vector<TokenId>> probe = load_canary_probe(weights, a.canary);
-    if (!probe.is_ok()) ready = probe.status();
-    if (ready.is_ok()) ready = check_canary_baseline_memory(weights);
-    if (ready.is_ok()) {
-      LoadOptions baseline_opts;
-      baseline_opts.weight_dtype = DType::kBF16;
-      Result<ModelWeights> baseline = load_model(path, baseline_opts);
-      if (baseline.is_ok()) canary_baseline = std::make_unique<ModelWeights>(std::move(baseline).value());
-      else ready = baseline.status();
-    }
-    if (!ready.is_ok()) {
+    if (Status ready = start_canary(a, path, weights, cfg.kv_dtype, http, &canary_baseline, &canary); !ready.is_ok()) {
       (*engine)->shutdown();
       return fail("--canary: " + ready.message());
     }
-    server::Metrics& metrics = http.metrics();
-    canary = std::make_unique<CanaryThread>(
-        CanaryPath{&weights, cfg.kv_dtype}, CanaryPath{canary_baseline.get(), DType::kBF16}, std::move(probe).value(),
-        CanaryThresholds{a.canary_max_kl, a.canary_max_ppl_delta},
-        std::chrono::milliseconds(static_cast<int64_t>(a.canary_every_s * 1000)),
-        [&metrics, runs = int64_t{0}, was_degraded = false](const Result<CanaryReading>& r) mutable {
-          if (!r.is_ok()) {
-            std::fprintf(stderr, "densa serve: canary failed: %s\n", r.status().message().c_str());
-            return;
-          }
-          metrics.set_quality({++runs, r->kl_mean, r->ppl_serving, r->ppl_baseline, r->ppl_delta_ratio, r->degraded});
-          if (runs == 1 || r->degraded != was_degraded)
-            std::fprintf(stderr, "densa serve: canary %s: KL %.4g nats, PPL %.4f vs baseline %.4f (%+.2f%%)\n",
-                         r->degraded ? "DEGRADED" : "ok", r->kl_mean, r->ppl_serving, r->ppl_baseline,
-                         100.0 * r->ppl_delta_ratio);
-          was_degraded = r->degraded;
-        });
   }
   const EngineStats stats = (*engine)->stats();
   std::fprintf(stderr, "densa serve: model %s (%s), KV %d pages x %d tokens (%s), role %s, listening on http://%s:%d\n",
