@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "router/router_server.h"
 
 namespace densa::cli {
@@ -50,13 +51,7 @@ int run_router(const RouterArgs& a) {
   cfg.failure_hold_ms = a.failure_hold_ms;
   cfg.num_http_threads = a.max_connections;
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGUSR1);  // main wakes the waiter with it when the server ends
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = block_stop_signals();
 
   router::RouterServer server(cfg);
   if (Status s = server.bind(); !s.is_ok()) return fail(s.message());
@@ -67,16 +62,7 @@ int run_router(const RouterArgs& a) {
                cfg.prefill.size(), healthy_prefill, cfg.decode.size(), healthy_decode, cfg.host.c_str(),
                server.bound_port());
 
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (sig == SIGUSR1) return;
-    std::fprintf(stderr, "densa router: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    server.stop();
-  });
-  server.run();
-  pthread_kill(waiter.native_handle(), SIGUSR1);
-  waiter.join();
+  run_until_stop_signal(stop_signals, "densa router", [&] { server.run(); }, [&] { server.stop(); });
   std::fprintf(stderr, "densa router: stopped\n");
   return 0;
 }

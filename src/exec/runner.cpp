@@ -16,6 +16,8 @@
 namespace densa {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // Counts of NaN and of +-inf in one row of model logits (before any grammar mask).
 struct NonFinite {
   int64_t nan = 0;
@@ -303,20 +305,15 @@ void Runner::release_followers() {
   parallel_->world->broadcast(&message_, 0);
 }
 
-StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests, PagePool& pool) {
+void Runner::check_integrity(const StepPlan& plan, std::span<Request* const> requests, PagePool& pool,
+                             StepResult& result) {
   const size_t num_chunks = plan.chunks.size();
-  CHECK(requests.size() == num_chunks) << "one request per chunk";
-  StepResult result;
-  result.outcomes.resize(num_chunks);
-
-  // The integrity seam: before a batch that reads KV written by earlier steps.
   bool reads_cached = false;
   bool any_forced = false;  // a request asked for the check whatever the tracker's policy
   for (size_t k = 0; k < num_chunks; ++k) {
     reads_cached = reads_cached || plan.chunks[k].begin > 0;
     any_forced = any_forced || requests[k]->params.kv_integrity == true;
   }
-  using Clock = std::chrono::steady_clock;
   if (tracker_ != nullptr && reads_cached && (any_forced || tracker_->active())) {
     const Clock::time_point check_begin = Clock::now();  // two clock reads, only when checking
     std::vector<const BlockTable*> tables(num_chunks);
@@ -336,7 +333,10 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     for (size_t k = 0; k < num_chunks; ++k) result.outcomes[k].error = verdicts[k];
     result.integrity_check_us = std::chrono::duration<double, std::micro>(Clock::now() - check_begin).count();
   }
+}
 
+int32_t Runner::assemble_batch(const StepPlan& plan, std::span<Request* const> requests, const PagePool& pool,
+                               std::span<const ChunkOutcome> outcomes) {
   tokens_.clear();
   positions_.clear();
   seq_idx_.clear();
@@ -345,8 +345,8 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
   block_table_.clear();
   block_offsets_.assign(1, 0);
   int32_t num_seqs = 0;
-  for (size_t k = 0; k < num_chunks; ++k) {
-    if (!result.outcomes[k].error.is_ok()) continue;
+  for (size_t k = 0; k < plan.chunks.size(); ++k) {
+    if (!outcomes[k].error.is_ok()) continue;
     const ScheduledChunk& c = plan.chunks[k];
     const Request& r = *requests[k];
     CHECK(r.id == c.id && c.begin + c.num_tokens <= r.num_tokens()) << "chunk / request mismatch";
@@ -365,25 +365,29 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     block_offsets_.push_back(static_cast<int32_t>(block_table_.size()));
     ++num_seqs;
   }
-  if (tokens_.empty()) return result;
+  return num_seqs;
+}
 
+void Runner::send_batch() {
+  start_message(message_, BatchMessage::kBatch);
+  put_array(message_, tokens_);
+  put_array(message_, positions_);
+  put_array(message_, seq_idx_);
+  put_array(message_, block_table_);
+  put_array(message_, block_offsets_);
+  put_array(message_, logit_rows_);
+  const Clock::time_point now = Clock::now();
+  stats_flag_.assign(1, now - last_stats_ >= std::chrono::seconds(1) ? 1 : 0);
+  if (stats_flag_[0] != 0) last_stats_ = now;
+  put_array(message_, stats_flag_);
+  parallel_->world->broadcast(&message_, 0);
+}
+
+void Runner::forward_batch(PagePool& pool) {
   const int32_t vocab = weights_.config.vocab_size;
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab));
   const KvView kv = batch_view(pool);
-  if (spans_ranks()) {
-    start_message(message_, BatchMessage::kBatch);
-    put_array(message_, tokens_);
-    put_array(message_, positions_);
-    put_array(message_, seq_idx_);
-    put_array(message_, block_table_);
-    put_array(message_, block_offsets_);
-    put_array(message_, logit_rows_);
-    const Clock::time_point now = Clock::now();
-    stats_flag_.assign(1, now - last_stats_ >= std::chrono::seconds(1) ? 1 : 0);
-    if (stats_flag_[0] != 0) last_stats_ = now;
-    put_array(message_, stats_flag_);
-    parallel_->world->broadcast(&message_, 0);
-  }
+  if (spans_ranks()) send_batch();
   const Clock::time_point forward_begin = routing_ != nullptr ? Clock::now() : Clock::time_point{};
   scratch_.time_experts = routing_ != nullptr;
   forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_,
@@ -395,11 +399,13 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     routing_->record_step(scratch_.selected_experts, static_cast<int64_t>(tokens_.size()), scratch_.expert_seconds,
                           forward_s);
   }
+}
 
+void Runner::fill_constraint_masks(std::span<Request* const> requests) {
   // Constrained rows' masks first, in parallel: each depends only on its own request's
   // matcher (the compiled grammars they share are immutable), so a batch of constrained
   // requests costs its slowest masks, not their sum, and no mask depends on the batch.
-  const size_t words = (static_cast<size_t>(vocab) + 63) / 64;
+  const size_t words = (static_cast<size_t>(weights_.config.vocab_size) + 63) / 64;
   mask_row_.assign(logit_rows_.size(), -1);
   std::vector<TokenConstraint*> constrained;
   bool distinct = true;
@@ -420,7 +426,11 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     threads_->parallel_for_dynamic(static_cast<int64_t>(constrained.size()), fill);
   else
     fill(0, static_cast<int64_t>(constrained.size()));
+}
 
+void Runner::sample_rows(std::span<Request* const> requests, int32_t num_seqs, StepResult& result) {
+  const int32_t vocab = weights_.config.vocab_size;
+  const size_t words = (static_cast<size_t>(vocab) + 63) / 64;
   for (size_t j = 0; j < logit_rows_.size(); ++j) {
     const std::span<const float> logits_row(logits_.data() + j * vocab, static_cast<size_t>(vocab));
     Request& r = *requests[logit_chunk_[j]];
@@ -467,6 +477,20 @@ StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests,
     }
     result.outcomes[logit_chunk_[j]].sampled = std::move(s);
   }
+}
+
+StepResult Runner::run(const StepPlan& plan, std::span<Request* const> requests, PagePool& pool) {
+  const size_t num_chunks = plan.chunks.size();
+  CHECK(requests.size() == num_chunks) << "one request per chunk";
+  StepResult result;
+  result.outcomes.resize(num_chunks);
+  // The integrity seam: before a batch that reads KV written by earlier steps.
+  check_integrity(plan, requests, pool, result);
+  const int32_t num_seqs = assemble_batch(plan, requests, pool, result.outcomes);
+  if (tokens_.empty()) return result;
+  forward_batch(pool);
+  fill_constraint_masks(requests);
+  sample_rows(requests, num_seqs, result);
   return result;
 }
 

@@ -131,6 +131,27 @@ class Runner {
                           const KvIntegrityPolicy& policy, std::span<Status> verdicts);
   // Follower: one check message handled (verify this rank's shard, gather the verdicts).
   void follower_check(PagePool& pool, size_t pos, FaultInjector* fault, int64_t step);
+
+  // run()'s steps, in order.
+  // The integrity check of a batch that reads cached KV (when the tracker or a request asks
+  // for it): each failing chunk's error and the check's time into `result`.
+  void check_integrity(const StepPlan& plan, std::span<Request* const> requests, PagePool& pool,
+                       StepResult& result);
+  // The batch buffers (tokens_ .. block_offsets_) filled from the chunks whose `outcomes` are
+  // still ok; returns the number of sequences in the batch.
+  int32_t assemble_batch(const StepPlan& plan, std::span<Request* const> requests, const PagePool& pool,
+                         std::span<const ChunkOutcome> outcomes);
+  // Leader: the assembled batch broadcast to the followers (about once a second with a stats
+  // gather flag set).
+  void send_batch();
+  // The forward pass over the assembled batch into logits_ (sent to the followers first when
+  // the runner spans ranks), with the routing stats recorded.
+  void forward_batch(PagePool& pool);
+  // mask_ / mask_row_: the allowed tokens of each constrained logit row.
+  void fill_constraint_masks(std::span<Request* const> requests);
+  // Each logit row refused (non-finite logits, a constraint that allows nothing) or sampled
+  // into its chunk's outcome; `num_seqs` is named in the non-finite error.
+  void sample_rows(std::span<Request* const> requests, int32_t num_seqs, StepResult& result);
 };
 
 }  // namespace densa

@@ -151,6 +151,67 @@ void DisaggWorker::handle_layout(httplib::Response& res) const {
 
 // ---- prefill role ----
 
+namespace {
+
+// The "send" command of a prefill group's followers: the exported pages, the decode ranks'
+// layouts and addresses, and the time left until `deadline` (at least 1 ms).
+std::string follower_send_command(const KvExport& exported, const disagg::KvSendOrder& order, const json& layouts,
+                                  const std::vector<std::string>& addresses, Clock::time_point deadline) {
+  const std::vector<int32_t> pages = page_values(exported.pages);
+  const int64_t left_ms =
+      std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+  return json({{"op", "send"},
+               {"transfer_id", order.transfer_id},
+               {"num_tokens", exported.num_tokens},
+               {"pages", pages},
+               {"page_tags", order.page_tags},
+               {"layouts", layouts},
+               {"addresses", addresses},
+               {"timeout_ms", left_ms}})
+      .dump();
+}
+
+// The followers' replies to "send": their wire bytes added to `*bytes`, or the first failing
+// rank's error. Never throws (the export is still pinned while it runs).
+Status sum_follower_wire_bytes(const std::vector<std::string>& replies, int64_t* bytes) {
+  Status failed;
+  for (size_t r = 0; r < replies.size(); ++r) {
+    failed = follower_reply_status(r, replies[r]);
+    if (!failed.is_ok()) break;
+    const json j = json::parse(replies[r], nullptr, false);
+    if (!j.is_object() || !j.contains("wire_bytes") || !j["wire_bytes"].is_number_integer()) {
+      failed = disagg::kv_transfer_failed("rank " + std::to_string(r + 1) + ": no wire_bytes in " + replies[r]);
+      break;
+    }
+    *bytes += j["wire_bytes"].get<int64_t>();
+  }
+  return failed;
+}
+
+}  // namespace
+
+std::shared_ptr<const KvExport> DisaggWorker::wait_for_export(RequestStream& stream, Clock::time_point deadline,
+                                                              Status* failed) {
+  std::shared_ptr<const KvExport> exported;
+  while (true) {
+    if (Clock::now() >= deadline || ctx_.stopping.load()) {
+      ctx_.engine.cancel(stream.id());  // also unpins an export that finishes meanwhile
+      *failed = disagg::kv_transfer_failed("prefill did not finish within " + std::to_string(timeout_ms_) + " ms");
+      break;
+    }
+    std::optional<TokenEvent> e = stream.next(std::chrono::milliseconds(20));
+    if (!e || e->finish == FinishReason::kNone) continue;
+    if (e->kv_export) {
+      exported = e->kv_export;
+    } else {
+      *failed = disagg::kv_transfer_failed("prefill failed: " +
+                                           (e->error.is_ok() ? std::string("aborted") : e->error.message()));
+    }
+    break;
+  }
+  return exported;
+}
+
 void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response& res) {
   const json order_json = json::parse(req.body);
   const auto deadline = Clock::now() + std::chrono::milliseconds(
@@ -208,24 +269,8 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   g.cache_salt = order_json.value("cache_salt", std::string());
   Result<std::shared_ptr<RequestStream>> stream = ctx_.engine.submit(std::move(g));
   if (!stream.is_ok()) return send_status(res, stream.status());
-  std::shared_ptr<const KvExport> exported;
   Status failed;
-  while (true) {
-    if (Clock::now() >= deadline || ctx_.stopping.load()) {
-      ctx_.engine.cancel((*stream)->id());  // also unpins an export that finishes meanwhile
-      failed = disagg::kv_transfer_failed("prefill did not finish within " + std::to_string(timeout_ms_) + " ms");
-      break;
-    }
-    std::optional<TokenEvent> e = (*stream)->next(std::chrono::milliseconds(20));
-    if (!e || e->finish == FinishReason::kNone) continue;
-    if (e->kv_export) {
-      exported = e->kv_export;
-    } else {
-      failed = disagg::kv_transfer_failed("prefill failed: " +
-                                          (e->error.is_ok() ? std::string("aborted") : e->error.message()));
-    }
-    break;
-  }
+  const std::shared_ptr<const KvExport> exported = wait_for_export(**stream, deadline, &failed);
   if (!exported) {
     ctx_.disagg_metrics.count_failure();
     return send_status(res, failed);
@@ -234,18 +279,7 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
   // (they stay pinned until all have answered).
   std::future<std::vector<std::string>> followers;
   if (group_size_ > 1) {
-    const std::vector<int32_t> pages = page_values(exported->pages);
-    const int64_t left_ms =
-        std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-    const std::string command = json({{"op", "send"},
-                                      {"transfer_id", order.transfer_id},
-                                      {"num_tokens", exported->num_tokens},
-                                      {"pages", pages},
-                                      {"page_tags", order.page_tags},
-                                      {"layouts", layouts},
-                                      {"addresses", addresses},
-                                      {"timeout_ms", left_ms}})
-                                    .dump();
+    const std::string command = follower_send_command(*exported, order, layouts, addresses, deadline);
     followers = ctx_.engine.run_on_followers(std::vector<uint8_t>(command.begin(), command.end()));
   }
   const disagg::KvPageFormat from{exported->layout, exported->static_scales};
@@ -254,19 +288,7 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
       disagg::build_page_messages(from, exported->data, exported->num_tokens, to, order.transfer_id, order.page_tags);
   int64_t follower_bytes = 0;
   Status followers_failed;
-  if (followers.valid()) {
-    const std::vector<std::string> replies = followers.get();
-    for (size_t r = 0; r < replies.size(); ++r) {  // nothing here may throw: the export is still pinned
-      followers_failed = follower_reply_status(r, replies[r]);
-      if (!followers_failed.is_ok()) break;
-      const json j = json::parse(replies[r], nullptr, false);
-      if (!j.is_object() || !j.contains("wire_bytes") || !j["wire_bytes"].is_number_integer()) {
-        followers_failed = disagg::kv_transfer_failed("rank " + std::to_string(r + 1) + ": no wire_bytes in " + replies[r]);
-        break;
-      }
-      follower_bytes += j["wire_bytes"].get<int64_t>();
-    }
-  }
+  if (followers.valid()) followers_failed = sum_follower_wire_bytes(followers.get(), &follower_bytes);
   ctx_.engine.release_export(exported->id);  // the messages are copies, and every rank has sent
   if (!followers_failed.is_ok()) {
     ctx_.disagg_metrics.count_failure();
@@ -293,6 +315,72 @@ void DisaggWorker::handle_prefill(const httplib::Request& req, httplib::Response
 }
 
 // ---- decode role ----
+
+namespace {
+
+// A decode group's order: the followers' addresses (their replies to "recv") after rank 0's as
+// "ucx_addresses", and each rank's layout (rank 0's with the rank's own static scales) as
+// "layouts".
+void add_follower_receivers(json& order, const std::vector<std::string>& replies) {
+  json addresses = json::array({order["ucx_address"]});
+  json layouts = json::array({order["layout"]});  // each rank's: rank 0's with its own static scales
+  for (const std::string& r : replies) {
+    const json reply = json::parse(r);
+    addresses.push_back(reply.at("address"));
+    json layout = order["layout"];
+    if (reply.contains("static_scales")) layout["static_scales"] = reply["static_scales"];
+    layouts.push_back(std::move(layout));
+  }
+  order["ucx_addresses"] = addresses;
+  order["layouts"] = layouts;
+}
+
+// The prefill worker's answer to an order.
+struct PrefillReply {
+  int status = 0;  // 0: no HTTP response
+  std::string body;
+  std::string error;
+};
+
+// POSTs `body` (the order) to the prefill worker at `prefill_url`, every timeout set to the time
+// left until `deadline`.
+PrefillReply post_prefill_order(const std::string& prefill_url, const std::string& body, Clock::time_point deadline) {
+  PrefillReply r;
+  httplib::Client client(prefill_url);
+  const auto seconds = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
+  const time_t sec = static_cast<time_t>(std::max<int64_t>(seconds, 0) / 1000000);
+  const time_t usec = static_cast<time_t>(std::max<int64_t>(seconds, 0) % 1000000);
+  client.set_connection_timeout(sec, usec);
+  client.set_tcp_nodelay(true);
+  client.set_read_timeout(sec, usec);
+  client.set_write_timeout(sec, usec);
+  httplib::Result res = client.Post("/disagg/v1/prefill", body, "application/json");
+  if (!res) {
+    r.error = "prefill worker " + prefill_url + " unreachable or gone (" + httplib::to_string(res.error()) + ")";
+    return r;
+  }
+  r.status = res->status;
+  r.body = res->body;
+  return r;
+}
+
+// The error a reply other than 200 stands for: the prefill side's kv_layout_mismatch as
+// invalid_argument, its other disagg errors as they are, anything else kv_transfer_failed.
+Status prefill_reply_error(const PrefillReply& r) {
+  if (r.status == 0) return disagg::kv_transfer_failed(r.error);
+  std::string message = "prefill worker answered HTTP " + std::to_string(r.status);
+  try {
+    const std::string m = json::parse(r.body).at("error").at("message").get<std::string>();
+    const Status peer(StatusCode::kUnavailable, m);
+    if (disagg::disagg_error_code(peer) == disagg::kKvLayoutMismatch) return Status(StatusCode::kInvalidArgument, m);
+    if (!disagg::disagg_error_code(peer).empty()) return peer;
+    message += ": " + m;
+  } catch (const std::exception&) {
+  }
+  return disagg::kv_transfer_failed(message);
+}
+
+}  // namespace
 
 Result<std::shared_ptr<RequestStream>> DisaggWorker::submit(GenerateRequest request, const std::string& prefill_url) {
   CHECK(role_ == ServeRole::kDecode) << "DisaggWorker::submit on a " << serve_role_name(role_) << " worker";
@@ -378,59 +466,15 @@ Status DisaggWorker::import_pages(const KvImport& import, const std::vector<Toke
                                                                   {"page_bytes", page_bytes},
                                                                   {"timeout_ms", timeout_ms_}}));
     if (!replies.is_ok()) return replies.status();
-    json addresses = json::array({order["ucx_address"]});
-    json layouts = json::array({order["layout"]});  // each rank's: rank 0's with its own static scales
-    for (const std::string& r : *replies) {
-      const json reply = json::parse(r);
-      addresses.push_back(reply.at("address"));
-      json layout = order["layout"];
-      if (reply.contains("static_scales")) layout["static_scales"] = reply["static_scales"];
-      layouts.push_back(std::move(layout));
-    }
-    order["ucx_addresses"] = addresses;
-    order["layouts"] = layouts;
+    add_follower_receivers(order, *replies);
   }
   // The control-plane call runs beside the data plane: this thread keeps the receiver's
   // worker progressing (UCX wire-up and the sender's flush need it) until both are done.
-  struct Reply {
-    int status = 0;  // 0: no HTTP response
-    std::string body;
-    std::string error;
-  };
-  std::shared_future<Reply> reply = std::async(std::launch::async, [&, body = order.dump()] {
-    Reply r;
-    httplib::Client client(prefill_url);
-    const auto seconds = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
-    const time_t sec = static_cast<time_t>(std::max<int64_t>(seconds, 0) / 1000000);
-    const time_t usec = static_cast<time_t>(std::max<int64_t>(seconds, 0) % 1000000);
-    client.set_connection_timeout(sec, usec);
-    client.set_tcp_nodelay(true);
-    client.set_read_timeout(sec, usec);
-    client.set_write_timeout(sec, usec);
-    httplib::Result res = client.Post("/disagg/v1/prefill", body, "application/json");
-    if (!res) {
-      r.error = "prefill worker " + prefill_url + " unreachable or gone (" + httplib::to_string(res.error()) + ")";
-      return r;
-    }
-    r.status = res->status;
-    r.body = res->body;
-    return r;
+  std::shared_future<PrefillReply> reply = std::async(std::launch::async, [&, body = order.dump()] {
+    return post_prefill_order(prefill_url, body, deadline);
   });
   auto reply_ready = [&] { return reply.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
-  auto reply_failed = [&]() -> Status {
-    const Reply& r = reply.get();
-    if (r.status == 0) return disagg::kv_transfer_failed(r.error);
-    std::string message = "prefill worker answered HTTP " + std::to_string(r.status);
-    try {
-      const std::string m = json::parse(r.body).at("error").at("message").get<std::string>();
-      const Status peer(StatusCode::kUnavailable, m);
-      if (disagg::disagg_error_code(peer) == disagg::kKvLayoutMismatch) return Status(StatusCode::kInvalidArgument, m);
-      if (!disagg::disagg_error_code(peer).empty()) return peer;
-      message += ": " + m;
-    } catch (const std::exception&) {
-    }
-    return disagg::kv_transfer_failed(message);
-  };
+  auto reply_failed = [&] { return prefill_reply_error(reply.get()); };
 
   // A reply before every page arrived ends the wait unless it is a 200 (pages in flight).
   Result<KvImportData> received =

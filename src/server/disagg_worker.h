@@ -27,6 +27,7 @@
 // its group's step loop for that long (the prefill side's conversion and send; the decode
 // side's wait for its pages), bounded by the transfer's timeout.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -89,6 +90,11 @@ class DisaggWorker {
  private:
   void handle_layout(httplib::Response& res) const;
   void handle_prefill(const httplib::Request& req, httplib::Response& res);
+  // Prefill role: waits on `stream` (a prompt submitted with export_kv) for its KV export;
+  // null with `*failed` set when the prefill fails or `deadline` passes (the request is then
+  // cancelled).
+  std::shared_ptr<const KvExport> wait_for_export(RequestStream& stream, std::chrono::steady_clock::time_point deadline,
+                                                  Status* failed);
   void run_import(KvImport import, std::vector<TokenId> tokens, std::string prefill_url,
                   const std::string& cache_salt);
   // Receives and verifies the pages, hands them to the engine (finish_import) and then waits
