@@ -302,6 +302,8 @@ int run_serve(const ServeArgs& a) {
     if (ready.is_ok()) {
       LoadOptions baseline_opts;
       baseline_opts.weight_dtype = DType::kBF16;
+      // BF16 / F16 products with the served weights' arithmetic.
+      baseline_opts.bf16_f32_activations = load_opts->bf16_f32_activations;
       Result<ModelWeights> baseline = load_model(path, baseline_opts);
       if (baseline.is_ok()) canary_baseline = std::make_unique<ModelWeights>(std::move(baseline).value());
       else ready = baseline.status();
