@@ -129,12 +129,12 @@ struct WeightSet {
   }
 };
 
-// exact_bf16: BF16 matrices keep fp32 activations (matmul_set_bf16_exact) for this benchmark,
+// exact_bf16: BF16 matrices keep fp32 activations (WeightView::amx = kOff) for this benchmark,
 // so the AMX path ("bf16") and the FMA path ("bf16_x32") run in one process.
 void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, int64_t n, int threads,
                 bool exact_bf16) {
-  const ScopedBf16Exact bf16_path(exact_bf16);
   WeightSet ws(dtype, shape);
+  for (WeightView& v : ws.views) v.amx = exact_bf16 ? AmxUse::kOff : AmxUse::kAuto;
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;
   for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;

@@ -6,7 +6,7 @@
 // GOPS counts a multiply-add as 2 operations; with ->Threads(2) the counter sums both threads.
 //
 //   ./build/int8_peak_bench --benchmark_min_time=1
-// GCC 12 false positives on the intrinsics' placeholders (see src/kernels/matmul_avx512.cpp).
+// GCC 12 false positives on the intrinsics' placeholders (see src/kernels/matmul/matmul_avx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 

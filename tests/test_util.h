@@ -53,19 +53,14 @@ inline std::vector<float> normal_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-// For a scope, BF16 and F16 matrices keep fp32 activations (matmul_set_bf16_exact), then back
-// to the default: for tests that check an architecture against a reference computed in fp32
-// with BF16- or F16-rounded weights, at tolerances for that arithmetic. BF16 / F16 on AMX tiles
-// (x rounded to bf16) have their own tests (kernels/matmul_test.cpp, tools/eval_test.cpp).
-using ExactBf16Matmul = ScopedBf16Exact;
-
 // The paths a kernel test runs where a dtype may take AMX tiles: false (AVX-512 / FMAs) and,
-// with AMX-BF16 granted, true (forced with the kernel's hook for a scope).
+// with AMX-BF16 on the CPU, true (the weights built with WeightView::amx = amx_use(mode)).
 inline std::vector<bool> amx_modes() {
   std::vector<bool> v{false};
   if (cpu_has_amx_bf16()) v.push_back(true);
   return v;
 }
+inline AmxUse amx_use(bool amx) { return amx ? AmxUse::kOn : AmxUse::kOff; }
 
 // valid.ids.u16.bin as token ids.
 inline std::vector<int32_t> validation_ids(const std::string& model) {

@@ -260,6 +260,8 @@ Status start_canary(const ServeArgs& a, const std::string& path, const ModelWeig
   if (ready.is_ok()) {
     LoadOptions baseline_opts;
     baseline_opts.weight_dtype = DType::kBF16;
+    // BF16 / F16 products with the served weights' arithmetic.
+    baseline_opts.bf16_f32_activations = weights.half_float_amx == AmxUse::kOff;
     Result<ModelWeights> baseline = load_model(path, baseline_opts);
     if (baseline.is_ok()) *baseline_weights = std::make_unique<ModelWeights>(std::move(baseline).value());
     else ready = baseline.status();

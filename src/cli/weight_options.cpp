@@ -50,7 +50,7 @@ Result<LoadOptions> load_options_from(const WeightArgs& args) {
   opts.ggml_blocks = args.ggml_blocks == "f32"       ? GgmlBlockForm::kF32
                      : args.ggml_blocks == "affine8" ? GgmlBlockForm::kAffine8
                                                      : GgmlBlockForm::kPacked;
-  matmul_set_bf16_exact(args.bf16_activations == "f32");
+  opts.bf16_f32_activations = args.bf16_activations == "f32";
   auto parse = [&](const std::string& flag, const std::string& name) -> Result<WeightQuantSpec> {
     Result<WeightQuantSpec> spec = weight_quant_spec_from_name(name, args.weight_group_size);
     if (!spec.is_ok()) return invalid_argument(flag + " " + spec.status().message());
@@ -93,7 +93,7 @@ std::string weight_precision_line(const ModelWeights& w) {
   return "weights " + body + ", lm_head " + name(w.lm_head) +
          (w.lm_head.data == w.tok_embeddings.data ? " (tied to the embeddings)" : "") +
          (!bf16                  ? ""
-          : matmul_bf16_on_amx() ? "; BF16 / F16 matrices on AMX tiles, x rounded to bf16"
+          : matmul_bf16_on_amx(w.half_float_amx) ? "; BF16 / F16 matrices on AMX tiles, x rounded to bf16"
                                  : "; BF16 / F16 matrices with fp32 x");
 }
 

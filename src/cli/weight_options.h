@@ -18,12 +18,11 @@ struct WeightArgs {
   std::string int4_layout = "tiles";  // tiles | rows (LoadOptions::int4_tiles)
   std::string int8_layout = "tiles";  // tiles | rows (LoadOptions::int8_tiles)
   std::string ggml_blocks = "packed";  // packed | affine8 | f32 (LoadOptions::ggml_blocks)
-  std::string bf16_activations = "auto";  // auto | f32 (matmul_set_bf16_exact)
+  std::string bf16_activations = "auto";  // auto | f32 (LoadOptions::bf16_f32_activations)
 };
 
 void add_weight_options(CLI::App* cmd, WeightArgs& args);
 // Maps the flags to LoadOptions; an unknown dtype is an invalid_argument naming the flag.
-// Also sets this process's BF16 path from --bf16-activations (matmul_set_bf16_exact).
 Result<LoadOptions> load_options_from(const WeightArgs& args);
 // "weights int4-g32, lm_head bf16": what the loaded body matrices (layer 0's first attention
 // matrix) and lm_head are stored as, in --weight-dtype names (f32 / f16 for float checkpoints).

@@ -17,7 +17,7 @@ std::string_view cpu_isa_name(CpuIsa isa);
 // AMX with BF16 tiles (Sapphire Rapids and later): the CPU has AMX-TILE and AMX-BF16, the OS
 // saves tile state (XCR0), and Linux granted this process the tile data (arch_prctl
 // ARCH_REQ_XCOMP_PERM, requested on the first call; cached). Independent of CpuIsa: AMX is an
-// addition to the AVX-512 level, used by the FP8 matmul (kernels/matmul_quant_avx512.cpp).
+// addition to the AVX-512 level, used by the FP8 matmul (kernels/matmul/quant_*.cpp).
 bool cpu_has_amx_bf16();
 // cpu_has_amx_bf16() unless DENSA_AMX=0 turns AMX off for this process (read once).
 bool cpu_use_amx();

@@ -30,6 +30,16 @@ namespace densa {
 //    apply; read values through affine_row_block / affine_view_dequantize.
 enum class WeightLayout : uint8_t { kRows, kInt4Tiles8, kInt8Tiles16, kAffineTiles16 };
 
+// Whether a matrix's products may run on AMX tiles (kernels/matmul.h). For FP8, BF16 and F16 the
+// AMX path rounds differently from the vector one (BF16 / F16 also round x to bf16 there); for
+// the INT8 and affine 16-row tiles both paths give the same bits.
+//  kAuto: on AMX where cpu_use_amx() (the CPU has the unit, Linux grants it, DENSA_AMX is not
+//    0) and the kernel takes the matrix.
+//  kOff: never. BF16 / F16 matrices then keep fp32 activations and exact products on FMAs
+//    (--bf16-activations f32, LoadOptions::bf16_f32_activations).
+//  kOn: always; the CPU must have the unit (tests that run both paths on one CPU).
+enum class AmxUse : uint8_t { kAuto, kOff, kOn };
+
 // A [rows, cols] weight matrix, row-major: row r holds output feature r (the Hugging Face
 // [out, in] layout, which is also GGUF's ne0-contiguous layout). Block-quantized dtypes pack
 // each row independently. Scaled formats point at their scales here.
@@ -54,6 +64,7 @@ struct WeightView {
   int64_t scale_rows = 0;
   int64_t scale_cols = 0;
   WeightLayout layout = WeightLayout::kRows;
+  AmxUse amx = AmxUse::kAuto;  // a property of this matrix, copied with the view
 
   int64_t row_bytes() const { return dtype_row_bytes(dtype, cols); }
   // Row r's packed elements (layout kRows only).

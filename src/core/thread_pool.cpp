@@ -37,6 +37,7 @@ int spin_from_env() {
 ThreadPool::ThreadPool(int num_threads, int spin_us) : spin_us_(spin_us < 0 ? spin_from_env() : spin_us) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
+  scratch_.resize(static_cast<size_t>(num_threads_));
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -73,7 +74,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
-  dispatch(n, fn, grain, false);
+  dispatch(n, &fn, nullptr, grain, false);
 }
 
 void ThreadPool::parallel_for_dynamic(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
@@ -82,11 +83,28 @@ void ThreadPool::parallel_for_dynamic(int64_t n, const std::function<void(int64_
     for (int64_t i = 0; i < n; ++i) fn(i, i + 1);
     return;
   }
-  dispatch(n, fn, 1, true);
+  dispatch(n, &fn, nullptr, 1, true);
+}
+
+void ThreadPool::parallel_for_dynamic_on_workers(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (num_threads_ == 1 || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(0, i, i + 1);
+    return;
+  }
+  dispatch(n, nullptr, &fn, 1, true);
 }
 
 // This thread's part of the current job: its static chunk, or items claimed until none is left.
 void ThreadPool::run_share(int worker_idx) {
+  if (job_on_worker_ != nullptr) {
+    const auto& job = *job_on_worker_;
+    for (int64_t i = next_item_.fetch_add(1, std::memory_order_relaxed); i < job_n_;
+         i = next_item_.fetch_add(1, std::memory_order_relaxed)) {
+      job(worker_idx, i, i + 1);
+    }
+    return;
+  }
   const auto& job = *job_;
   if (job_dynamic_) {
     for (int64_t i = next_item_.fetch_add(1, std::memory_order_relaxed); i < job_n_;
@@ -99,9 +117,11 @@ void ThreadPool::run_share(int worker_idx) {
   if (b < e) job(b, e);
 }
 
-void ThreadPool::dispatch(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain,
+void ThreadPool::dispatch(int64_t n, const std::function<void(int64_t, int64_t)>* fn,
+                          const std::function<void(int, int64_t, int64_t)>* fn_on_worker, int64_t grain,
                           bool dynamic) {
-  job_ = &fn;
+  job_ = fn;
+  job_on_worker_ = fn_on_worker;
   job_n_ = n;
   job_grain_ = grain;
   job_dynamic_ = dynamic;
@@ -124,6 +144,7 @@ void ThreadPool::dispatch(int64_t n, const std::function<void(int64_t, int64_t)>
     caller_waiting_.store(false, std::memory_order_relaxed);
   }
   job_ = nullptr;
+  job_on_worker_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int worker_idx) {

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/worker_scratch.h"
+
 namespace densa {
 
 class ThreadPool {
@@ -41,6 +43,14 @@ class ThreadPool {
   // share of memory bandwidth takes fewer items. For items whose results do not depend on
   // which thread runs them; the assignment differs from call to call. Not reentrant.
   void parallel_for_dynamic(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+  // The same with fn(worker, i, i + 1): worker is the index of the thread running item i, in
+  // [0, num_threads()), 0 being the calling thread, for fn to use that thread's scratch(worker).
+  void parallel_for_dynamic_on_workers(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn);
+
+  // Scratch memory of thread `worker` (0: the calling thread; see parallel_for_dynamic_on_workers),
+  // kept for the pool's lifetime. Kernels running in this pool's jobs, or on its calling thread
+  // between jobs, take their buffers here; a thread touches only its own.
+  WorkerScratch& scratch(int worker) { return scratch_[static_cast<size_t>(worker)]; }
 
   // The spin budget in microseconds this pool was built with (after the environment).
   int spin_us() const { return spin_us_; }
@@ -53,7 +63,8 @@ class ThreadPool {
  private:
   void worker_loop(int worker_idx);
   void run_share(int worker_idx);
-  void dispatch(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain, bool dynamic);
+  void dispatch(int64_t n, const std::function<void(int64_t, int64_t)>* fn,
+                const std::function<void(int, int64_t, int64_t)>* fn_on_worker, int64_t grain, bool dynamic);
   template <typename Done>
   bool spin_until(const Done& done) const;
 
@@ -66,6 +77,7 @@ class ThreadPool {
   // Written by the caller before generation_ is bumped (release), read by workers after
   // they see the new generation (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const std::function<void(int, int64_t, int64_t)>* job_on_worker_ = nullptr;  // instead of job_
   int64_t job_n_ = 0;
   int64_t job_grain_ = 1;
   bool job_dynamic_ = false;
@@ -76,6 +88,7 @@ class ThreadPool {
   std::atomic<bool> caller_waiting_{false};  // the caller blocked on done_cv_
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sleeping_wakes_{0};
+  std::vector<WorkerScratch> scratch_;  // [num_threads_]
 };
 
 }  // namespace densa

@@ -10,9 +10,7 @@
 
 #include "kernels/internal/activation_isa.h"
 #include "kernels/internal/exp_avx512.h"
-
-#define DENSA_AVX512 __attribute__((target("avx512f,avx512vl,fma")))
-#define DENSA_AVX512_INLINE DENSA_AVX512 __attribute__((always_inline)) inline
+#include "kernels/internal/target.h"
 
 namespace densa::activation_internal {
 namespace {
@@ -20,7 +18,7 @@ namespace {
 using kernels_internal::exp_ps;
 
 // 16 lanes (those in `mask`): gate = gate / (1 + exp(-gate)) * up, NaN gates kept NaN.
-DENSA_AVX512_INLINE void silu_mul16(float* gate, const float* up, __mmask16 mask) {
+DENSA_TARGET_AVX512_FMA_INLINE void silu_mul16(float* gate, const float* up, __mmask16 mask) {
   const __m512 g = _mm512_maskz_loadu_ps(mask, gate);
   const __m512 u = _mm512_maskz_loadu_ps(mask, up);
   const __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), g));
@@ -32,7 +30,7 @@ DENSA_AVX512_INLINE void silu_mul16(float* gate, const float* up, __mmask16 mask
 
 }  // namespace
 
-DENSA_AVX512 void silu_mul_avx512(float* gate, const float* up, int64_t count) {
+DENSA_TARGET_AVX512_FMA void silu_mul_avx512(float* gate, const float* up, int64_t count) {
   int64_t i = 0;
   for (; i + 16 <= count; i += 16) silu_mul16(gate + i, up + i, 0xffff);
   if (i < count) silu_mul16(gate + i, up + i, static_cast<__mmask16>((1u << (count - i)) - 1));

@@ -23,9 +23,9 @@ struct MatmulJob {
   const float* x = nullptr;
   int64_t n = 0;
   float* y = nullptr;
-  // BF16 / F16 weights keep fp32 activations and exact products even where they run on AMX
-  // tiles (matmul_bf16_on_amx): for the MoE router, whose expert choice is the decision most
-  // sensitive to rounding and whose matrix is small. Other dtypes run as always.
+  // BF16 / F16 weights keep fp32 activations and exact products for this product, as if
+  // w.amx were AmxUse::kOff: for the MoE router, whose expert choice is the decision most
+  // sensitive to rounding and whose matrix is small. Other dtypes run as w.amx says.
   bool f32_x = false;
 };
 
@@ -46,26 +46,17 @@ bool matmul_prefers_int4_tiles();
 // rounding from the row-major kernel's; each layout gives one result for every n.
 bool matmul_prefers_int8_tiles();
 
-// Whether FP8 matrices run on AMX tiles in this process (matmul() at cpu_isa(): the AVX-512
-// level, and AMX-BF16 granted with DENSA_AMX not 0); otherwise on vdpbf16ps or the fallback.
-bool matmul_fp8_on_amx();
+// Whether FP8 matrices whose WeightView::amx is `use` run on AMX tiles in this process
+// (matmul() at cpu_isa(): the AVX-512 level, and for kAuto AMX-BF16 granted with DENSA_AMX not
+// 0); otherwise on vdpbf16ps or the fallback. The two paths round the sums differently, so the
+// matrices of one model share one setting.
+bool matmul_fp8_on_amx(AmxUse use = AmxUse::kAuto);
 
-// Whether BF16 and F16 matrices run on AMX tiles in this process (the same conditions as FP8):
-// then x is rounded to bf16 for them (W16A16, as GPU engines and llama.cpp compute BF16 / F16
-// models; F16 weights stay exact, split into two bf16 parts), otherwise they keep fp32
-// activations and exact products on fp32 FMAs.
-bool matmul_bf16_on_amx();
-// Keeps BF16 and F16 matrices on the fp32-activation kernels in this process (exact = true: serve
-// --bf16-activations f32, the evaluator's "+x-f32" weights, tests against fp32 references),
-// or back to the default (false). Call only while no matmul runs.
-void matmul_set_bf16_exact(bool exact);
-// matmul_set_bf16_exact(exact) for a scope, then back to the default.
-class ScopedBf16Exact {
- public:
-  explicit ScopedBf16Exact(bool exact = true) { matmul_set_bf16_exact(exact); }
-  ~ScopedBf16Exact() { matmul_set_bf16_exact(false); }
-  ScopedBf16Exact(const ScopedBf16Exact&) = delete;
-  ScopedBf16Exact& operator=(const ScopedBf16Exact&) = delete;
-};
+// Whether BF16 and F16 matrices whose WeightView::amx is `use` run on AMX tiles in this process
+// (the same conditions as FP8): then x is rounded to bf16 for them (W16A16, as GPU engines and
+// llama.cpp compute BF16 / F16 models; F16 weights stay exact, split into two bf16 parts),
+// otherwise (AmxUse::kOff: serve --bf16-activations f32, the evaluator's "+x-f32" weights,
+// tests against fp32 references) they keep fp32 activations and exact products on fp32 FMAs.
+bool matmul_bf16_on_amx(AmxUse use = AmxUse::kAuto);
 
 }  // namespace densa

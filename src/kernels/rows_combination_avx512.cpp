@@ -11,8 +11,7 @@
 #include <immintrin.h>
 
 #include "kernels/internal/rows_combination_isa.h"
-
-#define DENSA_AVX512 __attribute__((target("avx512f,avx512vl,fma")))
+#include "kernels/internal/target.h"
 
 namespace densa::rows_combination_internal {
 namespace {
@@ -22,7 +21,7 @@ constexpr int kBlockVectors = 16;
 
 // y[c0, c0 + 16 * kVectors) for one row of x.
 template <int kVectors>
-DENSA_AVX512 inline void block(const float* w, int64_t rows, int64_t cols, int64_t c0, const float* xt, float* yt) {
+DENSA_TARGET_AVX512_FMA inline void block(const float* w, int64_t rows, int64_t cols, int64_t c0, const float* xt, float* yt) {
   __m512 acc[kVectors];
   for (int v = 0; v < kVectors; ++v) acc[v] = _mm512_setzero_ps();
   const float* wr = w + c0;
@@ -33,8 +32,8 @@ DENSA_AVX512 inline void block(const float* w, int64_t rows, int64_t cols, int64
   for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(yt + c0 + v * kLanes, acc[v]);
 }
 
-DENSA_AVX512 void masked_vector(const float* w, int64_t rows, int64_t cols, int64_t c0, __mmask16 mask, const float* xt,
-                                float* yt) {
+DENSA_TARGET_AVX512_FMA void masked_vector(const float* w, int64_t rows, int64_t cols, int64_t c0, __mmask16 mask, const float* xt,
+                                           float* yt) {
   __m512 acc = _mm512_setzero_ps();
   const float* wr = w + c0;
   for (int64_t r = 0; r < rows; ++r, wr += cols) {
@@ -45,8 +44,8 @@ DENSA_AVX512 void masked_vector(const float* w, int64_t rows, int64_t cols, int6
 
 // The last whole vectors of a row (fewer than a block): one pass with that many accumulators.
 template <int kVectors>
-DENSA_AVX512 void rest(const float* w, int64_t rows, int64_t cols, int64_t c0, int vectors, const float* x,
-                       int64_t x_stride, int64_t n, float* y, int64_t y_stride) {
+DENSA_TARGET_AVX512_FMA void rest(const float* w, int64_t rows, int64_t cols, int64_t c0, int vectors, const float* x,
+                                  int64_t x_stride, int64_t n, float* y, int64_t y_stride) {
   if constexpr (kVectors > 0) {
     if (vectors == kVectors) {
       for (int64_t t = 0; t < n; ++t) block<kVectors>(w, rows, cols, c0, x + t * x_stride, y + t * y_stride);
@@ -58,8 +57,8 @@ DENSA_AVX512 void rest(const float* w, int64_t rows, int64_t cols, int64_t c0, i
 
 }  // namespace
 
-DENSA_AVX512 void rows_combination_avx512(const float* w, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
-                                          int64_t n, float* y, int64_t y_stride) {
+DENSA_TARGET_AVX512_FMA void rows_combination_avx512(const float* w, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
+                                                     int64_t n, float* y, int64_t y_stride) {
   constexpr int64_t kBlock = kBlockVectors * kLanes;
   int64_t c0 = 0;
   for (; c0 + kBlock <= cols; c0 += kBlock) {

@@ -530,6 +530,7 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
     repack_ggml_for_kernels(w);
     move_matrices_to_arena(w);
   }
+  if (options.bf16_f32_activations) set_half_float_amx(w, AmxUse::kOff);
   return w;
 }
 

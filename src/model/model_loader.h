@@ -45,6 +45,10 @@ struct LoadOptions {
   // matrices whose rows are whole 128-column blocks are held (GgmlBlockForm). Tools that
   // report or rewrite tensors always see fp32.
   GgmlBlockForm ggml_blocks = GgmlBlockForm::kPacked;
+  // BF16 / F16 matrices keep fp32 activations and exact products (WeightView::amx = kOff on
+  // each, set_half_float_amx) instead of taking AMX tiles with x rounded to bf16 where the CPU
+  // grants them (serve --bf16-activations f32, the evaluator's "+x-f32" weights).
+  bool bf16_f32_activations = false;
   // Keep only this rank's slice of a tensor- / expert-parallel layout (model/shard.h), cut
   // from the stored tensors before any conversion.
   ParallelLayout parallel;

@@ -56,6 +56,25 @@ int64_t ModelWeights::weight_bytes() const {
   return n;
 }
 
+void set_half_float_amx(ModelWeights& w, AmxUse use) {
+  auto set = [use](WeightView& v) {
+    if (v.dtype == DType::kBF16 || v.dtype == DType::kF16) v.amx = use;
+  };
+  set(w.tok_embeddings);
+  set(w.lm_head);
+  for (LayerWeights& l : w.layers) {
+    for (WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b, &l.mla_uk, &l.mla_uv_t,
+                          &l.idx_wq_b, &l.idx_wk, &l.idx_weights_proj, &l.w_gate, &l.w_up, &l.w_down, &l.router,
+                          &l.shared_gate, &l.shared_up, &l.shared_down}) {
+      set(*v);
+    }
+    for (auto* experts : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
+      for (WeightView& v : *experts) set(v);
+    }
+  }
+  w.half_float_amx = use;
+}
+
 WeightView ModelWeights::adopt(const WeightView& v) {
   if (v.empty()) return v;
   if (int4_tiles && int4_group_tileable(v)) {

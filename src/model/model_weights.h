@@ -112,8 +112,16 @@ struct ModelWeights {
   // (int4_group_tileable / int8_group_tileable / affine_tileable), else in v's layout. An
   // affine-row matrix already in the arena is tiled in place and keeps its address.
   WeightView adopt(const WeightView& v);
+  // The WeightView::amx of every BF16 / F16 matrix (set_half_float_amx): kOff keeps them on fp32
+  // activations and exact products (LoadOptions::bf16_f32_activations).
+  AmxUse half_float_amx = AmxUse::kAuto;
   int64_t num_params() const;
   int64_t weight_bytes() const;  // bytes of all matrices + norms as stored
 };
+
+// Gives every BF16 / F16 matrix of w (each layer's, lm_head, the embeddings) WeightView::amx =
+// use and records it in w.half_float_amx; other dtypes keep theirs. Views copied from w
+// afterwards carry it.
+void set_half_float_amx(ModelWeights& w, AmxUse use);
 
 }  // namespace densa

@@ -1,8 +1,9 @@
 #pragma once
 // Quality canary: a serving process periodically scores a fixed probe text with its serving
 // precision (its weights and KV dtype) and with a baseline path it holds (the same checkpoint
-// loaded again with BF16 matrices and a BF16 KV cache; where the process runs BF16 matrices on
-// AMX tiles, matmul_bf16_on_amx, the baseline rounds x to bf16 too: that costs KL 2.5e-5 to
+// loaded again with BF16 matrices and a BF16 KV cache, with the served weights'
+// LoadOptions::bf16_f32_activations; where its BF16 matrices run on AMX tiles,
+// matmul_bf16_on_amx, the baseline rounds x to bf16: that costs KL 2.5e-5 to
 // 4.5e-4 on the fixtures, far under the thresholds), and reports the mean per-token
 // KL(P_baseline || P_serving) and the perplexity change. Crossing a threshold marks the
 // server's quality as degraded (`densa_quality_degraded`), the signal a rollback needs.

@@ -1,7 +1,7 @@
 #pragma once
 // Affine rows: the in-memory form of the GGUF block types whose values are code * scale + min
 // with small integer codes (Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K, IQ4_NL, IQ4_XS, MXFP4), repacked at
-// load so that one W8A8 kernel (kernels/matmul_affine_avx512.cpp) runs all of them on vpdpbusd
+// load so that one W8A8 kernel (kernels/matmul/matmul_affine_avx512.cpp) runs all of them on vpdpbusd
 // instead of holding them as fp32.
 //
 // A row is cols / 128 blocks (core/dtype.h lists the dtypes). Block layout:

@@ -137,11 +137,18 @@ fs::path rewrite_without(const fs::path& in, const std::string& suffix,
   return out;
 }
 
+// BF16 / F16 matrices on fp32 activations (LoadOptions::bf16_f32_activations): these compare
+// against references computed in fp32 with BF16-rounded weights.
+LoadOptions exact_bf16(LoadOptions o = {}) {
+  o.bf16_f32_activations = true;
+  return o;
+}
+
 const ModelWeights& hf_model(const std::string& arch) {
   static auto* cache = new std::map<std::string, ModelWeights>();
   auto it = cache->find(arch);
   if (it == cache->end()) {
-    auto r = load_model(ref_dir(arch));
+    auto r = load_model(ref_dir(arch), exact_bf16());
     CHECK(r.is_ok()) << r.status().to_string();
     it = cache->emplace(arch, std::move(r).value()).first;
   }
@@ -153,11 +160,7 @@ struct ArchCase {
   std::string gguf_arch;  // general.architecture
 };
 
-class MoeGguf : public ::testing::TestWithParam<ArchCase> {
- protected:
-  // These compare against references computed in fp32 with BF16-rounded weights.
-  testing::ExactBf16Matmul exact_bf16_;
-};
+class MoeGguf : public ::testing::TestWithParam<ArchCase> {};
 
 TEST_P(MoeGguf, Bf16FileUsesLlamaCppNamesAndLoadsBitIdentical) {
   const ArchCase& ac = GetParam();
@@ -198,7 +201,7 @@ TEST_P(MoeGguf, Bf16FileUsesLlamaCppNamesAndLoadsBitIdentical) {
     EXPECT_EQ(f->has_tensor("blk.0.attn_q_norm.weight"), hc.qk_norm);
   }
 
-  auto loaded = load_model(path);
+  auto loaded = load_model(path, exact_bf16());
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   const ModelWeights& w = loaded.value();
   const ModelConfig& c = w.config;
@@ -241,9 +244,9 @@ TEST_P(MoeGguf, Bf16FileUsesLlamaCppNamesAndLoadsBitIdentical) {
 TEST_P(MoeGguf, Q8_0FileLoadsLikeQuantizeOnLoad) {
   const ArchCase& ac = GetParam();
   const fs::path path = write_gguf_of(ac.dir, "q8_0");
-  auto loaded = load_model(path);
+  auto loaded = load_model(path, exact_bf16());
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
-  auto direct = load_model(ref_dir(ac.dir), LoadOptions{DType::kQ8_0});
+  auto direct = load_model(ref_dir(ac.dir), exact_bf16(LoadOptions{DType::kQ8_0}));
   ASSERT_TRUE(direct.is_ok()) << direct.status().to_string();
   const LayerWeights& l = loaded->layers.back();
   // Held repacked for the W8A8 kernel (INT8 g32, the f16 scales kept): still Q8_0's values.
@@ -276,11 +279,11 @@ TEST_P(MoeGguf, QuantizedOutputWeightLoadsLikeQuantizeOnLoad) {
   auto out = f->tensor("output.weight");
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   EXPECT_EQ(out->dtype, DType::kQ8_0);
-  auto loaded = load_model(path);
+  auto loaded = load_model(path, exact_bf16());
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EXPECT_EQ(weight_view_format_name(loaded->lm_head), "q8_0");  // repacked at load
   EXPECT_EQ(loaded->layers.back().wo.dtype, DType::kBF16);
-  auto direct = load_model(ref_dir(ac.dir), LoadOptions{DType::kBF16, 128, WeightQuantSpec{DType::kQ8_0}});
+  auto direct = load_model(ref_dir(ac.dir), exact_bf16(LoadOptions{DType::kBF16, 128, WeightQuantSpec{DType::kQ8_0}}));
   ASSERT_TRUE(direct.is_ok()) << direct.status().to_string();
   const Golden g = read_golden(ac.dir)[0];
   if (loaded->config.is_mla()) {
@@ -299,7 +302,7 @@ TEST_P(MoeGguf, F32AndF16FilesStayWithinGoldenTolerance) {
   const ArchCase& ac = GetParam();
   for (const char* to : {"f32", "f16"}) {
     const fs::path path = write_gguf_of(ac.dir, to);
-    auto loaded = load_model(path);
+    auto loaded = load_model(path, exact_bf16());
     ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
     EXPECT_EQ(loaded->layers.back().expert_up[0].dtype, std::string(to) == "f32" ? DType::kF32 : DType::kF16);
     const Golden g = read_golden(ac.dir)[0];
@@ -325,7 +328,7 @@ TEST(MoeGgufDeepseek, SplitKvBWithoutAttnKvBLoads) {
   auto f = GgufFile::open(split);
   ASSERT_TRUE(f.is_ok());
   ASSERT_FALSE(f->has_tensor("blk.0.attn_kv_b.weight"));
-  auto loaded = load_model(split);
+  auto loaded = load_model(split, exact_bf16());
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EXPECT_EQ(loaded->layers[0].kv_b.dtype, DType::kF32);
   const Golden g = read_golden("deepseek_v3")[1];

@@ -182,15 +182,20 @@ Diff compare(const std::vector<float>& got, const std::vector<float>& want, int 
   return d;
 }
 
+// BF16 / F16 matrices on fp32 activations (LoadOptions::bf16_f32_activations): these compare
+// against references computed in fp32 with BF16-rounded weights.
+LoadOptions exact_bf16(LoadOptions o = {}) {
+  o.bf16_f32_activations = true;
+  return o;
+}
+
 class ArchGolden : public ::testing::TestWithParam<std::string> {
  protected:
-  // These compare against references computed in fp32 with BF16-rounded weights.
-  testing::ExactBf16Matmul exact_bf16_;
   static const ModelWeights& weights(const std::string& arch) {
     static std::map<std::string, ModelWeights>* cache = new std::map<std::string, ModelWeights>();
     auto it = cache->find(arch);
     if (it == cache->end()) {
-      auto r = load_model(ref_dir(arch));
+      auto r = load_model(ref_dir(arch), exact_bf16());
       CHECK(r.is_ok()) << r.status().to_string();
       it = cache->emplace(arch, std::move(r).value()).first;
     }
@@ -287,7 +292,7 @@ TEST_P(ArchGolden, QuantizedWeightsMatchTheirDequantizedValues) {
   const std::vector<Golden> golden = read_golden(GetParam());
   double mean_fp8 = 0, mean_int4 = 0;
   for (const auto& [dtype, group] : {std::pair{DType::kFP8E4M3, 128}, std::pair{DType::kI4, 32}}) {
-    auto loaded = load_model(ref_dir(GetParam()), LoadOptions{dtype, group});
+    auto loaded = load_model(ref_dir(GetParam()), exact_bf16(LoadOptions{dtype, group}));
     ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
     ModelWeights& w = loaded.value();
     for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -301,7 +306,7 @@ TEST_P(ArchGolden, QuantizedWeightsMatchTheirDequantizedValues) {
     }
     EXPECT_LT(w.weight_bytes(), ref.weight_bytes());
     // The twin: the same checkpoint with every quantized matrix replaced by its fp32 values.
-    auto twin_loaded = load_model(ref_dir(GetParam()));
+    auto twin_loaded = load_model(ref_dir(GetParam()), exact_bf16());
     ASSERT_TRUE(twin_loaded.is_ok());
     ModelWeights& twin = twin_loaded.value();
     std::vector<WeightView> quantized;

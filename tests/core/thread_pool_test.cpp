@@ -1,6 +1,7 @@
 // ThreadPool: every item is covered exactly once, chunks follow the grain, and the spinning
 // hand-off and the sleeping one give the same results, back to back and after idle gaps; the
-// dynamic mode covers every item once and lets a fast thread take a slow one's share.
+// dynamic mode covers every item once and lets a fast thread take a slow one's share, and
+// tells each item which worker runs it.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -95,6 +96,46 @@ TEST(ThreadPool, DynamicCoversEveryItemOnce) {
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "job " << j << " item " << i;
     }
   }
+}
+
+// The worker index each item gets names the thread running it: one index per thread, the
+// caller's 0, all below num_threads(); so scratch(worker) is that thread's alone.
+TEST(ThreadPool, DynamicOnWorkersNamesTheRunningThread) {
+  for (int spin : {5000, 0}) {
+    ThreadPool pool(3, spin);
+    const auto caller = std::this_thread::get_id();
+    for (int j = 0; j < 100; ++j) {
+      const int64_t n = 1 + (j * 37) % 101;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::vector<std::thread::id> ids(static_cast<size_t>(n));
+      std::vector<int> workers(static_cast<size_t>(n), -1);
+      pool.parallel_for_dynamic_on_workers(n, [&](int worker, int64_t b, int64_t e) {
+        ASSERT_EQ(e, b + 1);
+        hits[static_cast<size_t>(b)].fetch_add(1);
+        ids[static_cast<size_t>(b)] = std::this_thread::get_id();
+        workers[static_cast<size_t>(b)] = worker;
+        pool.scratch(worker).bytes(0, 64)[0] = static_cast<uint8_t>(b);  // a thread's own buffer
+      });
+      for (int64_t i = 0; i < n; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        ASSERT_EQ(hits[k].load(), 1) << "job " << j << " item " << i;
+        ASSERT_TRUE(workers[k] >= 0 && workers[k] < pool.num_threads());
+        EXPECT_EQ(workers[k] == 0, ids[k] == caller);
+        for (size_t m = 0; m < k; ++m) EXPECT_EQ(workers[m] == workers[k], ids[m] == ids[k]);
+      }
+    }
+  }
+}
+
+TEST(WorkerScratch, SlotsAreAlignedAndKeptAsTheyGrow) {
+  WorkerScratch s;
+  uint8_t* a = s.bytes(0, 100);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  EXPECT_EQ(s.bytes(0, 50), a);  // no smaller request moves it
+  float* f = s.array<float>(1, 1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(f) % 64, 0u);
+  EXPECT_NE(static_cast<void*>(f), static_cast<void*>(a));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(s.bytes(0, 1 << 20)) % 64, 0u);
 }
 
 // A thread that is held up takes fewer items: the others drain the queue meanwhile. With a

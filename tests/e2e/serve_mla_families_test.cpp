@@ -63,7 +63,7 @@ std::vector<Prompt> golden(const fs::path& dir) {
 
 // Greedy tokens of each prompt through an in-process Engine, one request at a time.
 std::vector<std::vector<TokenId>> engine_greedy(const fs::path& dir, DType kv, const std::vector<Prompt>& ps) {
-  Result<ModelWeights> w = load_model(dir);
+  Result<ModelWeights> w = load_model(dir, LoadOptions{.bf16_f32_activations = true});  // as --bf16-activations f32
   CHECK(w.is_ok()) << w.status().to_string();
   EngineConfig ec;
   ec.kv_dtype = kv;
@@ -114,8 +114,7 @@ TEST_P(ServeMlaFamilies, GreedyOverHttpEqualsTheEngineAndFollowsTheGolden) {
   ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
   ::setenv("DENSA_KV_AUDIT", "1", 1);  // the server CHECKs the page / radix audit every step
   // The golden logits' arithmetic (fp32 x, exact BF16 products): --bf16-activations f32 for the
-  // server, this scope for the in-process engine.
-  ExactBf16Matmul exact;
+  // server, LoadOptions::bf16_f32_activations for the in-process engine.
   for (auto [kv, kv_name, margin] : {std::tuple{DType::kBF16, "bf16", 0.3}, std::tuple{DType::kFP8E4M3, "fp8", 1.0}}) {
     const std::vector<std::vector<TokenId>> want = engine_greedy(dir, kv, ps);
     ServerProcess server({"--bf16-activations", "f32", "--kv-dtype", kv_name, "--page-size", "4",

@@ -80,7 +80,7 @@ void stored_values(const Case& c, const float* scales, int layer, int which, int
   }
 }
 
-// What the AMX path adds to the fp32 error (attention_amx.cpp): q x scale and each softmax
+// What the AMX path adds to the fp32 error (kernels/attention/attention_amx.cpp): q x scale and each softmax
 // weight are kept as two bf16 parts, together within 2^-16 of the value. A score then moves by at
 // most D = 2^-16 S (S = max over positions of scale * sum_d |q_d k_d|, plus fp32 sums), the
 // normalized weights by a factor within e^(+-2D), and the weighted sum by at most

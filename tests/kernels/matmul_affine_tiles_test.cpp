@@ -65,14 +65,15 @@ TEST(MatmulAffineTiles, EqualTheirGroupTwinBitForBit) {
         SCOPED_TRACE(name(type, t.view.dtype) + " " + std::to_string(rows) + "x" + std::to_string(cols));
         ASSERT_TRUE(matmul_internal::matmul_quant_avx512_supports(t.view));
         for (bool amx : amx_modes) {
-          matmul_internal::matmul_quant_int8_force_amx(amx);
+          WeightView v = t.view;
+          v.amx = testing::amx_use(amx);
           for (int64_t n : {1, 2, 5, 16, 17, 33, 50}) {
             std::vector<float> x = testing::affine_test_x(n, cols, static_cast<uint32_t>(n + cols));
             if (n == 17) x[static_cast<size_t>(3 * cols + 40)] = NAN;  // x row 3's block 1 is NaN
             std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
             ref::matmul_affine_groups_fp32(t.view, x.data(), n, twin.data());
-            matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t.view, x.data(), n, y.data(), nullptr);
-            matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t.view, x.data(), n, yp.data(), &pool);
+            matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, v, x.data(), n, y.data(), nullptr);
+            matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, v, x.data(), n, yp.data(), &pool);
             EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "amx " << amx << " n " << n;
             EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, amx " << amx << " n " << n;
             if (n == 17) {
@@ -80,7 +81,6 @@ TEST(MatmulAffineTiles, EqualTheirGroupTwinBitForBit) {
             }
           }
         }
-        matmul_internal::matmul_quant_int8_force_amx(std::nullopt);
       }
     }
   }

@@ -1,4 +1,4 @@
-// AVX-512 FP8 / INT4 matmul (kernels/matmul_quant_avx512.cpp): the in-register e4m3 decoder
+// AVX-512 FP8 / INT4 matmul (kernels/matmul/quant_*.cpp): the in-register e4m3 decoder
 // against the codec table for all 256 codes; matmul against its twins (ref::matmul_fp8_x_bf16,
 // ref::matmul_int4_x_q8: the same rounded activations, double accumulation) within fp32
 // rounding (|y - twin| <= 1e-5 * sum_k |w x|), and against the exact ref::matmul within the
@@ -47,16 +47,14 @@ bool have_fp8_kernel() {
 }
 
 // The FP8 paths this CPU runs (testing::amx_modes): vdpbf16ps (false) and, with AMX-BF16
-// granted, AMX tiles (true).
+// on the CPU, AMX tiles (true), chosen per matrix by WeightView::amx = testing::amx_use(mode).
 std::vector<bool> fp8_amx_modes() { return testing::amx_modes(); }
 
-// Forces one FP8 path for a scope, then back to the process default.
-struct ForceFp8Amx {
-  explicit ForceFp8Amx(bool on) { matmul_internal::matmul_quant_fp8_force_amx(on); }
-  ~ForceFp8Amx() { matmul_internal::matmul_quant_fp8_force_amx(std::nullopt); }
-  ForceFp8Amx(const ForceFp8Amx&) = delete;
-  ForceFp8Amx& operator=(const ForceFp8Amx&) = delete;
-};
+// `w` with WeightView::amx = use.
+WeightView with_amx(WeightView w, AmxUse use) {
+  w.amx = use;
+  return w;
+}
 
 // Four pages, the second and fourth unmapped: codes end at end_of(0) and scales at end_of(1),
 // so a kernel that reads one byte past either faults.
@@ -150,7 +148,7 @@ std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
 void check_matrix(const WeightView& w, int64_t n = 37) {
   ASSERT_TRUE(matmul_internal::matmul_quant_avx512_supports(w));
   const bool fp8 = w.dtype == DType::kFP8E4M3;
-  const bool amx = fp8 && matmul_internal::matmul_quant_fp8_amx();
+  const bool amx = fp8 && matmul_internal::matmul_quant_fp8_amx(w.amx);
   const std::vector<float> x = random_x(n, w.cols, 3);
   std::vector<float> y(static_cast<size_t>(n * w.rows)), ytwin(y.size()), yexact(y.size());
   matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, w, x.data(), n, y.data(), nullptr);
@@ -219,10 +217,10 @@ TEST(MatmulQuantAvx512, Fp8DecoderMatchesTableForAllCodes) {
 TEST(MatmulQuantAvx512, Fp8MatchesReferenceAndIsInvariant) {
   if (!have_fp8_kernel()) GTEST_SKIP() << "no AVX-512 with VBMI";
   for (bool amx : fp8_amx_modes()) {
-    ForceFp8Amx force(amx);
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160, 384}, {37, 256}, {131, 300}, {9, 130}, {5, 17}, {48, 64}}) {
       SCOPED_TRACE(std::string(amx ? "amx " : "vdpbf16ps ") + std::to_string(rows) + "x" + std::to_string(cols));
       QuantMatrix m = random_fp8(rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+      m.view.amx = testing::amx_use(amx);
       check_matrix(m.view);
       check_matrix(m.view, 2);  // one token tile, 14 tokens of padding (AMX)
     }
@@ -235,10 +233,10 @@ TEST(MatmulQuantAvx512, Fp8MatchesReferenceAndIsInvariant) {
 // against the twin; and the two paths differ (the AMX path really ran).
 TEST(MatmulQuantAvx512, Fp8AmxTilesBlocksAndScales) {
   if (!have_fp8_kernel() || !cpu_has_amx_bf16()) GTEST_SKIP() << "no AMX-BF16 (CPU or OS)";
-  ForceFp8Amx force(true);
-  check_matrix(random_fp8(40, 4096, 61).view, 300);
+  check_matrix(with_amx(random_fp8(40, 4096, 61).view, AmxUse::kOn), 300);
   {
     QuantMatrix m = random_fp8(75, 512, 62);
+    m.view.amx = AmxUse::kOn;
     const float special[] = {0.0f, -1.5f, 1e-30f, 3e30f, -0x1p-100f, 0x1.234568p-3f};
     for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = special[i % std::size(special)];
     {
@@ -252,14 +250,13 @@ TEST(MatmulQuantAvx512, Fp8AmxTilesBlocksAndScales) {
     for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = std::exp2(static_cast<float>(i % 7) - 3.0f);
     check_matrix(m.view);
   }
-  const QuantMatrix m = random_fp8(64, 1024, 63);
+  QuantMatrix m = random_fp8(64, 1024, 63);
+  m.view.amx = AmxUse::kOn;
   const std::vector<float> x = random_x(5, 1024, 64);
   std::vector<float> y_amx(5 * 64), y_dp(5 * 64);
   matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), 5, y_amx.data(), nullptr);
-  {
-    ForceFp8Amx dp(false);
-    matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), 5, y_dp.data(), nullptr);
-  }
+  matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, with_amx(m.view, AmxUse::kOff), x.data(), 5, y_dp.data(),
+                                   nullptr);
   EXPECT_NE(0, std::memcmp(y_amx.data(), y_dp.data(), y_amx.size() * 4)) << "AMX and vdpbf16ps gave the same bits";
   // Row ranges from every 8-row start: the same bits as the whole matrix.
   std::vector<float> part(5 * 64);
@@ -269,8 +266,9 @@ TEST(MatmulQuantAvx512, Fp8AmxTilesBlocksAndScales) {
       const int64_t bytes = matmul_internal::matmul_quant_avx512_x_bytes(m.view, 5);
       std::vector<uint8_t> xp_storage;
       uint8_t* xp = testing::aligned_bytes(xp_storage, bytes).data();
-      matmul_internal::matmul_quant_avx512_prepare(m.view, x.data(), 5, xp);
-      matmul_internal::matmul_quant_avx512_rows(m.view, xp, 5, part.data(), r0, r1);
+      WorkerScratch ws;
+      matmul_internal::matmul_quant_avx512_prepare(m.view, x.data(), 5, xp, ws);
+      matmul_internal::matmul_quant_avx512_rows(m.view, xp, 5, part.data(), r0, r1, ws);
       for (int64_t i = 0; i < 5; ++i) {
         for (int64_t r = 0; r < 64; ++r) {
           const float want = r >= r0 && r < r1 ? y_amx[i * 64 + r] : -7.0f;
@@ -488,13 +486,13 @@ TEST(MatmulQuantAvx512, Int8TilesEqualTheirTwinBitForBit) {
     check_matrix(t, 37);  // accuracy against the double twin and the exact product, invariance
     ThreadPool pool(3);
     for (bool amx : amx_modes) {
-      matmul_internal::matmul_quant_int8_force_amx(amx);
+      const WeightView t_amx = with_amx(t, testing::amx_use(amx));
       for (int64_t n : {1, 2, 4, 5, 16, 17, 35, 48, 50}) {
         const std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n));
         std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
         ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());
-        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t, x.data(), n, y.data(), nullptr);
-        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t, x.data(), n, yp.data(), &pool);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, y.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, yp.data(), &pool);
         EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "amx " << amx << " n " << n;
         EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, amx " << amx << " n " << n;
       }
@@ -506,7 +504,6 @@ TEST(MatmulQuantAvx512, Int8TilesEqualTheirTwinBitForBit) {
       matmul_internal::matmul_with_isa(CpuIsa::kScalar, t, x.data(), 3, got.data(), nullptr);
       EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "fallback";
     }
-    matmul_internal::matmul_quant_int8_force_amx(std::nullopt);
   }
 }
 
@@ -562,12 +559,12 @@ TEST(MatmulQuantAvx512, Fp8ReadsNothingPastCodesOrScales) {
     std::memcpy(scales, m.scales.data(), m.scales.size() * 4);
     const WeightView edge = fp8_block_view(codes, scales, rows, cols);
     for (bool amx : fp8_amx_modes()) {
-      ForceFp8Amx force(amx);
+      const AmxUse use = testing::amx_use(amx);
       for (int64_t n : {1, 3}) {
         const std::vector<float> x = random_x(n, cols, 10);
         std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
-        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, edge, x.data(), n, y.data(), nullptr);
-        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, want.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, with_amx(edge, use), x.data(), n, y.data(), nullptr);
+        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, with_amx(m.view, use), x.data(), n, want.data(), nullptr);
         EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4)) << (amx ? "amx" : "vdpbf16ps") << " n " << n;
       }
     }
@@ -598,10 +595,10 @@ TEST(MatmulQuantAvx512, Fp8NanCodePropagates) {
   m.codes[7 * 256 + 1] = 0x7f;
   const std::vector<float> x = random_x(2, 256, 6);
   for (bool amx : fp8_amx_modes()) {
-    ForceFp8Amx force(amx);
+    const WeightView w = with_amx(m.view, testing::amx_use(amx));
     for (int64_t n : {1, 2}) {
       std::vector<float> y(static_cast<size_t>(n * 10));
-      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, m.view, x.data(), n, y.data(), nullptr);
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, w, x.data(), n, y.data(), nullptr);
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t r = 0; r < 10; ++r) {
           EXPECT_EQ(std::isnan(y[i * 10 + r]), r == 3 || r == 7) << (amx ? "amx " : "") << i << "," << r;
@@ -665,10 +662,11 @@ TEST(MatmulMany, SharedXAndParallelPreparationChangeNoResult) {
   const QuantMatrix q = random_fp8(96, cols, 71), k = random_fp8(40, cols, 72), v = random_fp8(40, cols, 73);
   const QuantMatrix i4 = random_int4(48, cols, 32, 74), other = random_fp8(24, cols, 75);
   const std::vector<float> x = random_x(n, cols, 76), x2 = random_x(n, cols, 77);
-  const WeightView views[5] = {q.view, k.view, i4.view, other.view, v.view};
   const float* xs[5] = {x.data(), x.data(), x.data(), x2.data(), x.data()};
   for (bool amx : fp8_amx_modes()) {
-    ForceFp8Amx force(amx);
+    const AmxUse use = testing::amx_use(amx);
+    const WeightView views[5] = {with_amx(q.view, use), with_amx(k.view, use), i4.view, with_amx(other.view, use),
+                                 with_amx(v.view, use)};
     std::vector<std::vector<float>> want;
     for (int j = 0; j < 5; ++j) {
       want.emplace_back(static_cast<size_t>(n * views[j].rows));

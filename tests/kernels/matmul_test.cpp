@@ -26,24 +26,16 @@ using matmul_internal::matmul_with_isa;
 constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
 
 // The BF16 / F16 paths this CPU runs at the AVX-512 level (testing::amx_modes): fp32
-// activations on FMAs (false) and, with AMX-BF16 granted, x rounded to bf16 on AMX tiles (true;
-// F16 as its bf16 high parts plus the remainders, exact). The other ISA levels always take the
-// first.
+// activations on FMAs (false) and, with AMX-BF16 on the CPU, x rounded to bf16 on AMX tiles
+// (true; F16 as its bf16 high parts plus the remainders, exact), chosen per matrix by
+// WeightView::amx = testing::amx_use(mode). The other ISA levels always take the first.
 std::vector<bool> bf16_amx_modes() { return testing::amx_modes(); }
 
-// Forces one BF16 path for a scope, then back to the process default.
-struct ForceBf16Amx {
-  explicit ForceBf16Amx(bool on) { matmul_internal::matmul_quant_bf16_force_amx(on); }
-  ~ForceBf16Amx() { matmul_internal::matmul_quant_bf16_force_amx(std::nullopt); }
-  ForceBf16Amx(const ForceBf16Amx&) = delete;
-  ForceBf16Amx& operator=(const ForceBf16Amx&) = delete;
-};
-
-// Whether `dtype` runs on AMX tiles with x rounded to bf16 at `isa` in this process (BF16 and
-// F16 at the AVX-512 level, matmul_quant_bf16_amx).
-bool half_on_amx(CpuIsa isa, DType dtype) {
+// Whether `dtype` with WeightView::amx `amx` runs on AMX tiles with x rounded to bf16 at `isa`
+// (BF16 and F16 at the AVX-512 level, matmul_quant_bf16_amx).
+bool half_on_amx(CpuIsa isa, DType dtype, AmxUse amx) {
   return (dtype == DType::kBF16 || dtype == DType::kF16) && isa == CpuIsa::kAvx512Bf16 &&
-         matmul_internal::matmul_quant_bf16_amx();
+         matmul_internal::matmul_quant_bf16_amx(amx);
 }
 
 std::vector<CpuIsa> available_isas() {
@@ -128,8 +120,8 @@ std::vector<double> abs_dot(const WeightView& w, const std::vector<float>& x, in
   return out;
 }
 
-std::string label(CpuIsa isa, DType dtype) {
-  const bool amx = half_on_amx(isa, dtype);
+std::string label(CpuIsa isa, DType dtype, AmxUse use) {
+  const bool amx = half_on_amx(isa, dtype, use);
   return std::string(cpu_isa_name(isa)) + "/" + std::string(dtype_name(dtype)) + (amx ? " (amx)" : "");
 }
 
@@ -139,12 +131,13 @@ std::string label(CpuIsa isa, DType dtype) {
 // even) and nothing else: its twin is the same double reference on bf16(x), with the same
 // bound (the tile unit's fp32 sums are as short).
 void expect_matches_reference(CpuIsa isa, DType dtype, int64_t rows, int64_t cols, int64_t n,
-                              uint32_t seed) {
+                              uint32_t seed, AmxUse amx) {
   RandomWeights w(dtype, rows, cols, seed);
+  w.view.amx = amx;
   std::vector<float> x = random_x(n, cols, seed + 1);
   std::vector<float> y(static_cast<size_t>(n * rows), NAN), want(y.size());
   matmul_with_isa(isa, w.view, x.data(), n, y.data(), nullptr);
-  if (half_on_amx(isa, dtype)) {
+  if (half_on_amx(isa, dtype, amx)) {
     for (float& v : x) v = bf16_to_f32(f32_to_bf16(v));
   }
   ref::matmul(w.view, x.data(), n, want.data());
@@ -152,18 +145,18 @@ void expect_matches_reference(CpuIsa isa, DType dtype, int64_t rows, int64_t col
   const double unit = std::ldexp(1.0, -24) * (static_cast<double>(cols) / 4 + 8);
   for (size_t k = 0; k < y.size(); ++k) {
     ASSERT_LE(std::fabs(static_cast<double>(y[k]) - want[k]), unit * scale[k] + 1e-30)
-        << label(isa, dtype) << " rows=" << rows << " cols=" << cols << " n=" << n << " at " << k;
+        << label(isa, dtype, w.view.amx) << " rows=" << rows << " cols=" << cols << " n=" << n << " at " << k;
   }
 }
 
 TEST(MatmulTest, MatchesReferenceEveryDtypeAndIsa) {
   for (bool amx : bf16_amx_modes()) {
-    const ForceBf16Amx force(amx);
+    const AmxUse use = testing::amx_use(amx);
     for (CpuIsa isa : available_isas()) {
     for (DType dtype : kDtypes) {
-      expect_matches_reference(isa, dtype, 64, 256, 4, 1);
-      expect_matches_reference(isa, dtype, 40, 4096, 2, 2);
-      expect_matches_reference(isa, dtype, 16, 32, 1, 3);
+      expect_matches_reference(isa, dtype, 64, 256, 4, 1, use);
+      expect_matches_reference(isa, dtype, 40, 4096, 2, 2, use);
+      expect_matches_reference(isa, dtype, 16, 32, 1, 3, use);
     }
   }
   }
@@ -173,10 +166,10 @@ TEST(MatmulTest, MatchesReferenceEveryDtypeAndIsa) {
 // cross a block, and 1,000 columns end in a partial 64-column step.
 TEST(MatmulTest, HalfPrecisionManyTokensCrossXBlocks) {
   for (bool amx : bf16_amx_modes()) {
-    const ForceBf16Amx force(amx);
+    const AmxUse use = testing::amx_use(amx);
     for (DType dtype : {DType::kBF16, DType::kF16}) {
       expect_matches_reference(CpuIsa::kAvx512Bf16 <= cpu_isa_hardware() ? CpuIsa::kAvx512Bf16 : cpu_isa_hardware(),
-                               dtype, 40, 1000, 530, 31);
+                               dtype, 40, 1000, 530, 31, use);
     }
   }
 }
@@ -184,17 +177,17 @@ TEST(MatmulTest, HalfPrecisionManyTokensCrossXBlocks) {
 TEST(MatmulTest, OddShapes) {
   uint32_t seed = 100;
   for (bool amx : bf16_amx_modes()) {
-  const ForceBf16Amx force(amx);
+  const AmxUse use = testing::amx_use(amx);
   for (CpuIsa isa : available_isas()) {
     for (DType dtype : kDtypes) {
       for (int64_t rows : {1, 3, 5, 17, 33}) {
-        for (int64_t n = 1; n <= 9; ++n) expect_matches_reference(isa, dtype, rows, 96, n, ++seed);
+        for (int64_t n = 1; n <= 9; ++n) expect_matches_reference(isa, dtype, rows, 96, n, ++seed, use);
       }
     }
     // Plain dtypes accept any cols: a partial last block takes the zero-padded path.
     for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
       for (int64_t cols : {1, 7, 31, 45, 71, 100}) {
-        for (int64_t n : {1, 2, 5}) expect_matches_reference(isa, dtype, 19, cols, n, ++seed);
+        for (int64_t n : {1, 2, 5}) expect_matches_reference(isa, dtype, 19, cols, n, ++seed, use);
       }
     }
   }
@@ -216,15 +209,15 @@ TEST(MatmulTest, F32xJobKeepsExactBf16Path) {
   RandomWeights w(DType::kBF16, 24, 192, 21);
   const std::vector<float> x = random_x(5, 192, 22);
   std::vector<float> exact(5 * 24), marked(5 * 24), plain(5 * 24), plain_ref(5 * 24);
-  {
-    const ForceBf16Amx force(false);
-    matmul(w.view, x.data(), 5, exact.data(), nullptr);
-  }
+  WeightView off = w.view;
+  off.amx = AmxUse::kOff;
+  matmul(off, x.data(), 5, exact.data(), nullptr);
   for (bool amx : bf16_amx_modes()) {
-    const ForceBf16Amx force(amx);
-    const MatmulJob jobs[2] = {{w.view, x.data(), 5, marked.data(), /*f32_x=*/true}, {w.view, x.data(), 5, plain.data()}};
+    WeightView v = w.view;
+    v.amx = testing::amx_use(amx);
+    const MatmulJob jobs[2] = {{v, x.data(), 5, marked.data(), /*f32_x=*/true}, {v, x.data(), 5, plain.data()}};
     matmul_many(jobs, nullptr);
-    matmul(w.view, x.data(), 5, plain_ref.data(), nullptr);
+    matmul(v, x.data(), 5, plain_ref.data(), nullptr);
     EXPECT_EQ(0, std::memcmp(marked.data(), exact.data(), exact.size() * 4)) << "amx " << amx;
     EXPECT_EQ(0, std::memcmp(plain.data(), plain_ref.data(), plain.size() * 4)) << "amx " << amx;
     // On AMX the unmarked job rounds x: not the exact bits.
@@ -238,32 +231,33 @@ TEST(MatmulTest, BatchInvariance) {
   constexpr int64_t kRows = 301, kCols = 1024, kN = 37;
   ThreadPool one(1), two(2), three(3);
   for (bool amx : bf16_amx_modes()) {
-  const ForceBf16Amx force(amx);
+  const AmxUse use = testing::amx_use(amx);
   for (CpuIsa isa : available_isas()) {
     for (DType dtype : kDtypes) {
       if (amx && dtype != DType::kBF16 && dtype != DType::kF16) continue;
       RandomWeights w(dtype, kRows, kCols, 11);
+      w.view.amx = use;
       const std::vector<float> x = random_x(kN, kCols, 12);
       std::vector<float> batch(kN * kRows), batch2(kN * kRows), batch3(kN * kRows);
       matmul_with_isa(isa, w.view, x.data(), kN, batch.data(), &one);
       matmul_with_isa(isa, w.view, x.data(), kN, batch2.data(), &two);
       matmul_with_isa(isa, w.view, x.data(), kN, batch3.data(), &three);
-      EXPECT_EQ(0, std::memcmp(batch.data(), batch2.data(), batch.size() * 4)) << label(isa, dtype);
-      EXPECT_EQ(0, std::memcmp(batch.data(), batch3.data(), batch.size() * 4)) << label(isa, dtype);
+      EXPECT_EQ(0, std::memcmp(batch.data(), batch2.data(), batch.size() * 4)) << label(isa, dtype, w.view.amx);
+      EXPECT_EQ(0, std::memcmp(batch.data(), batch3.data(), batch.size() * 4)) << label(isa, dtype, w.view.amx);
       std::vector<float> single(kRows), single2(kRows);
       for (int64_t i = 0; i < kN; ++i) {
         matmul_with_isa(isa, w.view, x.data() + i * kCols, 1, single.data(), nullptr);
         matmul_with_isa(isa, w.view, x.data() + i * kCols, 1, single2.data(), &two);
         ASSERT_EQ(0, std::memcmp(single.data(), batch.data() + i * kRows, kRows * 4))
-            << label(isa, dtype) << " row " << i;
-        ASSERT_EQ(0, std::memcmp(single.data(), single2.data(), kRows * 4)) << label(isa, dtype);
+            << label(isa, dtype, w.view.amx) << " row " << i;
+        ASSERT_EQ(0, std::memcmp(single.data(), single2.data(), kRows * 4)) << label(isa, dtype, w.view.amx);
       }
       // Every sub-batch size 1..9 starting at each offset gives the same rows.
       for (int64_t m = 1; m <= 9; ++m) {
         std::vector<float> sub(m * kRows);
         matmul_with_isa(isa, w.view, x.data() + 5 * kCols, m, sub.data(), &two);
         ASSERT_EQ(0, std::memcmp(sub.data(), batch.data() + 5 * kRows, sub.size() * 4))
-            << label(isa, dtype) << " m=" << m;
+            << label(isa, dtype, w.view.amx) << " m=" << m;
       }
     }
   }

@@ -44,10 +44,12 @@ std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
   return s;
 }
 
+// The golden logits are fp32 compute; hf-bf16's tolerances are for BF16-rounded weights alone,
+// so BF16 matrices keep fp32 activations.
+const LoadOptions kExactBf16{.bf16_f32_activations = true};
+
 class ForwardGolden : public ::testing::TestWithParam<Variant> {
  protected:
-  // The golden logits are fp32 compute; hf-bf16's tolerances are for BF16-rounded weights alone.
-  testing::ExactBf16Matmul exact_bf16_;
   static ThreadPool& pool() {
     static ThreadPool p(0);
     return p;
@@ -56,7 +58,7 @@ class ForwardGolden : public ::testing::TestWithParam<Variant> {
 
 TEST_P(ForwardGolden, LogitsMatchGolden) {
   const Variant& v = GetParam();
-  auto loaded = load_model(model_dir(v.model) / v.path);
+  auto loaded = load_model(model_dir(v.model) / v.path, kExactBf16);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   const ModelWeights& w = loaded.value();
   const auto golden = read_json(model_dir(v.model) / "golden" / "golden.json");
@@ -86,7 +88,7 @@ TEST_P(ForwardGolden, LogitsMatchGolden) {
 
 TEST_P(ForwardGolden, GreedyContinuationMatchesGolden) {
   const Variant& v = GetParam();
-  auto loaded = load_model(model_dir(v.model) / v.path);
+  auto loaded = load_model(model_dir(v.model) / v.path, kExactBf16);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   const auto golden = read_json(model_dir(v.model) / "golden" / "golden.json");
   int idx = 0;

@@ -41,8 +41,9 @@ ThreadPool& pool() {
   return p;
 }
 
+// BF16 matrices on fp32 activations: the golden logits' arithmetic (AMX rounds x to bf16).
 ModelWeights load_ok() {
-  Result<ModelWeights> r = load_model(ref_dir());
+  Result<ModelWeights> r = load_model(ref_dir(), LoadOptions{.bf16_f32_activations = true});
   CHECK(r.is_ok()) << r.status().to_string();
   return std::move(r).value();
 }
@@ -142,7 +143,6 @@ TEST(GlmMoeDsa, ConfigAndLayout) {
 }
 
 TEST(GlmMoeDsa, GoldenLogitsF32Kv) {
-  testing::ExactBf16Matmul exact;
   for (const Golden& g : golden()) {
     for (size_t chunk : {size_t{64}, size_t{5}}) {
       const std::vector<float> got = paged_logits(model(), g.tokens, g.prompt.size(), DType::kF32, 4, chunk);
@@ -169,7 +169,6 @@ struct KvBound {
 class GlmMoeDsaKv : public ::testing::TestWithParam<KvBound> {};
 
 TEST_P(GlmMoeDsaKv, LogitsNearTheGolden) {
-  testing::ExactBf16Matmul exact;
   const KvBound& b = GetParam();
   size_t over = 0, agree = 0, total = 0;
   double worst = 0;
@@ -201,7 +200,6 @@ INSTANTIATE_TEST_SUITE_P(Kv, GlmMoeDsaKv,
 // MLA's bit for bit (the same model with an index_topk past every context); beyond it the
 // indexer's choice changes the logits.
 TEST(GlmMoeDsa, ShortContextEqualsDenseMla) {
-  testing::ExactBf16Matmul exact;  // the golden logits' arithmetic (AMX rounds x to bf16)
   ModelWeights dense = load_ok();
   dense.config.dsa.index_topk = 1 << 20;
   const std::vector<Golden> gs = golden();
@@ -419,7 +417,6 @@ void engine_greedy(const ModelWeights& w, DType kv, const std::vector<Golden>& g
 // continuations; BF16 and FP8 latent KV may part from them only at a step whose golden
 // top-1/top-2 margin is small (0.3 and 1.0 logits), as rounding the cache moves logits.
 TEST(GlmMoeDsa, EngineGreedyMatchesReference) {
-  testing::ExactBf16Matmul exact;
   const std::vector<Golden> gs = golden();
   for (auto [kv, margin] : {std::pair{DType::kBF16, 0.3}, std::pair{DType::kFP8E4M3, 1.0}, std::pair{DType::kF32, 0.0}}) {
     std::vector<std::vector<TokenId>> got;
@@ -447,7 +444,6 @@ TEST(GlmMoeDsa, EngineGreedyMatchesReference) {
 // prefix cache off, the golden prompts follow their golden greedy (as the test above), and the
 // second round took every full page but the last token's from the cache.
 TEST(GlmMoeDsa, PrefixCacheHitsEqualRecomputation) {
-  testing::ExactBf16Matmul exact;
   const std::vector<Golden> gs = golden();
   std::vector<std::vector<TokenId>> prompts;
   std::vector<int> max_new;
@@ -511,7 +507,6 @@ TEST(GlmMoeDsa, PrefixCacheHitsEqualRecomputation) {
 // Face load (chunked prefill across index_topk, then decode steps), so within the golden bound
 // and greedy equal to the golden greedy.
 TEST(GlmMoeDsa, GgufGlmDsaEqualsTheHfLoad) {
-  testing::ExactBf16Matmul exact;
   const fs::path out = fs::temp_directory_path() / ("densa_glm_moe_dsa_" + std::to_string(::getpid()) + ".gguf");
   Result<QuantizeReport> rep = quantize_checkpoint(QuantizeOptions{ref_dir(), out, "bf16", 128, ""});
   ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
@@ -526,7 +521,7 @@ TEST(GlmMoeDsa, GgufGlmDsaEqualsTheHfLoad) {
                         "indexer.k_norm.bias", "indexer.proj.weight", "attn_kv_a_mqa.weight", "attn_k_b.weight"}) {
     EXPECT_TRUE(f->has_tensor(std::string("blk.1.") + t)) << t;
   }
-  Result<ModelWeights> loaded = load_model(out);
+  Result<ModelWeights> loaded = load_model(out, LoadOptions{.bf16_f32_activations = true});
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   const ModelWeights& w = *loaded;
   EXPECT_EQ(w.format, "gguf");

@@ -99,7 +99,7 @@ IdentityHead identity_head(const ModelConfig& c) {
 // Checks logits [n, V] of a model whose lm_head is `head` against hidden [n, V] (first H
 // columns used) times the dequantized head, in double. Bound per element, S = sum |w x|:
 // fp32 accumulation 2e-5 S + 1e-6, plus the activation rounding of the FP8 / INT4 kernels
-// (kernels/matmul_quant_avx512.cpp): bf16 x for FP8 (2^-8 S), int8 x per block of 32 for INT4
+// (kernels/matmul/quant_*.cpp): bf16 x for FP8 (2^-8 S), int8 x per block of 32 for INT4
 // and INT8 (repacked Q8_0) (sum |w| amax(x block) / 254). Returns the largest |error| / bound.
 double check_against_reference(const std::vector<float>& logits, const std::vector<float>& hidden,
                                const WeightView& head, int64_t n) {
@@ -148,7 +148,6 @@ void PrintTo(const HeadCase& c, std::ostream* os) { *os << c.model << " body=" <
 class LmHeadOnLoad : public ::testing::TestWithParam<HeadCase> {
  protected:
   // The reference bound is for the head's weights alone, with fp32 activations.
-  testing::ExactBf16Matmul exact_bf16_;
 };
 
 TEST_P(LmHeadOnLoad, LogitsEqualDequantizedHeadReference) {
@@ -163,6 +162,8 @@ TEST_P(LmHeadOnLoad, LogitsEqualDequantizedHeadReference) {
   LoadOptions with_head = body;
   const WeightQuantSpec head_spec = spec_of(hc.head);
   with_head.lm_head = head_spec;
+  // The reference bound is for the head's weights alone, with fp32 activations.
+  body.bf16_f32_activations = with_head.bf16_f32_activations = true;
   const ModelWeights q = load_ok(path, with_head);
   ModelWeights ident = load_ok(path, body);  // same body, lm_head swapped for the identity below
   const ModelWeights stored = load_ok(path, body);

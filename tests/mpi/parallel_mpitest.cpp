@@ -110,10 +110,12 @@ Group make_group(int tp, int ep) {
   return g;
 }
 
-// This rank's slice of a fixture's F16 GGUF.
+// This rank's slice of a fixture's F16 GGUF, fp32 activations on its F16 matrices (as the
+// golden tests).
 Result<ModelWeights> load_fixture_slice(const std::string& model, const Group& group) {
   LoadOptions opts;
   opts.parallel = group.comms.layout;
+  opts.bf16_f32_activations = true;
   return load_model(model_dir(model) / "gguf" / (model + "-f16.gguf"), opts);
 }
 
@@ -156,12 +158,12 @@ void check_model(const std::string& model, const std::filesystem::path& path, co
                  double tolerance = kLogprobTolerance, DType kv_dtype = DType::kF32,
                  bool checkpoint_kv_scales = false) {
   ASSERT_EQ(world().size(), tp * ep) << "run under mpirun -n " << tp * ep;
-  testing::ExactBf16Matmul exact_half;  // fp32 activations on F16 / BF16 matrices, as the golden tests
   Group group = make_group(tp, ep);
   LoadOptions opts;
   opts.weight_dtype = weight_dtype;
   opts.weight_group_size = 32;
   opts.parallel = group.comms.layout;
+  opts.bf16_f32_activations = true;  // fp32 activations on F16 / BF16 matrices, as the golden tests
   auto loaded = load_model(path, opts);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EngineConfig cfg = engine_config();
@@ -369,7 +371,6 @@ TEST(World4, DeepSeekV3Tensor2xExpert2) { check_family("deepseek_v3", 2, 2); }
 // other requests finish with their golden continuations.
 TEST(World2, AFlipInAFollowersKvFailsThatRequestNamingTheRank) {
   const std::string model = "tinystories-mixtral-3.6m";
-  testing::ExactBf16Matmul exact_half;
   Group group = make_group(2, 1);
   auto loaded = load_fixture_slice(model, group);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();

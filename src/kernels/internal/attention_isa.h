@@ -15,6 +15,7 @@
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "core/worker_scratch.h"
 #include "kernels/kv_view.h"
 
 namespace densa::attention_internal {
@@ -52,7 +53,7 @@ extern const AttnTileOps kScalarOps;
 // Requires cpu_isa_hardware() >= kAvx512Bf16 and head_dim % 16 == 0.
 extern const AttnTileOps kAvx512Ops;
 
-// The implementations paged_attention() chooses from. kAmx (attention_amx.cpp) takes BF16 and
+// The implementations paged_attention() chooses from. kAmx (attention/attention_amx.cpp) takes BF16 and
 // FP8 layouts with head_dim % 32 == 0 (amx_attention_supports) and hands any other layout to
 // kAvx512; kAvx512 hands head_dim % 16 != 0 to kScalar. The paths give different bits, so a
 // process uses one per layout: kAmx where cpu_use_amx(), else kAvx512 where cpu_isa() allows.
@@ -68,9 +69,10 @@ bool amx_attention_supports(const KvLayout& layout);
 // Test hook: the most bytes per thread an AMX item of several passes decodes up front (8 MiB by
 // default; 0: each pass decodes its rows). Returns the previous limit.
 int64_t amx_attention_set_kept_limit(int64_t bytes);
-// One work item of the AMX path (see attend_run in attention.cpp for the arguments).
+// One work item of the AMX path (see attend_run in attention.cpp for the arguments); its
+// buffers come from ws (the running thread's scratch).
 void attend_run_amx(const KvView& kv, int layer, int seq, int32_t pos0, int nq, int kvh,
-                    const float* q, int64_t q_stride, int group, float scale, float* out);
+                    const float* q, int64_t q_stride, int group, float scale, float* out, WorkerScratch& ws);
 
 // paged_attention() on an explicit path, which must be available (attention_path_available).
 void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const float* q,

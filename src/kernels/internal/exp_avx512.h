@@ -11,9 +11,11 @@
 // propagate NaN puts it back itself.
 #include <immintrin.h>
 
+#include "kernels/internal/target.h"
+
 namespace densa::kernels_internal {
 
-__attribute__((target("avx512f,fma"), always_inline)) inline __m512 exp_ps(__m512 x) {
+DENSA_TARGET_AVX512F_FMA_INLINE __m512 exp_ps(__m512 x) {
   x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(104.0f));  // NaN -> -104
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -5,9 +5,11 @@
 // (l < 4), result (u0 + u2) + (u1 + u3). Include only from files built for AVX-512 callers.
 #include <immintrin.h>
 
+#include "kernels/internal/target.h"
+
 namespace densa::kernels_internal {
 
-__attribute__((target("avx512f"), always_inline)) inline float hsum_avx512(__m512 v) {
+DENSA_TARGET_AVX512F_INLINE float hsum_avx512(__m512 v) {
   v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e));
   v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xb1));
   __m128 s = _mm512_castps512_ps128(v);

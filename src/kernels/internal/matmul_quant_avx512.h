@@ -2,14 +2,16 @@
 // AVX-512 matmul for FP8 e4m3 block-scaled and INT4 group-wise weights (quant/fp8_block.h,
 // quant/int4_group.h): FP8 x bf16(x) by vdpbf16ps (or by tdpbf16ps on AMX tiles, see
 // matmul_quant_fp8_amx), INT4 x int8(x) by vpdpbusd (activations
-// rounded once per call; error bounds and twins in matmul_quant_avx512.cpp). Requires
+// rounded once per call; error bounds and twins in
+// matmul_quant_avx512_kernels.h). Requires
 // cpu_isa_hardware() >= kAvx512Bf16 (+ AVX512-VBMI for FP8). Same batch-invariance contract as
-// kernels/matmul.h; the per-(i, r) order is described in matmul_quant_avx512.cpp.
+// kernels/matmul.h; the per-(i, r) order is described in
+// matmul_quant_avx512_kernels.h; the kernels are kernels/matmul/quant_*.cpp.
 #include <cstdint>
-#include <optional>
 
 #include "core/tensor_view.h"
 #include "core/thread_pool.h"
+#include "core/worker_scratch.h"
 
 namespace densa::matmul_internal {
 
@@ -24,49 +26,43 @@ bool matmul_quant_avx512_int4_tiles_supported();
 // VNNI. Its GEMMs also use AMX-INT8 where cpu_use_amx() and cpu_has_amx_int8() hold; both give
 // the same bits, so nothing about results depends on that.
 bool matmul_quant_avx512_int8_tiles_supported();
-// Whether the 16-row tile layouts (INT8 and affine rows) run their GEMMs on AMX-INT8 now:
-// cpu_use_amx() and cpu_has_amx_int8(), unless matmul_quant_int8_force_amx says otherwise.
-bool matmul_quant_int8_amx_usable();
+// Whether the 16-row tile layouts (INT8 and affine rows) of a matrix whose WeightView::amx is
+// `use` run their GEMMs on AMX-INT8: kAuto where cpu_use_amx() and cpu_has_amx_int8(), kOn
+// always (CHECKs both), kOff never.
+bool matmul_quant_int8_amx_usable(AmxUse use);
 // activation_q8_quantize (quant/activation_q8.h) of one row on AVX-512, the same q and scales
 // bit for bit: q[cols], sx[cols / 32]. cols % 128 == 0; needs cpu_isa_hardware() >= kAvx512Bf16.
 void activation_q8_quantize_avx512(const float* x, int64_t cols, int8_t* q, float* sx);
-// Test hook: run the INT8 and affine tile layouts' GEMMs (16 x rows and more) on AMX-INT8 (true; needs it)
-// or on VNNI only (false), or back to the default (nullopt). Call only while no matmul runs.
-void matmul_quant_int8_force_amx(std::optional<bool> on);
 
 // The kernel in two steps, so that matmul() can split rows of several products over one
 // thread-pool call: prepare rounds the activations once (x: [n, w.cols] into xp, 64-byte
 // aligned, matmul_quant_avx512_x_bytes(w, n) bytes), rows writes columns [r_begin, r_end)
-// of y ([n, w.rows]) from them.
+// of y ([n, w.rows]) from them. Both take their scratch buffers from ws, the scratch of the
+// thread they run on (kernels/internal/scratch_slots.h).
 int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n);
-void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n, uint8_t* xp);
+void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n, uint8_t* xp, WorkerScratch& ws);
 // The same for x rows [i_begin, i_end) only (n is still x's row count): disjoint ranges that
 // cover [0, n) may run on different threads and give the buffer prepare gives.
 void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64_t n, int64_t i_begin, int64_t i_end,
-                                      uint8_t* xp);
+                                      uint8_t* xp, WorkerScratch& ws);
 // Whether two products' prepared activations are the same bytes when they share x and n.
 bool matmul_quant_avx512_same_x_layout(const WeightView& a, const WeightView& b);
 void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
-                              int64_t r_end);
+                              int64_t r_end, WorkerScratch& ws);
 // Cost of one row in byte-equivalents, for the thread split (see matmul.cpp).
 int64_t matmul_quant_avx512_row_cost(const WeightView& w, int64_t n);
 
-// Whether FP8 matrices run on AMX tiles in this process: cpu_use_amx() (AMX-BF16 granted,
-// DENSA_AMX not 0) unless a test forced a path. One process uses one path for every n: the
-// two round the sums differently.
-bool matmul_quant_fp8_amx();
-// Test hook: force FP8 onto AMX (true; needs cpu_has_amx_bf16()) or onto vdpbf16ps (false),
-// or back to the default (nullopt). Call only while no matmul runs.
-void matmul_quant_fp8_force_amx(std::optional<bool> on);
+// Whether FP8 matrices whose WeightView::amx is `use` run on AMX tiles: kAuto where
+// cpu_use_amx() (AMX-BF16 granted, DENSA_AMX not 0), kOn always (CHECKs cpu_has_amx_bf16()),
+// kOff never. The two paths round the sums differently; each gives one result for every n.
+bool matmul_quant_fp8_amx(AmxUse use);
 
-// Whether BF16 and F16 matrices run on AMX tiles (W16A16: x rounded to bf16, tdpbf16ps; the
-// stored weights are exact, an F16 one as two bf16 parts) in this process: cpu_use_amx() unless
-// a test or the evaluator forced a path. Otherwise they take the exact fp32-activation kernels
-// of matmul_isa.h. As for FP8, one process uses one path for every n.
-bool matmul_quant_bf16_amx();
-// Force BF16 / F16 onto AMX (true; needs cpu_has_amx_bf16()) or onto the fp32-activation kernels
-// (false), or back to the default (nullopt). Call only while no matmul runs.
-void matmul_quant_bf16_force_amx(std::optional<bool> on);
+// Whether BF16 and F16 matrices whose WeightView::amx is `use` run on AMX tiles (W16A16: x
+// rounded to bf16, tdpbf16ps; the stored weights are exact, an F16 one as two bf16 parts): kAuto
+// where cpu_use_amx() and the AVX-512 level, kOn always (CHECKs cpu_has_amx_bf16()), kOff
+// never; then they take the exact fp32-activation kernels of matmul_isa.h. As for FP8, each
+// path gives one result for every n.
+bool matmul_quant_bf16_amx(AmxUse use);
 
 // Test hook: decodes 16 e4m3 codes to fp32 with the kernel's in-register decoder (table to
 // bf16, sign or-ed in; NaN codes give NaN). Requires AVX-512 and AVX512-VBMI.

@@ -1,6 +1,6 @@
 #pragma once
 // Naive oracles for the AVX-512 FP8 / INT4 / INT8 matmul, which rounds the activations once per call
-// (kernels/matmul_quant_avx512.cpp): the same products from the same rounded activations,
+// (kernels/matmul/quant_*.cpp): the same products from the same rounded activations,
 // accumulated in double.
 #include <cstdint>
 

@@ -244,7 +244,7 @@ Result<BenchOfflineReport> run_bench_offline(const ModelWeights& w, const BenchO
   rep.config = cfg;
   rep.model = w.source;
   rep.kernels = std::string(cpu_isa_name(cpu_isa())) + (matmul_fp8_on_amx() ? "+amx" : "");
-  rep.bf16_activations = matmul_bf16_on_amx() ? "bf16" : "f32";
+  rep.bf16_activations = matmul_bf16_on_amx(w.half_float_amx) ? "bf16" : "f32";
   rep.weight_dtype = std::string(weight_view_format_name(w.layers.empty() ? w.lm_head : w.layers[0].wq));
   rep.lm_head_dtype = std::string(weight_view_format_name(w.lm_head));
   rep.total_params = w.num_params();

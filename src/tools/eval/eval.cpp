@@ -96,7 +96,7 @@ constexpr std::string_view kFilePrefix = "file:";
 Result<LoadOptions> weight_option(const std::string& full) {
   if (full.starts_with(kFilePrefix)) {
     if (full.size() == kFilePrefix.size()) return invalid_argument("weights 'file:': no path after 'file:'");
-    return LoadOptions{};
+    return LoadOptions{.bf16_f32_activations = exact_x(full)};
   }
   const std::string name = exact_x(full) ? full.substr(0, full.size() - kExactX.size()) : full;
   constexpr std::string_view kHead = "+head-";
@@ -118,6 +118,7 @@ Result<LoadOptions> weight_option(const std::string& full) {
     if (!spec.is_ok()) return invalid_argument("weights '" + name + "': the lm_head format " + spec.status().message());
     o.lm_head = *spec;
   }
+  o.bf16_f32_activations = exact_x(full);
   return o;
 }
 
@@ -194,8 +195,6 @@ int bucket_of(const std::vector<std::pair<int, int>>& buckets, int pos) {
 
 // One pass of one combination; record=true writes the baseline store instead of comparing.
 Status run_combo(RunState& st, const ModelWeights& w, const EvalCombo& combo, bool record, EvalComboResult& out) {
-  // BF16 / F16 matrices: this combination's path for the whole run, then the default again.
-  const ScopedBf16Exact bf16_path(exact_x(combo.weights));
   PerplexityOptions po;
   po.ctx = st.ctx;
   po.max_windows = st.cfg.max_windows;

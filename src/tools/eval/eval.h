@@ -27,7 +27,7 @@ namespace densa {
 // (group 128), "int4-g32", "int4-g128", "q8_0" or "q4_0" for the body matrices, optionally
 // followed by "+head-" and one of the same quantized names for lm_head ("int4-g32+head-fp8";
 // without it lm_head stays as stored), and either may end in "+x-f32": BF16 / F16 matrices keep fp32
-// activations on the exact kernels for that run (matmul_set_bf16_exact; without it they take
+// activations on the exact kernels for that run (LoadOptions::bf16_f32_activations; without it they take
 // AMX tiles with x rounded to bf16 where the CPU grants AMX); KV "f32", "bf16", "fp8" (static per-(layer, k|v, head)
 // scales from the checkpoint or a calibration pass on the built-in passage), "fp8-dynamic"
 // (per token). Weights "file:PATH" load another checkpoint of the same model as stored (a GGUF

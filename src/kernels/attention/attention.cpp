@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/internal/attention_isa.h"
+#include "kernels/internal/scratch_slots.h"
 #include "quant/fp8.h"
 
 namespace densa {
@@ -110,14 +111,22 @@ inline float load_f32(const uint8_t* p) {
   return x;
 }
 
-// Per-thread scratch of a run: its queries' scaled q, accumulators and softmax state.
+// A run's scratch, in its thread's WorkerScratch: its queries' scaled q, accumulators and
+// softmax state.
 struct RunScratch {
-  std::vector<float> qs, acc, s, m, l;
-  void fit(int nq, int G, int hd) {
+  float* qs;
+  float* acc;
+  float* s;
+  float* m;
+  float* l;
+  RunScratch(WorkerScratch& ws, int nq, int G, int hd) {
     const size_t gh = static_cast<size_t>(nq) * G * hd;
-    if (qs.size() < gh) { qs.resize(gh); acc.resize(gh); }
     const size_t gs = static_cast<size_t>(nq) * G;
-    if (m.size() < gs) { m.resize(gs); l.resize(gs); s.resize(gs * kAttnTile); }
+    qs = ws.array<float>(kernels_internal::kSlotAttnQs, gh);
+    acc = ws.array<float>(kernels_internal::kSlotAttnAcc, gh);
+    m = ws.array<float>(kernels_internal::kSlotAttnMax, gs);
+    l = ws.array<float>(kernels_internal::kSlotAttnSum, gs);
+    s = ws.array<float>(kernels_internal::kSlotAttnScores, gs * kAttnTile);
   }
 };
 
@@ -128,9 +137,9 @@ struct RunScratch {
 // position. Each tile's K (and, for nq > 1, V) rows are decoded once and serve every query of
 // the run that reaches the tile; query j sees exactly the values and the operations it would
 // see alone (accumulate on decoded V == accumulate_rows, bit for bit), so its result depends on
-// nothing but its own inputs, whatever run it was batched in.
+// nothing but its own inputs, whatever run it was batched in. Scratch comes from ws.
 void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, int32_t pos0, int nq,
-                int kvh, const float* q, int64_t q_stride, int group, float scale, float* out) {
+                int kvh, const float* q, int64_t q_stride, int group, float scale, float* out, WorkerScratch& ws) {
   const KvLayout& L = kv.layout;
   const int hd = L.head_dim;
   const int32_t last = pos0 + nq - 1;
@@ -141,12 +150,9 @@ void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, in
     static_k = kv.static_scales[(layer * 2 + 0) * L.num_kv_heads + kvh] * ops.fp8_unit;
     static_v = kv.static_scales[(layer * 2 + 1) * L.num_kv_heads + kvh] * ops.fp8_unit;
   }
-  thread_local RunScratch scratch;
-  scratch.fit(nq, std::min(group, kMaxGroupChunk), hd);
+  const RunScratch scratch(ws, nq, std::min(group, kMaxGroupChunk), hd);
   alignas(64) float kbuf[kAttnTile * kMaxHeadDim];
-  thread_local std::vector<float> vbuf_store;
-  if (nq > 1 && vbuf_store.size() < static_cast<size_t>(kAttnTile) * hd) vbuf_store.resize(static_cast<size_t>(kAttnTile) * hd);
-  float* vbuf = vbuf_store.data();
+  float* vbuf = nq > 1 ? ws.array<float>(kernels_internal::kSlotAttnV, static_cast<size_t>(kAttnTile) * hd) : nullptr;
   float ks[kAttnTile], vs[kAttnTile];
   const int32_t* pages = kv.block_table.data() + kv.block_offsets[seq];
   const int64_t row_bytes = hd * L.elem_bytes();
@@ -185,8 +191,8 @@ void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, in
     const int G = std::min(kMaxGroupChunk, group - g0);
     const int64_t gh = static_cast<int64_t>(G) * hd;
     for (int j = 0; j < nq; ++j) {
-      float* qs = scratch.qs.data() + j * gh;
-      float* acc = scratch.acc.data() + j * gh;
+      float* qs = scratch.qs + j * gh;
+      float* acc = scratch.acc + j * gh;
       const float* qj = q + j * q_stride;
       for (int g = 0; g < G; ++g) {
         for (int d = 0; d < hd; ++d) {
@@ -225,10 +231,10 @@ void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, in
       // Queries before `start` are done with this tile; query j reads rows up to pos0 + j.
       for (int j = std::max(0, start - pos0); j < nq; ++j) {
         const int Tj = std::min<int32_t>(T, pos0 + j + 1 - start);
-        float* acc = scratch.acc.data() + j * gh;
-        float* sj = scratch.s.data() + static_cast<int64_t>(j) * G * kAttnTile;
-        ops.scores(scratch.qs.data() + j * gh, G, kbuf, Tj, hd, ks, sj);
-        ops.softmax_update(sj, G, Tj, hd, vs, scratch.m.data() + j * G, scratch.l.data() + j * G, acc);
+        float* acc = scratch.acc + j * gh;
+        float* sj = scratch.s + static_cast<int64_t>(j) * G * kAttnTile;
+        ops.scores(scratch.qs + j * gh, G, kbuf, Tj, hd, ks, sj);
+        ops.softmax_update(sj, G, Tj, hd, vs, scratch.m + j * G, scratch.l + j * G, acc);
         if (nq > 1) {
           ops.accumulate(sj, G, vbuf, Tj, hd, acc);
         } else {
@@ -237,7 +243,7 @@ void attend_run(const AttnTileOps& ops, const KvView& kv, int layer, int seq, in
       }
     }
     for (int j = 0; j < nq; ++j) {
-      const float* acc = scratch.acc.data() + j * gh;
+      const float* acc = scratch.acc + j * gh;
       float* oj = out + j * q_stride;
       for (int g = 0; g < G; ++g) {
         const float inv = 1.0f / scratch.l[j * G + g];
@@ -299,23 +305,24 @@ void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const
   // chunk), which share each decoded K/V tile. One work item per (run, kv head); a token's
   // result does not depend on its run (see attend_run), so the batch stays invariant.
   constexpr int kMaxRun = 16;
-  // Reused across calls (a decode step makes one call per layer): no allocation once warm.
-  // A reference, so the pool's threads read the caller's vector, not their own thread_local.
-  thread_local std::vector<int64_t> run_begin_store;
-  std::vector<int64_t>& run_begin = run_begin_store;
-  run_begin.clear();
-  run_begin.reserve(positions.size() + 1);
+  // Scratch: the pool's, per thread (kept across calls, so a warm pool allocates nothing);
+  // without a pool, this call's own.
+  WorkerScratch own;
+  auto scratch_of = [&](int worker) -> WorkerScratch& { return pool != nullptr ? pool->scratch(worker) : own; };
+  // The runs' first tokens, then positions.size(): in the calling thread's scratch, read by
+  // every worker.
+  int64_t* run_begin = scratch_of(0).array<int64_t>(kernels_internal::kSlotAttnRuns, positions.size() + 1);
+  int64_t num_runs = 0;
   for (size_t i = 0; i < positions.size(); ++i) {
-    const bool extends = !run_begin.empty() && seq_idx[i] == seq_idx[i - 1] &&
-                         positions[i] == positions[i - 1] + 1 &&
-                         static_cast<int64_t>(i) - run_begin.back() < kMaxRun;
-    if (!extends) run_begin.push_back(static_cast<int64_t>(i));
+    const bool extends = num_runs > 0 && seq_idx[i] == seq_idx[i - 1] && positions[i] == positions[i - 1] + 1 &&
+                         static_cast<int64_t>(i) - run_begin[num_runs - 1] < kMaxRun;
+    if (!extends) run_begin[num_runs++] = static_cast<int64_t>(i);
   }
-  run_begin.push_back(static_cast<int64_t>(positions.size()));
-  const int64_t num_runs = static_cast<int64_t>(run_begin.size()) - 1;
+  run_begin[num_runs] = static_cast<int64_t>(positions.size());
   const int64_t items = num_runs * L.num_kv_heads;
   const int64_t q_stride = static_cast<int64_t>(num_heads) * hd;
-  auto run = [&](int64_t begin, int64_t end) {
+  auto run = [&](int worker, int64_t begin, int64_t end) {
+    WorkerScratch& ws = scratch_of(worker);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t r = item / L.num_kv_heads;
       const int kvh = static_cast<int>(item % L.num_kv_heads);
@@ -323,17 +330,17 @@ void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const
       const int nq = static_cast<int>(run_begin[r + 1] - i);
       const int64_t off = i * q_stride + static_cast<int64_t>(kvh) * group * hd;
       if (amx) {
-        attend_run_amx(kv, layer, seq_idx[i], positions[i], nq, kvh, q + off, q_stride, group, scale, out + off);
+        attend_run_amx(kv, layer, seq_idx[i], positions[i], nq, kvh, q + off, q_stride, group, scale, out + off, ws);
       } else {
         attend_run(ops, kv, layer, seq_idx[i], positions[i], nq, kvh, q + off, q_stride, group, scale,
-                   out + off);
+                   out + off, ws);
       }
     }
   };
   if (pool != nullptr && items > 1) {
-    pool->parallel_for_dynamic(items, run);
+    pool->parallel_for_dynamic_on_workers(items, run);
   } else {
-    run(0, items);
+    run(0, 0, items);
   }
 }
 

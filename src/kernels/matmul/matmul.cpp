@@ -107,11 +107,12 @@ struct RowsJob {
   const uint8_t* xp = nullptr;     // kQuantAvx512: prepared activations
   int64_t row_cost = 1;            // byte-equivalents per output row (see run_jobs)
 
-  void run(int64_t r_begin, int64_t r_end) const {
+  // Rows [r_begin, r_end) on a thread whose scratch is ws.
+  void run(int64_t r_begin, int64_t r_end, WorkerScratch& ws) const {
     const MatmulJob& j = *job;
     switch (kind) {
       case Kind::kPlain: return fn(j.w, j.x, j.n, j.y, r_begin, r_end);
-      case Kind::kQuantAvx512: return matmul_quant_avx512_rows(j.w, xp, j.n, j.y, r_begin, r_end);
+      case Kind::kQuantAvx512: return matmul_quant_avx512_rows(j.w, xp, j.n, j.y, r_begin, r_end, ws);
       case Kind::kQuantFallback: return matmul_quant_fallback_rows(j.w, j.x, j.n, j.y, r_begin, r_end);
     }
   }
@@ -135,7 +136,14 @@ std::pair<size_t, int64_t> part_start(const std::vector<RowsJob>& jobs, int64_t 
   return {jobs.size(), 0};
 }
 
+// Kernel scratch: the pool's, per thread (kept across calls, so a warm pool allocates nothing);
+// without a pool, `own`, this call's.
+WorkerScratch& scratch_of(ThreadPool* pool, int worker, WorkerScratch& own) {
+  return pool != nullptr ? pool->scratch(worker) : own;
+}
+
 void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
+  WorkerScratch own;
   int64_t total = 0;
   for (const RowsJob& j : jobs) total += j.row_cost * j.job->w.rows;
   const int threads = pool == nullptr ? 1 : pool->num_threads();
@@ -154,7 +162,7 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, max_parts);
   if (parts > 1) parts = std::min(max_parts, (parts + threads - 1) / threads * threads);
   if (parts == 1) {
-    for (const RowsJob& j : jobs) j.run(0, j.job->w.rows);
+    for (const RowsJob& j : jobs) j.run(0, j.job->w.rows, scratch_of(pool, 0, own));
     return;
   }
   // Claim k (in claiming order) takes part (k % threads) * per + k / threads: when the threads
@@ -162,14 +170,15 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   // (with 8-row INT4 tiles one sequential stream) instead of every threads-th part; a thread
   // that falls behind still leaves its later parts to the others.
   const int64_t per = parts / threads;
-  pool->parallel_for_dynamic(parts, [&](int64_t k_begin, int64_t k_end) {
+  pool->parallel_for_dynamic_on_workers(parts, [&](int worker, int64_t k_begin, int64_t k_end) {
+    WorkerScratch& ws = pool->scratch(worker);
     for (int64_t k = k_begin; k < k_end; ++k) {
       const int64_t p = k % threads * per + k / threads;
       auto [j, r] = part_start(jobs, total, parts, p);
       const auto [j_end, r_end] = part_start(jobs, total, parts, p + 1);
       for (; j < jobs.size() && (j < j_end || (j == j_end && r < r_end)); ++j, r = 0) {
         const int64_t stop = j == j_end ? r_end : jobs[j].job->w.rows;
-        if (r < stop) jobs[j].run(r, stop);
+        if (r < stop) jobs[j].run(r, stop, ws);
       }
     }
   });
@@ -192,19 +201,22 @@ void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
     elems += p.job->n * p.job->w.cols;
     units += (p.job->n + kPrepareRows - 1) / kPrepareRows;
   }
-  auto run_units = [&](int64_t u_begin, int64_t u_end) {
+  WorkerScratch own;
+  auto run_units = [&](int worker, int64_t u_begin, int64_t u_end) {
+    WorkerScratch& ws = scratch_of(pool, worker, own);
     int64_t u = 0;
     for (const PrepareJob& p : jobs) {
       const MatmulJob& j = *p.job;
       const int64_t count = (j.n + kPrepareRows - 1) / kPrepareRows;
       for (int64_t k = std::max(u_begin - u, int64_t{0}); k < std::min(count, u_end - u); ++k) {
-        matmul_quant_avx512_prepare_rows(j.w, j.x, j.n, k * kPrepareRows, std::min(j.n, (k + 1) * kPrepareRows), p.xp);
+        matmul_quant_avx512_prepare_rows(j.w, j.x, j.n, k * kPrepareRows, std::min(j.n, (k + 1) * kPrepareRows), p.xp,
+                                         ws);
       }
       u += count;
     }
   };
-  if (pool == nullptr || pool->num_threads() == 1 || elems < kMinPrepareElems) return run_units(0, units);
-  pool->parallel_for_dynamic(units, run_units);
+  if (pool == nullptr || pool->num_threads() == 1 || elems < kMinPrepareElems) return run_units(0, 0, units);
+  pool->parallel_for_dynamic_on_workers(units, run_units);
 }
 
 }  // namespace
@@ -215,12 +227,12 @@ bool matmul_prefers_int4_tiles() { return matmul_internal::matmul_quant_avx512_i
 
 bool matmul_prefers_int8_tiles() { return matmul_internal::matmul_quant_avx512_int8_tiles_supported(); }
 
-bool matmul_fp8_on_amx() { return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx(); }
+bool matmul_fp8_on_amx(AmxUse use) {
+  return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx(use);
+}
 
-bool matmul_bf16_on_amx() { return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_bf16_amx(); }
-
-void matmul_set_bf16_exact(bool exact) {
-  matmul_internal::matmul_quant_bf16_force_amx(exact ? std::optional<bool>(false) : std::nullopt);
+bool matmul_bf16_on_amx(AmxUse use) {
+  return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_bf16_amx(use);
 }
 
 namespace matmul_internal {

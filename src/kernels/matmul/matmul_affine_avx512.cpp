@@ -17,12 +17,10 @@
 #include "kernels/internal/hsum_avx512.h"
 #include "kernels/internal/matmul_affine.h"
 #include "kernels/internal/matmul_quant_avx512.h"
+#include "kernels/internal/target.h"
 #include "quant/activation_q8.h"
 #include "quant/affine_rows.h"
 #include "quant/block_bytes.h"
-
-#define DENSA_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
-#define DENSA_VNNI_INLINE DENSA_VNNI __attribute__((always_inline)) inline
 
 namespace densa::matmul_internal {
 namespace {
@@ -33,8 +31,8 @@ using block_bytes::load_u32;
 constexpr int64_t kPrefetchBytes = 512;  // software prefetch distance per weight row (GEMV)
 
 template <DType T, int R, int NX>
-DENSA_VNNI_INLINE void tile(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t r0,
-                            int64_t i0) {
+DENSA_TARGET_AVX512_VNNI_INLINE void tile(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t r0,
+                                          int64_t i0) {
   constexpr bool kG16 = T == DType::kA8K16, kSuper = is_affine_super(T);
   constexpr bool kNibbles = is_affine_nibbles(T), kLut = kNibbles && T != DType::kA4G32;
   constexpr int64_t kBlockBytes = dtype_block_bytes(T), kCodeBytes = affine_code_bytes(T);
@@ -127,8 +125,8 @@ DENSA_VNNI_INLINE void tile(const WeightView& w, const uint8_t* xp, int64_t x_st
 
 // Weight rows in tiles of R (then one at a time), each tile against all x rows in tiles of NX.
 template <DType T, int R, int NX>
-DENSA_VNNI void rows_t(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
-                       int64_t r_begin, int64_t r_end) {
+DENSA_TARGET_AVX512_VNNI void rows_t(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
+                                     int64_t r_begin, int64_t r_end) {
   int64_t r = r_begin;
   for (; r + R <= r_end; r += R) {
     int64_t i = 0;

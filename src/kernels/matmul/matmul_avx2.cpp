@@ -15,23 +15,21 @@
 
 #include "core/check.h"
 #include "kernels/internal/matmul_isa.h"
-
-#define DENSA_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define DENSA_AVX2_INLINE DENSA_AVX2 __attribute__((always_inline)) inline
+#include "kernels/internal/target.h"
 
 namespace densa::matmul_internal {
 namespace {
 
 // Decoders: block b (elements 32b .. 32b+31) of a weight row as four fp32 vectors.
 struct F32Block {
-  DENSA_AVX2_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
+  DENSA_TARGET_AVX2_F16C_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
     const float* p = reinterpret_cast<const float*>(row) + b * 32;
     for (int q = 0; q < 4; ++q) wq[q] = _mm256_loadu_ps(p + 8 * q);
   }
 };
 
 struct F16Block {
-  DENSA_AVX2_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
+  DENSA_TARGET_AVX2_F16C_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
     const uint8_t* p = row + b * 64;
     for (int q = 0; q < 4; ++q) {
       wq[q] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * q)));
@@ -40,7 +38,7 @@ struct F16Block {
 };
 
 struct BF16Block {
-  DENSA_AVX2_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
+  DENSA_TARGET_AVX2_F16C_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
     const uint8_t* p = row + b * 64;
     for (int q = 0; q < 4; ++q) {
       const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * q)));
@@ -49,14 +47,14 @@ struct BF16Block {
   }
 };
 
-DENSA_AVX2_INLINE float load_f16(const uint8_t* p) {
+DENSA_TARGET_AVX2_F16C_INLINE float load_f16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
 }
 
 struct Q8_0Block {
-  DENSA_AVX2_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
+  DENSA_TARGET_AVX2_F16C_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
     const uint8_t* blk = row + b * 34;
     const __m256 d = _mm256_set1_ps(load_f16(blk));
     for (int q = 0; q < 4; ++q) {
@@ -67,9 +65,9 @@ struct Q8_0Block {
 };
 
 // Bytes 0..7 / 8..15: low nibbles are elements 0..7 / 8..15, high nibbles 16..23 / 24..31.
-// d * q - 8 * d equals d * (q - 8) exactly (see matmul_avx512.cpp).
+// d * q - 8 * d equals d * (q - 8) exactly (see matmul/matmul_avx512.cpp).
 struct Q4_0Block {
-  DENSA_AVX2_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
+  DENSA_TARGET_AVX2_F16C_INLINE static void decode(const uint8_t* row, int64_t b, __m256 wq[4]) {
     const uint8_t* blk = row + b * 18;
     const float df = load_f16(blk);
     const __m256 d = _mm256_set1_ps(df);
@@ -85,7 +83,7 @@ struct Q4_0Block {
 };
 
 // Fixed tree: (lo128 + hi128), then lanes (0+2, 1+3), then (0 + 1).
-DENSA_AVX2_INLINE float hsum(__m256 v) {
+DENSA_TARGET_AVX2_F16C_INLINE float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -93,7 +91,7 @@ DENSA_AVX2_INLINE float hsum(__m256 v) {
 }
 
 template <class Block, int R, int NX>
-DENSA_AVX2_INLINE void tile(const WeightView& w, int64_t r0, const float* x, int64_t i0, float* y) {
+DENSA_TARGET_AVX2_F16C_INLINE void tile(const WeightView& w, int64_t r0, const float* x, int64_t i0, float* y) {
   const int64_t cols = w.cols;
   const int64_t num_full = cols / kBlockElems;
   const int64_t tail = cols % kBlockElems;
@@ -143,7 +141,7 @@ DENSA_AVX2_INLINE void tile(const WeightView& w, int64_t r0, const float* x, int
 }
 
 template <class Block, int R, int NX>
-DENSA_AVX2 void x_tiles(const WeightView& w, int64_t r0, const float* x, int64_t i0, int64_t n, float* y) {
+DENSA_TARGET_AVX2_F16C void x_tiles(const WeightView& w, int64_t r0, const float* x, int64_t i0, int64_t n, float* y) {
   for (; i0 + NX <= n; i0 += NX) tile<Block, R, NX>(w, r0, x, i0, y);
   if constexpr (NX > 1) {
     if (i0 < n) x_tiles<Block, R, NX - 1>(w, r0, x, i0, n, y);
@@ -151,8 +149,8 @@ DENSA_AVX2 void x_tiles(const WeightView& w, int64_t r0, const float* x, int64_t
 }
 
 template <class Block, int R, int NX>
-DENSA_AVX2 void row_tiles(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
-                          int64_t r_end) {
+DENSA_TARGET_AVX2_F16C void row_tiles(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
+                                      int64_t r_end) {
   int64_t r = r_begin;
   for (; r + R <= r_end; r += R) x_tiles<Block, R, NX>(w, r, x, 0, n, y);
   for (; r < r_end; ++r) x_tiles<Block, 1, NX>(w, r, x, 0, n, y);
@@ -161,8 +159,8 @@ DENSA_AVX2 void row_tiles(const WeightView& w, const float* x, int64_t n, float*
 // 16 ymm registers: decode uses 4 rows (8 accumulators + 4 decoded quarters); prefill uses
 // 2 rows x 2 x rows (8 accumulators).
 template <class Block>
-DENSA_AVX2 void run(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
-                    int64_t r_end) {
+DENSA_TARGET_AVX2_F16C void run(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
+                                int64_t r_end) {
   if (n == 1) {
     row_tiles<Block, 4, 1>(w, x, n, y, r_begin, r_end);
   } else {

@@ -12,9 +12,8 @@
 #include <vector>
 
 #include "kernels/internal/dsa_index_isa.h"
+#include "kernels/internal/target.h"
 #include "quant/fp8.h"
-
-#define DENSA_AVX2 __attribute__((target("avx2,fma")))
 
 namespace densa::dsa_internal {
 namespace {
@@ -22,8 +21,8 @@ namespace {
 constexpr int kLanes = 8;
 
 template <int kNumHeads>
-DENSA_AVX2 inline void heads(const float* q, const float* w, int dim, const float* kt, __m256 key_scale, __m256 scale,
-                             __m256& total) {
+DENSA_TARGET_AVX2 inline void heads(const float* q, const float* w, int dim, const float* kt, __m256 key_scale, __m256 scale,
+                                    __m256& total) {
   __m256 acc[kNumHeads];
   for (int i = 0; i < kNumHeads; ++i) acc[i] = _mm256_setzero_ps();
   for (int d = 0; d < dim; ++d) {
@@ -38,8 +37,8 @@ DENSA_AVX2 inline void heads(const float* q, const float* w, int dim, const floa
 
 }  // namespace
 
-DENSA_AVX2 void score_range_avx2(const KvView& kv, int layer, const IndexQuery& query, int seq, int32_t first,
-                                 int32_t last, float* out) {
+DENSA_TARGET_AVX2 void score_range_avx2(const KvView& kv, int layer, const IndexQuery& query, int seq, int32_t first,
+                                        int32_t last, float* out) {
   const KvLayout& L = kv.layout;
   const int D = L.index_dim;
   const float* table = fp8_e4m3_decode_table();

@@ -20,21 +20,19 @@
 
 #include "kernels/internal/attention_isa.h"
 #include "kernels/internal/exp_avx512.h"
-
-#define DENSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma,f16c")))
-#define DENSA_AVX512_INLINE DENSA_AVX512 __attribute__((always_inline)) inline
+#include "kernels/internal/target.h"
 
 namespace densa::attention_internal {
 namespace {
 
-DENSA_AVX512_INLINE __m512 fp8x16_to_ps(const uint8_t* p) {
+DENSA_TARGET_AVX512_BF16_INLINE __m512 fp8x16_to_ps(const uint8_t* p) {
   const __m256i x = _mm256_slli_epi16(
       _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 7);
   return _mm512_cvtph_ps(_mm256_add_epi16(x, _mm256_and_si256(x, _mm256_set1_epi16(0x4000))));
 }
 
 // 32 codes: elements 0..15 in lo, 16..31 in hi.
-DENSA_AVX512_INLINE void fp8x32_to_ps(const uint8_t* p, __m512& lo, __m512& hi) {
+DENSA_TARGET_AVX512_BF16_INLINE void fp8x32_to_ps(const uint8_t* p, __m512& lo, __m512& hi) {
   const __m512i x = _mm512_slli_epi16(
       _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 7);
   const __m512i h = _mm512_add_epi16(x, _mm512_and_si512(x, _mm512_set1_epi16(0x4000)));
@@ -42,7 +40,7 @@ DENSA_AVX512_INLINE void fp8x32_to_ps(const uint8_t* p, __m512& lo, __m512& hi) 
   hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
 }
 
-DENSA_AVX512_INLINE __m512 bf16x16_to_ps(const uint8_t* p) {
+DENSA_TARGET_AVX512_BF16_INLINE __m512 bf16x16_to_ps(const uint8_t* p) {
   const __m512i a = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_castsi512_ps(_mm512_slli_epi32(a, 16));
 }
@@ -52,7 +50,7 @@ using kernels_internal::exp_ps;
 
 // Lanes [16 j, 16 j + 16) of a row, j < NV, decoded to fp32 (NV even for fp8 past 16 lanes).
 template <int NV>
-DENSA_AVX512_INLINE void decode_lanes(const uint8_t* row, int d0, DType dtype, __m512* v) {
+DENSA_TARGET_AVX512_BF16_INLINE void decode_lanes(const uint8_t* row, int d0, DType dtype, __m512* v) {
   if (dtype == DType::kFP8E4M3) {
     if constexpr (NV == 1) {
       v[0] = fp8x16_to_ps(row + d0);
@@ -67,8 +65,8 @@ DENSA_AVX512_INLINE void decode_lanes(const uint8_t* row, int d0, DType dtype, _
   }
 }
 
-DENSA_AVX512 void decode_rows_avx512(const uint8_t* const* rows, int num_rows, int head_dim,
-                                     DType dtype, float* dst) {
+DENSA_TARGET_AVX512_BF16 void decode_rows_avx512(const uint8_t* const* rows, int num_rows, int head_dim,
+                                                 DType dtype, float* dst) {
   for (int t = 0; t < num_rows; ++t) {
     float* out = dst + static_cast<int64_t>(t) * head_dim;
     const uint8_t* src = rows[t];
@@ -90,7 +88,7 @@ DENSA_AVX512 void decode_rows_avx512(const uint8_t* const* rows, int num_rows, i
 // Sums of 16 vectors, all at once: returns r with r[t] = sum of the lanes of the vector that
 // x[slot(t)] holds, where slot u holds row 4 * (u % 4) + u / 4 (the tree below leaves slot u's
 // sum at position 4 * (u % 4) + u / 4). A fixed tree: same order for every call.
-DENSA_AVX512_INLINE __m512 transpose_reduce16(__m512* x) {
+DENSA_TARGET_AVX512_BF16_INLINE __m512 transpose_reduce16(__m512* x) {
   __m512 a[8], b[4], c[2];
   for (int i = 0; i < 8; ++i)  // 256-bit halves
     a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x44),
@@ -108,8 +106,8 @@ DENSA_AVX512_INLINE __m512 transpose_reduce16(__m512* x) {
 // The 16 scores of a tile for one query head as one vector: 16 independent accumulators (one
 // per row, FMAs over head_dim), then one transpose-reduce. Rows >= num_rows are computed from
 // whatever the tile buffer holds and masked off at the store.
-DENSA_AVX512 void scores_avx512(const float* q, int group, const float* k, int num_rows,
-                                int head_dim, const float* kscale, float* s) {
+DENSA_TARGET_AVX512_BF16 void scores_avx512(const float* q, int group, const float* k, int num_rows,
+                                            int head_dim, const float* kscale, float* s) {
   const __mmask16 mask = num_rows >= kAttnTile ? static_cast<__mmask16>(0xffff)
                                                : static_cast<__mmask16>((1u << num_rows) - 1);
   const __m512 ksv = _mm512_maskz_loadu_ps(mask, kscale);
@@ -131,8 +129,8 @@ DENSA_AVX512 void scores_avx512(const float* q, int group, const float* k, int n
 
 // See AttnTileOps::softmax_update. The max and the sum reduce the tile's 16 lanes in a fixed
 // tree (_mm512_reduce_*), so the result depends only on the tile's values.
-DENSA_AVX512 void softmax_update_avx512(float* s, int group, int n, int head_dim,
-                                        const float* vscale, float* m, float* l, float* acc) {
+DENSA_TARGET_AVX512_BF16 void softmax_update_avx512(float* s, int group, int n, int head_dim,
+                                                    const float* vscale, float* m, float* l, float* acc) {
   const __mmask16 mask = n >= kAttnTile ? static_cast<__mmask16>(0xffff)
                                         : static_cast<__mmask16>((1u << n) - 1);
   const __m512 vsv = _mm512_maskz_loadu_ps(mask, vscale);
@@ -158,8 +156,8 @@ DENSA_AVX512 void softmax_update_avx512(float* s, int group, int n, int head_dim
 // acc[g][d0 .. d0 + 16 NV) += sum_t w[g][t] * v[t][same], NV accumulators in registers, t in
 // order 0 .. num_rows-1 per lane.
 template <int NV>
-DENSA_AVX512_INLINE void accumulate_block(const float* wg, const float* v, int num_rows,
-                                          int head_dim, float* ag) {
+DENSA_TARGET_AVX512_BF16_INLINE void accumulate_block(const float* wg, const float* v, int num_rows,
+                                                      int head_dim, float* ag) {
   __m512 a[NV];
   for (int j = 0; j < NV; ++j) a[j] = _mm512_loadu_ps(ag + 16 * j);
   for (int t = 0; t < num_rows; ++t) {
@@ -170,8 +168,8 @@ DENSA_AVX512_INLINE void accumulate_block(const float* wg, const float* v, int n
   for (int j = 0; j < NV; ++j) _mm512_storeu_ps(ag + 16 * j, a[j]);
 }
 
-DENSA_AVX512 void accumulate_avx512(const float* w, int group, const float* v, int num_rows,
-                                    int head_dim, float* acc) {
+DENSA_TARGET_AVX512_BF16 void accumulate_avx512(const float* w, int group, const float* v, int num_rows,
+                                                int head_dim, float* acc) {
   for (int d0 = 0; d0 < head_dim; d0 += 128) {
     const int nv = std::min(8, (head_dim - d0) / 16);
     for (int g = 0; g < group; ++g) {
@@ -195,9 +193,9 @@ DENSA_AVX512 void accumulate_avx512(const float* w, int group, const float* v, i
 // acc[g][d0 .. d0 + 16 NV) += sum_t w[g][t] * v[t][same] for G heads at once: each value row
 // is decoded in registers once and feeds G x NV accumulators; t in order per lane.
 template <int G, int NV>
-DENSA_AVX512_INLINE void accumulate_rows_block(const float* w, const uint8_t* const* rows,
-                                               int num_rows, int head_dim, int d0, DType dtype,
-                                               float* acc) {
+DENSA_TARGET_AVX512_BF16_INLINE void accumulate_rows_block(const float* w, const uint8_t* const* rows,
+                                                           int num_rows, int head_dim, int d0, DType dtype,
+                                                           float* acc) {
   __m512 a[G][NV];
   for (int g = 0; g < G; ++g)
     for (int j = 0; j < NV; ++j) a[g][j] = _mm512_loadu_ps(acc + static_cast<int64_t>(g) * head_dim + d0 + 16 * j);
@@ -215,8 +213,8 @@ DENSA_AVX512_INLINE void accumulate_rows_block(const float* w, const uint8_t* co
 
 // Lane blocks of 64 (G <= 4), 32 or 16 so that G x NV accumulators stay in registers.
 template <int G>
-DENSA_AVX512_INLINE void accumulate_rows_g(const float* w, const uint8_t* const* rows, int num_rows,
-                                           int head_dim, DType dtype, float* acc) {
+DENSA_TARGET_AVX512_BF16_INLINE void accumulate_rows_g(const float* w, const uint8_t* const* rows, int num_rows,
+                                                       int head_dim, DType dtype, float* acc) {
   int d0 = 0;
   if constexpr (G <= 4) {
     for (; d0 + 64 <= head_dim; d0 += 64) accumulate_rows_block<G, 4>(w, rows, num_rows, head_dim, d0, dtype, acc);
@@ -225,8 +223,8 @@ DENSA_AVX512_INLINE void accumulate_rows_g(const float* w, const uint8_t* const*
   if (d0 < head_dim) accumulate_rows_block<G, 1>(w, rows, num_rows, head_dim, d0, dtype, acc);
 }
 
-DENSA_AVX512 void accumulate_rows_avx512(const float* w, int group, const uint8_t* const* rows,
-                                         int num_rows, int head_dim, DType dtype, float* acc) {
+DENSA_TARGET_AVX512_BF16 void accumulate_rows_avx512(const float* w, int group, const uint8_t* const* rows,
+                                                     int num_rows, int head_dim, DType dtype, float* acc) {
   for (int g0 = 0; g0 < group; g0 += 8) {
     const float* wg = w + g0 * kAttnTile;
     float* ag = acc + static_cast<int64_t>(g0) * head_dim;

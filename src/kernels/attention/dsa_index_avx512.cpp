@@ -16,8 +16,7 @@
 #include <vector>
 
 #include "kernels/internal/dsa_index_isa.h"
-
-#define DENSA_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,fma")))
+#include "kernels/internal/target.h"
 
 namespace densa::dsa_internal {
 namespace {
@@ -27,7 +26,7 @@ constexpr int kLanes = 16;
 // 16 e4m3 codes to their exact fp32 values. e4m3 bits s.eeee.mmm become the fp16 bits
 // s.0eeee.mmm0000000: the same value scaled by 2^-8, for normal and subnormal codes alike
 // (fp16 keeps subnormals), so a multiply by 2^8 restores it. S.1111.111 is e4m3's NaN.
-DENSA_AVX512 inline __m512 decode16(__m128i codes) {
+DENSA_TARGET_AVX512_BW inline __m512 decode16(__m128i codes) {
   const __m256i w = _mm256_cvtepu8_epi16(codes);
   const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8);
   const __m256i mag = _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7f)), 7);
@@ -38,7 +37,7 @@ DENSA_AVX512 inline __m512 decode16(__m128i codes) {
 }
 
 // r[i] = row i in, column i out.
-DENSA_AVX512 inline void transpose16(__m512 r[16]) {
+DENSA_TARGET_AVX512_BW inline void transpose16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -66,8 +65,8 @@ DENSA_AVX512 inline void transpose16(__m512 r[16]) {
 
 // kNumHeads heads' relu'd, weighted scores added to total, in head order.
 template <int kNumHeads>
-DENSA_AVX512 inline void heads(const float* q, const float* w, int dim, const float* kt, __m512 key_scale,
-                               __m512 scale, __m512& total) {
+DENSA_TARGET_AVX512_BW inline void heads(const float* q, const float* w, int dim, const float* kt, __m512 key_scale,
+                                         __m512 scale, __m512& total) {
   __m512 acc[kNumHeads];
   for (int i = 0; i < kNumHeads; ++i) acc[i] = _mm512_setzero_ps();
   for (int d = 0; d < dim; ++d) {
@@ -82,8 +81,8 @@ DENSA_AVX512 inline void heads(const float* q, const float* w, int dim, const fl
 
 }  // namespace
 
-DENSA_AVX512 void score_range_avx512(const KvView& kv, int layer, const IndexQuery& query, int seq, int32_t first,
-                                     int32_t last, float* out) {
+DENSA_TARGET_AVX512_BW void score_range_avx512(const KvView& kv, int layer, const IndexQuery& query, int seq, int32_t first,
+                                               int32_t last, float* out) {
   const KvLayout& L = kv.layout;
   const int D = L.index_dim;
   const int chunks = (D + kLanes - 1) / kLanes;

@@ -17,16 +17,14 @@
 #include "core/check.h"
 #include "kernels/internal/hsum_avx512.h"
 #include "kernels/internal/matmul_isa.h"
-
-#define DENSA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma,f16c")))
-#define DENSA_AVX512_INLINE DENSA_AVX512 __attribute__((always_inline)) inline
+#include "kernels/internal/target.h"
 
 namespace densa::matmul_internal {
 namespace {
 
 // Decoders: block b (elements 32b .. 32b+31) of a weight row as two fp32 vectors.
 struct F32Block {
-  DENSA_AVX512_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
+  DENSA_TARGET_AVX512_BF16_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
     const float* p = reinterpret_cast<const float*>(row) + b * 32;
     w0 = _mm512_loadu_ps(p);
     w1 = _mm512_loadu_ps(p + 16);
@@ -34,7 +32,7 @@ struct F32Block {
 };
 
 struct F16Block {
-  DENSA_AVX512_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
+  DENSA_TARGET_AVX512_BF16_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
     const uint8_t* p = row + b * 64;
     w0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     w1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
@@ -43,7 +41,7 @@ struct F16Block {
 
 // bf16 -> fp32 is a 16-bit left shift of the zero-extended value (exact).
 struct BF16Block {
-  DENSA_AVX512_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
+  DENSA_TARGET_AVX512_BF16_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
     const uint8_t* p = row + b * 64;
     const __m512i a = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     const __m512i c = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
@@ -52,7 +50,7 @@ struct BF16Block {
   }
 };
 
-DENSA_AVX512_INLINE float load_f16(const uint8_t* p) {
+DENSA_TARGET_AVX512_BF16_INLINE float load_f16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
@@ -60,7 +58,7 @@ DENSA_AVX512_INLINE float load_f16(const uint8_t* p) {
 
 // d * q is exact in fp32 (11-bit scale times 8-bit integer).
 struct Q8_0Block {
-  DENSA_AVX512_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
+  DENSA_TARGET_AVX512_BF16_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
     const uint8_t* blk = row + b * 34;
     const __m512 d = _mm512_set1_ps(load_f16(blk));
     const __m512i q0 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
@@ -73,7 +71,7 @@ struct Q8_0Block {
 // Low nibbles are elements 0..15, high nibbles 16..31. d * q - 8 * d equals d * (q - 8)
 // exactly (every intermediate fits in 24 bits), so one fma gives the dequantize_row value.
 struct Q4_0Block {
-  DENSA_AVX512_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
+  DENSA_TARGET_AVX512_BF16_INLINE static void decode(const uint8_t* row, int64_t b, __m512& w0, __m512& w1) {
     const uint8_t* blk = row + b * 18;
     const float df = load_f16(blk);
     const __m512 d = _mm512_set1_ps(df);
@@ -87,11 +85,11 @@ struct Q4_0Block {
 };
 
 // The fixed tree of kernels/internal/hsum_avx512.h.
-DENSA_AVX512_INLINE float hsum(__m512 v) { return kernels_internal::hsum_avx512(v); }
+DENSA_TARGET_AVX512_BF16_INLINE float hsum(__m512 v) { return kernels_internal::hsum_avx512(v); }
 
 // One tile: R weight rows from r0 against NX rows of x from i0.
 template <class Block, int R, int NX>
-DENSA_AVX512_INLINE void tile(const WeightView& w, int64_t r0, const float* x, int64_t i0, float* y) {
+DENSA_TARGET_AVX512_BF16_INLINE void tile(const WeightView& w, int64_t r0, const float* x, int64_t i0, float* y) {
   const int64_t cols = w.cols;
   const int64_t num_full = cols / kBlockElems;
   const int64_t tail = cols % kBlockElems;
@@ -141,7 +139,7 @@ DENSA_AVX512_INLINE void tile(const WeightView& w, int64_t r0, const float* x, i
 
 // All x rows from i0 against R weight rows: tiles of NX, the remainder with smaller tiles.
 template <class Block, int R, int NX>
-DENSA_AVX512 void x_tiles(const WeightView& w, int64_t r0, const float* x, int64_t i0, int64_t n, float* y) {
+DENSA_TARGET_AVX512_BF16 void x_tiles(const WeightView& w, int64_t r0, const float* x, int64_t i0, int64_t n, float* y) {
   for (; i0 + NX <= n; i0 += NX) tile<Block, R, NX>(w, r0, x, i0, y);
   if constexpr (NX > 1) {
     if (i0 < n) x_tiles<Block, R, NX - 1>(w, r0, x, i0, n, y);
@@ -149,8 +147,8 @@ DENSA_AVX512 void x_tiles(const WeightView& w, int64_t r0, const float* x, int64
 }
 
 template <class Block, int R, int NX>
-DENSA_AVX512 void row_tiles(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
-                            int64_t r_end) {
+DENSA_TARGET_AVX512_BF16 void row_tiles(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
+                                        int64_t r_end) {
   int64_t r = r_begin;
   for (; r + R <= r_end; r += R) x_tiles<Block, R, NX>(w, r, x, 0, n, y);
   for (; r < r_end; ++r) x_tiles<Block, 1, NX>(w, r, x, 0, n, y);
@@ -160,8 +158,8 @@ DENSA_AVX512 void row_tiles(const WeightView& w, const float* x, int64_t n, floa
 // Q4_0 GEMV's CPU time, and it is no slower for BF16 / F16). Prefill: 4 rows x 3 x rows = 24
 // accumulators, each decoded weight block used 3 times.
 template <class Block>
-DENSA_AVX512 void run(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
-                      int64_t r_end) {
+DENSA_TARGET_AVX512_BF16 void run(const WeightView& w, const float* x, int64_t n, float* y, int64_t r_begin,
+                                  int64_t r_end) {
   if (n == 1) {
     row_tiles<Block, 8, 1>(w, x, n, y, r_begin, r_end);
   } else {

@@ -21,13 +21,10 @@
 #include "kernels/internal/amx_tile.h"
 #include "kernels/internal/matmul_affine.h"
 #include "kernels/internal/matmul_quant_avx512.h"
+#include "kernels/internal/target.h"
 #include "quant/activation_q8.h"
 #include "quant/affine_rows.h"
 #include "quant/affine_tiles.h"
-
-#define DENSA_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
-#define DENSA_VNNI_INLINE DENSA_VNNI __attribute__((always_inline)) inline
-#define DENSA_AMX_INT8 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma,amx-tile,amx-int8")))
 
 namespace densa::matmul_internal {
 namespace {
@@ -59,7 +56,7 @@ inline XRow x_row(const uint8_t* xp, int64_t x_stride, int64_t cols, int64_t i) 
 // Group g's scale and min for the tile's 16 rows (lane = row): fp32 as stored, or D * s and
 // M * m (exact products).
 template <DType T>
-DENSA_VNNI_INLINE void group_scales(const uint8_t* blk, int g, __m512& ws, __m512& mins) {
+DENSA_TARGET_AVX512_VNNI_INLINE void group_scales(const uint8_t* blk, int g, __m512& ws, __m512& mins) {
   const uint8_t* s = blk + Fmt<T>::kCodeBytes;
   if constexpr (Fmt<T>::kSuper) {
     const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 128 + 16 * g));
@@ -73,7 +70,7 @@ DENSA_VNNI_INLINE void group_scales(const uint8_t* blk, int g, __m512& ws, __m51
 }
 
 // The one fp32 step every kernel of this layout ends a group with.
-DENSA_VNNI_INLINE __m512 group_fma(__m512 acc, __m512i sum, __m512 ws, float xs, __m512 mins, float term) {
+DENSA_TARGET_AVX512_VNNI_INLINE __m512 group_fma(__m512 acc, __m512i sum, __m512 ws, float xs, __m512 mins, float term) {
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(ws, _mm512_set1_ps(xs)), acc);
   return _mm512_fmadd_ps(mins, _mm512_set1_ps(term), acc);
 }
@@ -81,7 +78,7 @@ DENSA_VNNI_INLINE __m512 group_fma(__m512 acc, __m512i sum, __m512 ws, float xs,
 // The 8 code vectors of 32-column group j of a tile block (vector q: columns 4q .. 4q + 3 of
 // the group, 16 rows x 4 bytes), unsigned bytes.
 template <DType T>
-DENSA_VNNI_INLINE void group_codes(const uint8_t* blk, int j, __m512i lut, __m512i (&wv)[8]) {
+DENSA_TARGET_AVX512_VNNI_INLINE void group_codes(const uint8_t* blk, int j, __m512i lut, __m512i (&wv)[8]) {
   if constexpr (Fmt<T>::kNibbles) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 4
@@ -101,7 +98,7 @@ DENSA_VNNI_INLINE void group_codes(const uint8_t* blk, int j, __m512i lut, __m51
 }
 
 template <DType T>
-DENSA_VNNI_INLINE __m512i nibble_lut() {
+DENSA_TARGET_AVX512_VNNI_INLINE __m512i nibble_lut() {
   if constexpr (Fmt<T>::kNibbles && T != DType::kA4G32) {
     return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(affine_nibble_codes(T))));
   }
@@ -114,8 +111,8 @@ const uint8_t* tile_base(const WeightView& w, int64_t tile, int64_t tile_block_b
 
 // NT x rows from i0 against 16-row tile `tile`.
 template <DType T, int NT, bool kPrefetch>
-DENSA_VNNI_INLINE void vnni_tile(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t tile,
-                                 int64_t i0) {
+DENSA_TARGET_AVX512_VNNI_INLINE void vnni_tile(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t tile,
+                                               int64_t i0) {
   using F = Fmt<T>;
   const int64_t blocks = w.cols / kAffineBlock;
   const uint8_t* base = tile_base(w, tile, F::kTileBlockBytes);
@@ -185,7 +182,7 @@ const kernels_internal::AmxTileConfig& amx_config(int64_t group_cols) {
 
 // The 4-bit codes of tile blocks [c0, c1) as the 8-bit layout's bytes (looked up), 2,048 per block.
 template <DType T>
-DENSA_VNNI_INLINE void unpack_nibbles(const uint8_t* base, int64_t c0, int64_t c1, uint8_t* out) {
+DENSA_TARGET_AVX512_VNNI_INLINE void unpack_nibbles(const uint8_t* base, int64_t c0, int64_t c1, uint8_t* out) {
   const __m512i lut = nibble_lut<T>();
   for (int64_t b = c0; b < c1; ++b) {
     const uint8_t* blk = base + b * Fmt<T>::kTileBlockBytes;
@@ -202,9 +199,9 @@ DENSA_VNNI_INLINE void unpack_nibbles(const uint8_t* base, int64_t c0, int64_t c
 
 // A group's C tile (stored at c: x row t's 16 sums at c + 16 t) into the 16 x rows' accumulators.
 template <DType T>
-DENSA_AMX_INT8 __attribute__((always_inline)) inline void amx_epilogue(const int32_t* c, const uint8_t* blk, int g,
-                                                                        const float* xs, const float* term,
-                                                                        int64_t step, __m512 (&acc)[16]) {
+DENSA_TARGET_AVX512_VNNI_AMX_INT8 __attribute__((always_inline)) inline void amx_epilogue(const int32_t* c, const uint8_t* blk, int g,
+                                                const float* xs, const float* term,
+                                                int64_t step, __m512 (&acc)[16]) {
   __m512 ws, mins;
   group_scales<T>(blk, g, ws, mins);
 #pragma GCC unroll 16
@@ -213,8 +210,8 @@ DENSA_AMX_INT8 __attribute__((always_inline)) inline void amx_epilogue(const int
 
 // x rows [0, n16) (a multiple of 16) against 16-row tile `tile` on AMX-INT8 (configured by the caller).
 template <DType T>
-DENSA_AMX_INT8 void amx_tile(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t tile,
-                             int64_t n16) {
+DENSA_TARGET_AVX512_VNNI_AMX_INT8 void amx_tile(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t tile,
+                                                int64_t n16) {
   using F = Fmt<T>;
   constexpr int64_t kG = F::kGroupCols;
   constexpr int kPerBlock = F::kGroups;
@@ -277,13 +274,13 @@ DENSA_AMX_INT8 void amx_tile(const WeightView& w, const uint8_t* xp, int64_t x_s
   }
 }
 
-DENSA_AMX_INT8 void amx_begin(int64_t group_cols) { _tile_loadconfig(&amx_config(group_cols)); }
-DENSA_AMX_INT8 void amx_end() { _tile_release(); }
+DENSA_TARGET_AVX512_VNNI_AMX_INT8 void amx_begin(int64_t group_cols) { _tile_loadconfig(&amx_config(group_cols)); }
+DENSA_TARGET_AVX512_VNNI_AMX_INT8 void amx_end() { _tile_release(); }
 
 template <DType T>
-DENSA_VNNI void rows_dtype(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
-                           int64_t r_begin, int64_t r_end) {
-  const bool amx = n >= 16 && matmul_quant_int8_amx_usable();
+DENSA_TARGET_AVX512_VNNI void rows_dtype(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
+                                         int64_t r_begin, int64_t r_end) {
+  const bool amx = n >= 16 && matmul_quant_int8_amx_usable(w.amx);
   const int64_t n16 = amx ? n / 16 * 16 : 0;
   if (amx) amx_begin(Fmt<T>::kGroupCols);
   for (int64_t tile = r_begin / kAffineTileRows; tile < r_end / kAffineTileRows; ++tile) {
@@ -300,7 +297,7 @@ DENSA_VNNI void rows_dtype(const WeightView& w, const uint8_t* xp, int64_t x_str
 }
 
 // The exact sums of 64 int8 q in groups of `group` (16 or 32) columns: sums[64 / group].
-DENSA_VNNI void group_sums64(const int8_t* q, int64_t group, int32_t* sums) {
+DENSA_TARGET_AVX512_VNNI void group_sums64(const int8_t* q, int64_t group, int32_t* sums) {
   // q + 128 as unsigned bytes, summed 8 at a time by vpsadbw, less 128 per element.
   const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(q), _mm512_set1_epi8(static_cast<char>(0x80)));
   alignas(64) int64_t part[8];
