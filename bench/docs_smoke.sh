@@ -98,6 +98,8 @@ if want decode; then
   m=$(gen moe-q8_0.gguf --dtype q8_0 --format gguf)
   run flag_ab_int8 'round 2 .*decode:' "$ROOT/bench/flag_ab.sh" "$DENSA" "$m" "$OUT/flag_ab_int8.txt" 2 \
     --int8-layout tiles rows --batch 1 --prompt-len 64 --gen-len 8 --repeats 1
+  run binary_ab 'round 2 B: .*decode:' "$ROOT/bench/binary_ab.sh" "$DENSA" "$DENSA" "$m" "$OUT/binary_ab.txt" 2 \
+    --batch 1 --prompt-len 64 --gen-len 8 --repeats 1
 fi
 if want batching; then
   m=$(gen moe-fp8 --dtype fp8 --format hf)

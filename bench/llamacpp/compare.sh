@@ -8,6 +8,8 @@
 #   and FP8 Hugging Face checkpoints. THREADS (default 2).
 # Needs node and bench/llamacpp/install.sh run once (node-llama-cpp's prebuilt CPU
 # binaries from the npm registry: upstream llama.cpp with ggml's per-CPU variants).
+# IK_LLAMA_BENCH (optional): ik_llama.cpp's llama-bench, built outside this repository
+# (bench/llamacpp/build_ik_llama.sh); its decode and prefill rows then run as a second peer.
 #
 # Each round runs every row's llama.cpp and densa configurations back to back, llama.cpp first
 # in odd rounds and densa first in even ones, so both see the same minutes of this shared VM.
@@ -32,6 +34,10 @@ gen() { perf_gen "$DENSA" "$MD" "$QUICK" "$@"; }
 membw() { perf_membw "$MEMBW" "$OUT/membw.txt" "$1"; }
 
 perf_sizes "$QUICK"
+# The row sizes as ik_llama.cpp's llama-bench takes them: decode TOKENS and prefill TOKENS.
+flag_value() { local flag=$1; shift; while [ $# -gt 1 ]; do [ "$1" = "$flag" ] && { echo "$2"; return; }; shift; done; }
+D1_GEN=$(flag_value --gen-len "${D1[@]}")
+PF_PROMPT=$(flag_value --prompt-len "${PF[@]}")
 
 declare -A M
 for shape in dense moe; do
@@ -40,8 +46,8 @@ for shape in dense moe; do
   M[$shape-fp8]=$(gen "$shape" fp8 hf)
 done
 
-# One row SHAPE_KIND (e.g. dense_decode1_q4): the llama.cpp configuration, then densa's, or the
-# other way round.
+# One row SHAPE_KIND (e.g. dense_decode1_q4): the peers' configurations (llama.cpp, and
+# ik_llama.cpp when IK_LLAMA_BENCH names its llama-bench), then densa's, or the other way round.
 row() {
   local dir=$1 first=$2 row=$3
   [[ "$row" =~ $ROWS ]] || return 0
@@ -53,26 +59,31 @@ row() {
 # Rows: row_KIND DIR ENGINE SHAPE NAME runs that engine's configurations of the row.
 row_decode1_q4() {
   if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q4_0]}" f16 "${D1[@]}"
+       ikllama "$1" "$4" "${M[$3-q4_0]}" tg "$D1_GEN"
   else densa "$1" "$4" int4 "${M[$3-int4]}" "${D1[@]}"
        densa "$1" "$4" int4-headint4 "${M[$3-int4]}" "${D1[@]}" --lm-head-dtype int4-g32
        densa "$1" "$4" q4_0 "${M[$3-q4_0]}" "${D1[@]}"; fi
 }
 row_decode1_q8() {
   if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q8_0]}" f16 "${D1[@]}"
+       ikllama "$1" "$4" "${M[$3-q8_0]}" tg "$D1_GEN"
   else densa "$1" "$4" q8_0 "${M[$3-q8_0]}" "${D1[@]}"; fi
 }
 row_prefill_q8() {
   if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q8_0]}" f16 "${PF[@]}"
+       ikllama "$1" "$4" "${M[$3-q8_0]}" pp "$PF_PROMPT"
   else densa "$1" "$4" fp8 "${M[$3-fp8]}" "${PF[@]}"
        densa "$1" "$4" q8_0 "${M[$3-q8_0]}" "${PF[@]}"; fi
 }
 row_prefill_q4() {
   if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-q4_0]}" f16 "${PF[@]}"
+       ikllama "$1" "$4" "${M[$3-q4_0]}" pp "$PF_PROMPT"
   else densa "$1" "$4" q4_0 "${M[$3-q4_0]}" "${PF[@]}"
        densa "$1" "$4" int4 "${M[$3-int4]}" "${PF[@]}"; fi
 }
 row_prefill_f16() {
   if [ "$2" = llama ]; then llama "$1" "$4" "${M[$3-f16]}" f16 "${PF[@]}"
+       ikllama "$1" "$4" "${M[$3-f16]}" pp "$PF_PROMPT"
   else densa "$1" "$4" f16 "${M[$3-f16]}" "${PF[@]}"; fi
 }
 row_agg64_q8() {

@@ -56,3 +56,22 @@ densa() {
   "$DENSA" bench offline -m "$model" --threads "$THREADS" --json "$dir/$row.densa-$config.json" "$@" \
     | grep -E '^(prefill|decode):' | sed "s/^/[$row densa $config] /" >&2
 }
+
+# ikllama ROUND_DIR ROW MODEL pp|tg TOKENS [EXTRA_ARGS...]: ik_llama.cpp's llama-bench (the binary
+# IK_LLAMA_BENCH names, built from its public repository outside this one with
+# -DGGML_NATIVE=ON; nothing happens when it is unset) with -fmoe 1 (its fused MoE FFN), F16 KV,
+# THREADS threads and 3 repetitions: pp TOKENS = a prompt of TOKENS tokens processed as one
+# sequence (prefill), tg TOKENS = TOKENS tokens generated one at a time from an empty context
+# (batch-1 decode). Written to ROUND_DIR/ROW.ikllama.json in the fields summarize.py reads.
+ikllama() {
+  [ -n "${IK_LLAMA_BENCH:-}" ] || return 0
+  local dir=$1 row=$2 model=$3 mode=$4 tokens=$5
+  shift 5
+  local p=0 n=0
+  if [ "$mode" = pp ]; then p=$tokens; else n=$tokens; fi
+  stamp "$(basename "$dir") $row.ikllama"
+  "$IK_LLAMA_BENCH" -m "$model" -p "$p" -n "$n" -t "$THREADS" -r 3 -fmoe 1 -o json "$@" 2>/dev/null \
+    | python3 "$HERE/ikllama_json.py" "$mode" > "$dir/$row.ikllama.json"
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("prefill: %.1f tok/s" % j["prefill_tok_s"] if sys.argv[2]=="pp" else "decode:  %.2f tok/s" % j["decode_tok_s"])' \
+    "$dir/$row.ikllama.json" "$mode" | sed "s/^/[$row ik_llama.cpp] /" >&2
+}

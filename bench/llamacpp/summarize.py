@@ -56,6 +56,15 @@ def roofline(out, reports):
             med("decode_step_ms"), med("weight_gbs"), total, "%.0f%%" % (100 * total / ref) if ref else "-"))
 
 
+def paired_ratio(vals, ref):
+    """densa / peer per round where both ran: median [min, max], rounds densa was faster."""
+    pairs = [vals[r] / ref[r] for r in sorted(vals) if r in ref and ref[r] > 0]
+    if not pairs:
+        return ""
+    faster = sum(p > 1 for p in pairs)
+    return "%.2fx [%.2f, %.2f], %d of %d" % (statistics.median(pairs), min(pairs), max(pairs), faster, len(pairs))
+
+
 def main(out):
     runs = {}  # (row, config) -> {round: value}
     reports = {}  # (row, config) -> {round: densa JSON}
@@ -70,25 +79,22 @@ def main(out):
             reports.setdefault((row, config), {})[r] = j
     if not runs:
         sys.exit("summarize: no results under " + out)
+    with_ik = any(c == "ikllama" for (_, c) in runs)
     print("| row | engine, configuration | tok/s per round | median | densa / llama.cpp (F16 KV), paired: "
-          "median [min, max], rounds faster |")
-    print("|---|---|---|---|---|")
+          "median [min, max], rounds faster |" + (" densa / ik_llama.cpp, paired |" if with_ik else ""))
+    print("|---|---|---|---|---|" + ("---|" if with_ik else ""))
+    order = {"llama": 0, "ikllama": 1, "densa": 2}
     for row in dict.fromkeys(k[0] for k in runs):
-        ref = runs.get((row, "llama-f16"), {})
-        configs = sorted((c for (r, c) in runs if r == row), key=lambda c: (not c.startswith("llama"), c))
+        refs = [runs.get((row, "llama-f16"), {})] + ([runs.get((row, "ikllama"), {})] if with_ik else [])
+        configs = sorted((c for (r, c) in runs if r == row), key=lambda c: (order[c.split("-")[0]], c))
         for config in configs:
             vals = runs[(row, config)]
             per_round = ", ".join("%.1f" % vals[r] for r in sorted(vals))
-            ratio = ""
-            if config.startswith("densa"):
-                pairs = [vals[r] / ref[r] for r in sorted(vals) if r in ref and ref[r] > 0]
-                if pairs:
-                    faster = sum(p > 1 for p in pairs)
-                    ratio = "%.2fx [%.2f, %.2f], %d of %d" % (statistics.median(pairs), min(pairs), max(pairs),
-                                                             faster, len(pairs))
+            ratios = [paired_ratio(vals, ref) if config.startswith("densa") else "" for ref in refs]
             engine = config.replace("llama-", "llama.cpp, KV ").replace("densa-", "densa, ")
+            engine = "ik_llama.cpp, KV f16, -fmoe 1" if config == "ikllama" else engine
             print("| %s (%s) | %s | %s | %.1f | %s |" % (row, metric_of(row).replace("_tok_s", ""), engine, per_round,
-                                                       statistics.median(vals.values()), ratio))
+                                                       statistics.median(vals.values()), " | ".join(ratios)))
     roofline(out, reports)
 
 
