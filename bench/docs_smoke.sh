@@ -86,6 +86,11 @@ if want llamacpp; then
     run llamacpp_compare 'densa / llama.cpp' env MODEL_DIR="$MD" "$ROOT/bench/llamacpp/compare.sh" "$DENSA" "$OUT/llamacpp" 1 --quick
     run llamacpp_kquants 'densa, packed' env MODEL_DIR="$MD" "$ROOT/bench/llamacpp/kquants.sh" "$DENSA" "$OUT/kquants" 1 \
       --quick --rows 'moe_decode1'
+    # ik_llama.cpp is built outside the repository, so CI has none: its llama-bench JSON (the
+    # fields ik_llama.cpp and llama.cpp write) goes through the converter compare.sh uses.
+    echo '[{"build_commit":"x","model_type":"m","n_threads":2,"n_prompt":512,"n_gen":0,"avg_ts":500.0,"samples_ts":[490.0,510.0]}]' \
+      > "$OUT/ikllama_sample.json"
+    run ikllama_json '"prefill_tok_s": 500' sh -c "python3 '$ROOT/bench/llamacpp/ikllama_json.py' pp < '$OUT/ikllama_sample.json'"
   else
     fail "llamacpp: node-llama-cpp is not installed (run bench/llamacpp/install.sh, or leave the step out with --only)"
   fi
