@@ -10,27 +10,14 @@
 #include <sstream>
 #include <string>
 
+#include "structure/script_run.h"
+
 namespace densa {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct ScriptRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-ScriptRun check_layers(const fs::path& root) {
-  const std::string cmd = "/usr/bin/python3 " DENSA_SOURCE_DIR "/scripts/check-layers.py '" + root.string() + "' 2>&1";
-  ScriptRun r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+ScriptRun check_layers(const fs::path& root) { return run_check_script("check-layers.py", root); }
 
 TEST(Layers, MainFollowsTheLayerOrder) {
   const ScriptRun r = check_layers(DENSA_SOURCE_DIR);

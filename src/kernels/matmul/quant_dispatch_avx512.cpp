@@ -83,7 +83,11 @@ bool matmul_quant_avx512_int4_tiles_supported() {
   return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16) && have_vbmi() && have_gfni();
 }
 
-bool matmul_quant_fp8_amx(AmxUse use) {
+namespace {
+
+// The AMX-BF16 tile path as a weight asks for it: kOff never, kOn always (a CHECK that the CPU
+// has AMX-BF16), kAuto where `automatic` says.
+bool amx_bf16_path(AmxUse use, bool automatic) {
   switch (use) {
     case AmxUse::kOff: return false;
     case AmxUse::kOn:
@@ -91,18 +95,16 @@ bool matmul_quant_fp8_amx(AmxUse use) {
       return true;
     case AmxUse::kAuto: break;
   }
-  return cpu_use_amx();
+  return automatic;
 }
 
+}  // namespace
+
+bool matmul_quant_fp8_amx(AmxUse use) { return amx_bf16_path(use, cpu_use_amx()); }
+
 bool matmul_quant_bf16_amx(AmxUse use) {
-  switch (use) {
-    case AmxUse::kOff: return false;
-    case AmxUse::kOn:
-      CHECK(cpu_has_amx_bf16()) << "matmul: AMX asked for without AMX-BF16";
-      return true;
-    case AmxUse::kAuto: break;
-  }
-  return cpu_use_amx() && static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16);
+  const bool bf16_isa = static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16);
+  return amx_bf16_path(use, cpu_use_amx() && bf16_isa);
 }
 
 void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
