@@ -14,21 +14,32 @@ int64_t matrix_params(const WeightView& v) { return v.empty() ? 0 : v.rows * v.c
 // Codes plus the scales (FP8 block-scaled: fp32, INT4 group-wise: bf16) as held in memory.
 int64_t matrix_bytes(const WeightView& v) { return v.empty() ? 0 : v.bytes() + v.scale_bytes(); }
 
+// Calls fn(view, copy) on every WeightView of w (W: ModelWeights or const ModelWeights). `copy`
+// marks a view that is not a matrix of its own: lm_head when tied to the embeddings, and MLA's
+// absorbed mla_uk / mla_uv_t, which are kv_b rearranged. The one list of a model's matrices.
+template <typename W, typename Fn>
+void for_each_view(W& w, Fn fn) {
+  fn(w.tok_embeddings, false);
+  fn(w.lm_head, w.lm_head.data == w.tok_embeddings.data);
+  for (auto& l : w.layers) {
+    for (auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_gate,
+                    &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b, &l.idx_wq_b, &l.idx_wk,
+                    &l.idx_weights_proj}) {
+      fn(*v, false);
+    }
+    for (auto* v : {&l.mla_uk, &l.mla_uv_t}) fn(*v, true);
+    for (auto* experts : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
+      for (auto& v : *experts) fn(v, false);
+    }
+  }
+}
+
 // Calls fn on every distinct matrix (a tied lm_head counts once).
 template <typename Fn>
 void for_each_matrix(const ModelWeights& w, Fn fn) {
-  fn(w.tok_embeddings);
-  if (w.lm_head.data != w.tok_embeddings.data) fn(w.lm_head);
-  for (const LayerWeights& l : w.layers) {
-    for (const WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router,
-                                &l.shared_gate, &l.shared_up, &l.shared_down, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b,
-                                &l.idx_wq_b, &l.idx_wk, &l.idx_weights_proj}) {
-      fn(*v);
-    }
-    for (const auto* experts : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
-      for (const WeightView& v : *experts) fn(v);
-    }
-  }
+  for_each_view(w, [&](const WeightView& v, bool copy) {
+    if (!copy) fn(v);
+  });
 }
 
 int64_t vector_params(const ModelWeights& w) {
@@ -57,21 +68,9 @@ int64_t ModelWeights::weight_bytes() const {
 }
 
 void set_half_float_amx(ModelWeights& w, AmxUse use) {
-  auto set = [use](WeightView& v) {
+  for_each_view(w, [use](WeightView& v, bool /*copy: every view is set*/) {
     if (v.dtype == DType::kBF16 || v.dtype == DType::kF16) v.amx = use;
-  };
-  set(w.tok_embeddings);
-  set(w.lm_head);
-  for (LayerWeights& l : w.layers) {
-    for (WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.q_a, &l.q_b, &l.kv_a, &l.kv_b, &l.mla_uk, &l.mla_uv_t,
-                          &l.idx_wq_b, &l.idx_wk, &l.idx_weights_proj, &l.w_gate, &l.w_up, &l.w_down, &l.router,
-                          &l.shared_gate, &l.shared_up, &l.shared_down}) {
-      set(*v);
-    }
-    for (auto* experts : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
-      for (WeightView& v : *experts) set(v);
-    }
-  }
+  });
   w.half_float_amx = use;
 }
 

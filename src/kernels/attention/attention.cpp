@@ -305,13 +305,10 @@ void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const
   // chunk), which share each decoded K/V tile. One work item per (run, kv head); a token's
   // result does not depend on its run (see attend_run), so the batch stays invariant.
   constexpr int kMaxRun = 16;
-  // Scratch: the pool's, per thread (kept across calls, so a warm pool allocates nothing);
-  // without a pool, this call's own.
-  WorkerScratch own;
-  auto scratch_of = [&](int worker) -> WorkerScratch& { return pool != nullptr ? pool->scratch(worker) : own; };
+  WorkerScratch own;  // the scratch without a pool (kernels_internal::scratch_of)
   // The runs' first tokens, then positions.size(): in the calling thread's scratch, read by
   // every worker.
-  int64_t* run_begin = scratch_of(0).array<int64_t>(kernels_internal::kSlotAttnRuns, positions.size() + 1);
+  int64_t* run_begin = kernels_internal::scratch_of(pool, 0, own).array<int64_t>(kernels_internal::kSlotAttnRuns, positions.size() + 1);
   int64_t num_runs = 0;
   for (size_t i = 0; i < positions.size(); ++i) {
     const bool extends = num_runs > 0 && seq_idx[i] == seq_idx[i - 1] && positions[i] == positions[i - 1] + 1 &&
@@ -322,7 +319,7 @@ void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const
   const int64_t items = num_runs * L.num_kv_heads;
   const int64_t q_stride = static_cast<int64_t>(num_heads) * hd;
   auto run = [&](int worker, int64_t begin, int64_t end) {
-    WorkerScratch& ws = scratch_of(worker);
+    WorkerScratch& ws = kernels_internal::scratch_of(pool, worker, own);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t r = item / L.num_kv_heads;
       const int kvh = static_cast<int>(item % L.num_kv_heads);

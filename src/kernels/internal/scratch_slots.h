@@ -4,7 +4,16 @@
 // the work; pool null: a WorkerScratch of the call's own, allocated for that call). A thread
 // runs one kernel at a time, so kernels share slot numbers; buffers that one kernel holds at
 // the same time have distinct ones.
+#include "core/thread_pool.h"
+#include "core/worker_scratch.h"
+
 namespace densa::kernels_internal {
+
+// The scratch of a kernel's work run by thread `worker` of `pool`: that thread's, kept across
+// calls (a warm pool allocates nothing); without a pool, `own`, the call's.
+inline WorkerScratch& scratch_of(ThreadPool* pool, int worker, WorkerScratch& own) {
+  return pool != nullptr ? pool->scratch(worker) : own;
+}
 
 enum ScratchSlot : int {
   // Quantized matmul (kernels/matmul/quant_*): one weight row tile decoded to bf16 (FP8 GEMM),

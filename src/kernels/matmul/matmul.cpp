@@ -13,6 +13,7 @@
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/internal/matmul_quant_fallback.h"
+#include "kernels/internal/scratch_slots.h"
 #include "quant/dequantize.h"
 
 namespace densa {
@@ -136,12 +137,6 @@ std::pair<size_t, int64_t> part_start(const std::vector<RowsJob>& jobs, int64_t 
   return {jobs.size(), 0};
 }
 
-// Kernel scratch: the pool's, per thread (kept across calls, so a warm pool allocates nothing);
-// without a pool, `own`, this call's.
-WorkerScratch& scratch_of(ThreadPool* pool, int worker, WorkerScratch& own) {
-  return pool != nullptr ? pool->scratch(worker) : own;
-}
-
 void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   WorkerScratch own;
   int64_t total = 0;
@@ -162,7 +157,7 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, max_parts);
   if (parts > 1) parts = std::min(max_parts, (parts + threads - 1) / threads * threads);
   if (parts == 1) {
-    for (const RowsJob& j : jobs) j.run(0, j.job->w.rows, scratch_of(pool, 0, own));
+    for (const RowsJob& j : jobs) j.run(0, j.job->w.rows, kernels_internal::scratch_of(pool, 0, own));
     return;
   }
   // Claim k (in claiming order) takes part (k % threads) * per + k / threads: when the threads
@@ -203,7 +198,7 @@ void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
   }
   WorkerScratch own;
   auto run_units = [&](int worker, int64_t u_begin, int64_t u_end) {
-    WorkerScratch& ws = scratch_of(pool, worker, own);
+    WorkerScratch& ws = kernels_internal::scratch_of(pool, worker, own);
     int64_t u = 0;
     for (const PrepareJob& p : jobs) {
       const MatmulJob& j = *p.job;
