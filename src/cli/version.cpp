@@ -61,8 +61,11 @@ std::string kernels_lines() {
                 : "exact fallback (the file's values)";
   s += "\n  int4 / q4_0 weights: ";
   if (avx512) {
-    s += matmul_prefers_int4_tiles() ? "8-row tiles" : "row-major";
-    s += ", AVX-512 VNNI, x as int8";
+    switch (matmul_int4_layout()) {
+      case WeightLayout::kInt4Tiles16: s += "16-row tiles, " + tiles16_units; break;
+      case WeightLayout::kInt4Tiles8: s += "8-row tiles, AVX-512 VNNI, x as int8"; break;
+      default: s += "row-major, AVX-512 VNNI, x as int8"; break;
+    }
   } else {
     s += "exact fallback";
   }

@@ -17,9 +17,12 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
                   "(default: as stored; checkpoints usually keep it BF16). A tied lm_head gets its own "
                   "copy; the embeddings stay as stored");
   cmd->add_option("--int4-layout", args.int4_layout,
-                  "INT4 g32 matrices in memory: tiles (8-row tiles the AVX-512 kernel streams in one pass, "
-                  "where the CPU has GFNI) | rows (row-major). Same results either way")
-      ->check(CLI::IsMember({"tiles", "rows"}))
+                  "INT4 g32 matrices (and GGUF Q4_0) in memory: tiles (the fastest tiles here: tiles16 where "
+                  "AMX-INT8 is granted, else tiles8) | tiles16 (16-row tiles: exact group sums, GEMMs on "
+                  "AMX-INT8, AVX-512 VNNI without it) | tiles8 (8-row tiles the AVX-512 kernel with GFNI "
+                  "streams in one pass) | rows (row-major). rows and tiles8 give the same results, tiles16 "
+                  "rounds differently")
+      ->check(CLI::IsMember({"tiles", "tiles16", "tiles8", "rows"}))
       ->capture_default_str();
   cmd->add_option("--int8-layout", args.int8_layout,
                   "W8A8 matrices (GGUF Q8_0, and the K-quant / IQ4 / MXFP4 forms of --ggml-blocks) in memory: "
@@ -45,7 +48,16 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
 Result<LoadOptions> load_options_from(const WeightArgs& args) {
   LoadOptions opts;
   opts.weight_group_size = args.weight_group_size;
-  opts.int4_tiles = args.int4_layout != "rows";
+  if (args.int4_layout != "tiles") {
+    const WeightLayout l = args.int4_layout == "rows"      ? WeightLayout::kRows
+                           : args.int4_layout == "tiles8" ? WeightLayout::kInt4Tiles8
+                                                          : WeightLayout::kInt4Tiles16;
+    if (!matmul_runs_int4_layout(l)) {
+      return invalid_argument("--int4-layout " + args.int4_layout + ": this CPU's kernels do not run that layout" +
+                   (l == WeightLayout::kInt4Tiles8 ? " (it needs AVX-512 with VBMI and GFNI)" : " (it needs AVX-512 VNNI)"));
+    }
+    opts.int4_layout = l;
+  }
   opts.int8_tiles = args.int8_layout != "rows";
   opts.ggml_blocks = args.ggml_blocks == "f32"       ? GgmlBlockForm::kF32
                      : args.ggml_blocks == "affine8" ? GgmlBlockForm::kAffine8
@@ -81,7 +93,7 @@ std::string weight_precision_line(const ModelWeights& w) {
     for (const WeightView* v : {&l.wq, &l.q_a, &l.kv_a}) {
       if (!v->empty()) {
         body = name(*v) + (v->layout == WeightLayout::kInt4Tiles8    ? " in 8-row tiles"
-                           : v->layout == WeightLayout::kInt8Tiles16 ||
+                           : v->layout == WeightLayout::kInt8Tiles16 || v->layout == WeightLayout::kInt4Tiles16 ||
                                    v->layout == WeightLayout::kAffineTiles16
                                ? " in 16-row tiles"
                                                                        : "");

@@ -15,7 +15,7 @@ struct WeightArgs {
   std::string weight_dtype;   // empty: as stored
   int weight_group_size = 128;
   std::string lm_head_dtype;  // empty: as stored
-  std::string int4_layout = "tiles";  // tiles | rows (LoadOptions::int4_tiles)
+  std::string int4_layout = "tiles";  // tiles | tiles16 | tiles8 | rows (LoadOptions::int4_layout)
   std::string int8_layout = "tiles";  // tiles | rows (LoadOptions::int8_tiles)
   std::string ggml_blocks = "packed";  // packed | affine8 | f32 (LoadOptions::ggml_blocks)
   std::string bf16_activations = "auto";  // auto | f32 (LoadOptions::bf16_f32_activations)

@@ -24,11 +24,18 @@ namespace densa {
 //    one AMX B tile and eight vpdpbusd operands (lane = row). `data` points at the first tile,
 //    scales_f16 at data + 2048. row_ptr() does not apply; read values through int8_group_code /
 //    int8_group_scale / int8_group_dequantize.
+//  kInt4Tiles16: INT4 g32 only (quant/int4_group.h), rows % 16 == 0, cols % 128 == 0: the INT8
+//    16-row tiles' order at 4 bits, so that its GEMMs run on AMX-INT8 with the decode GEMV's
+//    bits. Per tile of 16 rows, per 128 columns, 1,152 bytes: for each group, 256 bytes whose
+//    low nibbles are the group's columns 0-15 and high nibbles 16-31, each in the INT8 tiles'
+//    VNNI order (byte (k / 4) * 64 + r * 4 + k % 4), then the 4 groups' 16 scales (group g's at
+//    byte 1024 + 32 g; bf16 or f16 as the scale pointer says, which points at data + 1024).
+//    row_ptr() does not apply; read values through int4_group_nibble / int4_group_scale.
 //  kAffineTiles16: affine rows (GGUF K-quants, IQ4, MXFP4; quant/affine_rows.h), rows % 16 == 0.
 //    The bytes of each 16 rows reordered per 128 columns so that a group's codes are one AMX
 //    B tile and the 16 rows' scales one vector (quant/affine_tiles.h). row_ptr() does not
 //    apply; read values through affine_row_block / affine_view_dequantize.
-enum class WeightLayout : uint8_t { kRows, kInt4Tiles8, kInt8Tiles16, kAffineTiles16 };
+enum class WeightLayout : uint8_t { kRows, kInt4Tiles8, kInt8Tiles16, kAffineTiles16, kInt4Tiles16 };
 
 // Whether a matrix's products may run on AMX tiles (kernels/matmul.h). For FP8, BF16 and F16 the
 // AMX path rounds differently from the vector one (BF16 / F16 also round x to bf16 there); for

@@ -35,9 +35,17 @@ struct MatmulJob {
 // y[i, r] is computed exactly as matmul() computes it. Outputs must not overlap inputs.
 void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 
-// Whether INT4 g32 matrices run faster here in 8-row tiles (WeightLayout::kInt4Tiles8;
-// quant/int4_group.h lays them out): true where the AVX-512 kernel reads that layout. Every
-// path reads both layouts with the same results; this only says which one to keep in memory.
+// The layout INT4 g32 matrices run fastest in here (quant/int4_group.h lays them out):
+//  kInt4Tiles16 where GEMMs run on AMX-INT8 (AVX-512 VNNI, AMX-INT8 granted, DENSA_AMX not 0):
+//    exact group sums, the decode GEMV on VNNI with the same bits;
+//  kInt4Tiles8 where the AVX-512 kernel with GFNI runs (the row-major kernel's bits);
+//  kRows otherwise.
+// kRows and kInt4Tiles8 give the same results; kInt4Tiles16 rounds differently (one fp32 fma
+// per group, ref::matmul_int8_groups_fp32), and gives one result for every n.
+WeightLayout matmul_int4_layout();
+// Whether this CPU runs INT4 g32 in `layout` (kRows: always).
+bool matmul_runs_int4_layout(WeightLayout layout);
+// matmul_int4_layout() != kRows.
 bool matmul_prefers_int4_tiles();
 // Whether INT8 (GGUF Q8_0) and affine-row (GGUF K-quants, IQ4, MXFP4) matrices run here in
 // 16-row tiles (WeightLayout::kInt8Tiles16 / kAffineTiles16; quant/int8_group.h,

@@ -521,7 +521,11 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
   DENSA_ASSIGN_OR_RETURN(ModelWeights w, load_stored(path, affine));
   DENSA_RETURN_IF_ERROR(shard_weights(w, options.parallel));
   // Set before any conversion, so quantize-on-load and repacking write tiles directly.
-  w.int4_tiles = options.prepare_for_kernels && options.int4_tiles && matmul_prefers_int4_tiles();
+  if (options.prepare_for_kernels) {
+    const WeightLayout l = options.int4_layout.value_or(matmul_int4_layout());
+    CHECK(matmul_runs_int4_layout(l)) << "load_model: INT4 layout " << static_cast<int>(l) << " does not run here";
+    w.int4_layout = l;
+  }
   w.int8_tiles = options.prepare_for_kernels && options.int8_tiles && matmul_prefers_int8_tiles();
   if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
   if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));

@@ -33,10 +33,11 @@ struct LoadOptions {
   // (prepare_mla_weights; an MLA forward needs it). Off for tools that report or rewrite the
   // stored tensors.
   bool prepare_for_kernels = true;
-  // With prepare_for_kernels: INT4 g32 matrices are laid out in 8-row tiles
-  // (WeightLayout::kInt4Tiles8) where the kernels read those faster (matmul_prefers_int4_tiles).
-  // Values and results are the same either way; false keeps them row-major.
-  bool int4_tiles = true;
+  // With prepare_for_kernels: the layout of INT4 g32 matrices (quant/int4_group.h). Unset: the
+  // one the kernels run fastest here (matmul_int4_layout). kRows keeps them row-major; kInt4Tiles8
+  // (the row-major results) or kInt4Tiles16 (exact group sums, AMX-INT8 GEMMs) where the CPU runs
+  // it (matmul_runs_int4_layout; load_model refuses one it does not).
+  std::optional<WeightLayout> int4_layout;
   // With prepare_for_kernels: INT8 (GGUF Q8_0) matrices in 16-row tiles
   // (WeightLayout::kInt8Tiles16) where the kernels read them (matmul_prefers_int8_tiles); false
   // keeps them row-major. The two layouts' kernels round differently (kernels/matmul.h).

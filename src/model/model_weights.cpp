@@ -76,9 +76,11 @@ void set_half_float_amx(ModelWeights& w, AmxUse use) {
 
 WeightView ModelWeights::adopt(const WeightView& v) {
   if (v.empty()) return v;
-  if (int4_tiles && int4_group_tileable(v)) {
-    const int64_t n = int4_group_tile8_bytes(v);
-    return int4_group_tile8(v, std::span<uint8_t>(alloc_owned(static_cast<size_t>(n)), static_cast<size_t>(n)));
+  if (int4_layout != WeightLayout::kRows && int4_group_tileable(v)) {
+    const int64_t n = int4_group_tile8_bytes(v);  // both tile layouts hold the same bytes
+    const std::span<uint8_t> dst(alloc_owned(static_cast<size_t>(n)), static_cast<size_t>(n));
+    if (int4_layout == WeightLayout::kInt4Tiles16 && int4_group_tileable16(v)) return int4_group_tile16(v, dst);
+    return int4_group_tile8(v, dst);
   }
   if (int8_tiles && int8_group_tileable(v)) {
     const int64_t n = int8_group_tile16_bytes(v);
@@ -96,11 +98,11 @@ WeightView ModelWeights::adopt(const WeightView& v) {
     std::memcpy(data, v.data, static_cast<size_t>(v.bytes()));
     return affine_tiled_view(v, data);
   }
-  if (v.layout == WeightLayout::kInt4Tiles8) {  // codes and scales are one block: copy it whole
-    const int64_t n = int4_group_tile8_bytes(v);
+  if (v.layout == WeightLayout::kInt4Tiles8 || v.layout == WeightLayout::kInt4Tiles16) {
+    const int64_t n = int4_group_tile8_bytes(v);  // codes and scales are one block: copy it whole
     uint8_t* data = alloc_owned(static_cast<size_t>(n));
     std::memcpy(data, v.data, static_cast<size_t>(n));
-    return int4_group_tiled_view(v, data);
+    return v.layout == WeightLayout::kInt4Tiles8 ? int4_group_tiled_view(v, data) : int4_group_tiled16_view(v, data);
   }
   if (v.layout == WeightLayout::kInt8Tiles16) {
     const int64_t n = int8_group_tile16_bytes(v);

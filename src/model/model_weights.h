@@ -98,18 +98,18 @@ struct ModelWeights {
   // Allocates an owned, zeroed, 64-byte aligned buffer of `bytes` in the arena and returns it
   // (views may point into it).
   uint8_t* alloc_owned(size_t bytes) { return arena.alloc(bytes); }
-  // Copies adopted into the arena lay INT4 g32 matrices out in 8-row tiles where they can
-  // (WeightLayout::kInt4Tiles8). load_model sets it when the kernels read that layout faster
-  // (matmul_prefers_int4_tiles); off, every copy keeps the layout it had.
-  bool int4_tiles = false;
+  // Copies adopted into the arena lay INT4 g32 matrices out in this layout where they can
+  // (kInt4Tiles8 or kInt4Tiles16; a matrix of rows % 16 != 0 falls back to 8-row tiles).
+  // load_model sets it (LoadOptions::int4_layout); kRows: every copy keeps the layout it had.
+  WeightLayout int4_layout = WeightLayout::kRows;
   // The same for the W8A8 formats in 16-row tiles (matmul_prefers_int8_tiles): INT8 (GGUF Q8_0
   // repacked; WeightLayout::kInt8Tiles16) and affine rows (GGUF K-quants, IQ4, MXFP4;
   // WeightLayout::kAffineTiles16, tiled in place in the arena). Those layouts' kernels sum each
   // group exactly, so their results differ in rounding from the row-major kernels'.
   bool int8_tiles = false;
-  // A copy of v's codes and scales in the arena: the same values and format, in 8-row (INT4 g32)
-  // or 16-row (INT8, affine rows) tiles when int4_tiles / int8_tiles is set and v can be tiled
-  // (int4_group_tileable / int8_group_tileable / affine_tileable), else in v's layout. An
+  // A copy of v's codes and scales in the arena: the same values and format, in int4_layout (INT4
+  // g32) or 16-row (INT8, affine rows) tiles when int4_layout / int8_tiles is set and v can be
+  // tiled (int4_group_tileable(16) / int8_group_tileable / affine_tileable), else in v's layout. An
   // affine-row matrix already in the arena is tiled in place and keeps its address.
   WeightView adopt(const WeightView& v);
   // The WeightView::amx of every BF16 / F16 matrix (set_half_float_amx): kOff keeps them on fp32

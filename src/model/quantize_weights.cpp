@@ -90,7 +90,7 @@ Status quantize_lm_head(ModelWeights& w, const WeightQuantSpec& spec) {
 namespace {
 
 // Repacked into temporary buffers, then adopted: into the arena row-major, or in 8-row tiles
-// when w.int4_tiles is set (so no row-major copy is left behind in the arena).
+// when w.int4_layout says (so no row-major copy is left behind in the arena).
 WeightView repack_q4_0(ModelWeights& w, const WeightView& v) {
   std::vector<uint8_t> packed(static_cast<size_t>(v.rows * v.cols / 2));
   std::vector<uint16_t> scales(static_cast<size_t>(v.rows * (v.cols / 32)));
@@ -145,7 +145,7 @@ int move_matrices_to_arena(ModelWeights& w) {
   int n = 0;
   // Done: in the arena, and not a row-major INT4 g32 copy that the kernels want in tiles.
   const auto settled = [&](const WeightView& v) {
-    return w.arena.contains(v.data) && !(w.int4_tiles && int4_group_tileable(v)) &&
+    return w.arena.contains(v.data) && !(w.int4_layout != WeightLayout::kRows && int4_group_tileable(v)) &&
            !(w.int8_tiles && (int8_group_tileable(v) || affine_tileable(v)));
   };
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {

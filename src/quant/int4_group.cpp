@@ -112,19 +112,52 @@ WeightView int4_group_tiled_view(const WeightView& w, const uint8_t* tiles) {
   return t;
 }
 
+bool int4_group_tileable16(const WeightView& w) { return int4_group_tileable(w) && w.rows % kInt4Tile16Rows == 0; }
+
+WeightView int4_group_tile16(const WeightView& w, std::span<uint8_t> tiles) {
+  CHECK(int4_group_tileable16(w)) << "int4 16-row tiles: " << w.rows << "x" << w.cols << " g" << w.scale_cols;
+  CHECK(static_cast<int64_t>(tiles.size()) == int4_group_tile8_bytes(w));
+  CHECK(reinterpret_cast<uintptr_t>(tiles.data()) % 64 == 0) << "int4 16-row tiles: unaligned destination";
+  const int64_t chunks = w.cols / kInt4Tile16Cols, groups = w.cols / 32;
+  const uint16_t* scales = w.scales_f16 != nullptr ? w.scales_f16 : w.scales_bf16;
+  uint8_t* out = tiles.data();
+  for (int64_t r0 = 0; r0 < w.rows; r0 += kInt4Tile16Rows) {
+    for (int64_t c = 0; c < chunks; ++c, out += kInt4Tile16ChunkBytes) {
+      for (int64_t g = 0; g < 4; ++g) {
+        uint8_t* group = out + g * kInt4Tile16GroupBytes;
+        for (int64_t r = 0; r < kInt4Tile16Rows; ++r) {
+          const uint8_t* row = w.row_ptr(r0 + r) + (c * 4 + g) * 16;  // the group's 16 bytes, row-major
+          const auto nibble = [row](int64_t e) { return (row[e / 2] >> (4 * (e % 2))) & 0x0f; };
+          for (int64_t e = 0; e < 16; ++e) {
+            group[e / 4 * 64 + r * 4 + e % 4] = static_cast<uint8_t>(nibble(e) | nibble(e + 16) << 4);
+          }
+          std::memcpy(out + 4 * kInt4Tile16GroupBytes + g * 32 + r * 2, scales + (r0 + r) * groups + c * 4 + g, 2);
+        }
+      }
+    }
+  }
+  return int4_group_tiled16_view(w, tiles.data());
+}
+
+WeightView int4_group_tiled16_view(const WeightView& w, const uint8_t* tiles) {
+  WeightView t = w;
+  t.layout = WeightLayout::kInt4Tiles16;
+  t.data = tiles;
+  const auto* first_scale = reinterpret_cast<const uint16_t*>(tiles + 4 * kInt4Tile16GroupBytes);
+  (w.scales_f16 != nullptr ? t.scales_f16 : t.scales_bf16) = first_scale;
+  return t;
+}
+
 void int4_group_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out) {
   DCHECK(w.dtype == DType::kI4 && (w.scales_bf16 != nullptr || w.scales_f16 != nullptr) && w.scale_cols > 0 &&
          begin % 2 == 0);
   const int64_t end = begin + count;
   for (int64_t j = begin; j < end;) {
-    // Elements j .. stop - 1 share a group: one scale and one contiguous run of code bytes in
-    // either layout (a g32 group never crosses a tile's 128 columns). j stays even.
+    // Elements j .. stop - 1 share a group and its scale.
     const int64_t stop = std::min(end, (j / w.scale_cols + 1) * w.scale_cols);
     const float scale = int4_group_scale(w, row, j / w.scale_cols);
-    const uint8_t* p = int4_group_code_byte(w, row, j / 2);
     for (int64_t k = j; k < stop; ++k) {
-      const int nib = (p[(k - j) / 2] >> ((k & 1) * 4)) & 0x0f;
-      out[k - begin] = static_cast<float>(nib - kInt4Offset) * scale;
+      out[k - begin] = static_cast<float>(int4_group_nibble(w, row, k) - kInt4Offset) * scale;
     }
     j = stop;
   }

@@ -67,12 +67,44 @@ WeightView int4_group_tiled_view(const WeightView& w, const uint8_t* tiles);
 // them: the same values, the same scale format.
 WeightView int4_group_tile8(const WeightView& w, std::span<uint8_t> tiles);
 
-// Where row `row`'s element pair (2 j, 2 j + 1) lives, in either layout: the byte of codes.
-inline const uint8_t* int4_group_code_byte(const WeightView& w, int64_t row, int64_t j) {
-  if (w.layout == WeightLayout::kRows) return w.row_ptr(row) + j;
-  const int64_t chunks = w.cols / kInt4TileCols, c = 2 * j / kInt4TileCols;
-  return static_cast<const uint8_t*>(w.data) + (row / kInt4TileRows * chunks + c) * kInt4TileChunkBytes +
-         row % kInt4TileRows * (kInt4TileCols / 2) + j % (kInt4TileCols / 2);
+// The 16-row tile layout (WeightLayout::kInt4Tiles16, described in core/tensor_view.h): the
+// INT8 16-row tiles' VNNI order (quant/int8_group.h) at 4 bits, so that AMX-INT8 and VNNI run
+// the same exact group sums. Per 16 rows and group, 256 bytes: byte m * 64 + r * 4 + k % 4 holds
+// row r's group element k = 4 m + k % 4 (m < 4) in its low nibble and element k + 16 in its high
+// nibble, each as q + 8; per 4 groups the 16 rows' scales after them (group g's at 1024 + 32 g).
+inline constexpr int64_t kInt4Tile16Rows = 16;
+inline constexpr int64_t kInt4Tile16Cols = 128;
+inline constexpr int64_t kInt4Tile16GroupBytes = kInt4Tile16Rows * 16;  // 256
+inline constexpr int64_t kInt4Tile16ChunkBytes = 4 * kInt4Tile16GroupBytes + 4 * kInt4Tile16Rows * 2;  // 1152
+
+// Whether w (INT4 g32, row-major, either scale format) can be laid out in 16-row tiles.
+bool int4_group_tileable16(const WeightView& w);
+
+// Copies w (int4_group_tileable16) into `tiles` (int4_group_tile8_bytes(w) bytes: the same
+// count, 64-byte aligned) in the 16-row tile layout and returns the view over them.
+WeightView int4_group_tile16(const WeightView& w, std::span<uint8_t> tiles);
+
+// A view of w's matrix held in the 16-row tile layout at `tiles` (as int4_group_tiled_view).
+WeightView int4_group_tiled16_view(const WeightView& w, const uint8_t* tiles);
+
+// Row `row`'s element k as stored (q + 8, 0..15), in any layout.
+inline int int4_group_nibble(const WeightView& w, int64_t row, int64_t k) {
+  if (w.layout == WeightLayout::kInt4Tiles16) {
+    const int64_t chunks = w.cols / kInt4Tile16Cols, g = k / 32, e = k % 32;
+    const uint8_t* group = static_cast<const uint8_t*>(w.data) +
+                           (row / kInt4Tile16Rows * chunks + g / 4) * kInt4Tile16ChunkBytes + g % 4 * kInt4Tile16GroupBytes;
+    const uint8_t b = group[(e % 16) / 4 * 64 + row % kInt4Tile16Rows * 4 + e % 4];
+    return e < 16 ? b & 0x0f : b >> 4;
+  }
+  const uint8_t* p;
+  if (w.layout == WeightLayout::kRows) {
+    p = w.row_ptr(row) + k / 2;
+  } else {
+    const int64_t chunks = w.cols / kInt4TileCols, c = k / kInt4TileCols;
+    p = static_cast<const uint8_t*>(w.data) + (row / kInt4TileRows * chunks + c) * kInt4TileChunkBytes +
+        row % kInt4TileRows * (kInt4TileCols / 2) + k / 2 % (kInt4TileCols / 2);
+  }
+  return (*p >> (4 * (k % 2))) & 0x0f;
 }
 
 // The scale of group `group` of row `row`, from bf16 or f16 storage, as fp32 (exact).
@@ -83,12 +115,16 @@ inline float int4_group_scale(const WeightView& w, int64_t row, int64_t group) {
     const int64_t chunks = w.cols / kInt4TileCols, c = group / kPerChunk;
     at = ((row / kInt4TileRows * chunks + c) * kInt4TileChunkBytes +
           (row % kInt4TileRows * kPerChunk + group % kPerChunk) * 2) / 2;
+  } else if (w.layout == WeightLayout::kInt4Tiles16) {
+    const int64_t chunks = w.cols / kInt4Tile16Cols, c = group / 4;
+    at = ((row / kInt4Tile16Rows * chunks + c) * kInt4Tile16ChunkBytes + group % 4 * 32 +
+          row % kInt4Tile16Rows * 2) / 2;
   }
   return w.scales_f16 != nullptr ? f16_to_f32(w.scales_f16[at]) : bf16_to_f32(w.scales_bf16[at]);
 }
 
 // Reference dequantization of elements [begin, begin + count) of row `row` (begin even), in
-// either layout:
+// any layout:
 // out[j] = (nibble - 8) * scale of the element's group.
 void int4_group_dequantize(const WeightView& w, int64_t row, int64_t begin, int64_t count, float* out);
 

@@ -288,7 +288,10 @@ TEST(E2eLmHead, QuantizedHeadServesWhatGenerateGenerates) {
                                           "--lm-head-dtype", "int4", "--kv-dtype", "f32"};
   ServerProcess server(flags);
   ASSERT_TRUE(server.wait_ready());
-  const std::string body = matmul_prefers_int4_tiles() ? "int4-g32 in 8-row tiles" : "int4-g32";
+  const WeightLayout int4 = matmul_int4_layout();
+  const std::string body = int4 == WeightLayout::kInt4Tiles16 ? "int4-g32 in 16-row tiles"
+                           : int4 == WeightLayout::kInt4Tiles8 ? "int4-g32 in 8-row tiles"
+                                                               : "int4-g32";
   EXPECT_NE(server.log().find("densa serve: weights " + body + ", lm_head int4-g32\n"), std::string::npos)
       << server.log();
   // The quantized matrices sit in the weight arena, and the log says how much and the THP mode.

@@ -25,6 +25,7 @@
 #include "core/thread_pool.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx512.h"
+#include "kernels/matmul.h"
 #include "kernels/reference/matmul_quant_ref.h"
 #include "kernels/reference/matmul_ref.h"
 #include "quant/activation_q8.h"
@@ -399,6 +400,58 @@ TEST(MatmulQuantAvx512, Int4TilesMatchRowMajorBitForBit) {
   }
 }
 
+// INT4 g32 in 16-row tiles (WeightLayout::kInt4Tiles16): the layout holds the same values and
+// scales, and the kernels (VNNI for every n, AMX-INT8 for blocks of 16 x rows where the CPU has
+// it) equal the INT8 tiles' scalar fp32 twin bit for bit, with bf16 and f16 scales, extreme
+// nibbles, one tile and several, one chunk of groups and several (more than 1,024 columns), so
+// n, threads and the AMX / VNNI split change no result. The exact fallback reads the tiles too.
+TEST(MatmulQuantAvx512, Int4Tiles16EqualTheirTwinBitForBit) {
+  if (!matmul_runs_int4_layout(WeightLayout::kInt4Tiles16)) GTEST_SKIP() << "no AVX-512 VNNI";
+  std::vector<bool> amx_modes = {false};
+  if (cpu_use_amx() && cpu_has_amx_int8()) amx_modes.push_back(true);
+  for (bool f16 : {false, true}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 384}, {32, 1152}, {16, 2176}}) {
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + (f16 ? " f16" : " bf16"));
+      const uint32_t seed = static_cast<uint32_t>(rows + cols + f16);
+      QuantMatrix m = f16 ? random_int4_f16(rows, cols, 32, seed) : random_int4(rows, cols, 32, seed);
+      for (int64_t k = 0; k < cols / 2; ++k) {
+        m.codes[static_cast<size_t>(k)] = 0x00;                 // row 0: all -8
+        m.codes[static_cast<size_t>(cols / 2 + k)] = 0xff;      // row 1: all 7
+      }
+      ASSERT_TRUE(int4_group_tileable16(m.view));
+      std::vector<uint8_t> storage;
+      const WeightView t = int4_group_tile16(m.view, testing::aligned_bytes(storage, int4_group_tile8_bytes(m.view)));
+      ASSERT_EQ(t.layout, WeightLayout::kInt4Tiles16);
+      std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(m.view, r, a.data());
+        dequantize_row(t, r, b.data());
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "row " << r;
+        for (int64_t g = 0; g < cols / 32; ++g) ASSERT_EQ(int4_group_scale(m.view, r, g), int4_group_scale(t, r, g));
+      }
+      check_matrix(t, 37);  // accuracy against the double twin and the exact product, invariance
+      ThreadPool pool(3);
+      for (bool amx : amx_modes) {
+        const WeightView t_amx = with_amx(t, testing::amx_use(amx));
+        for (int64_t n : {1, 2, 5, 16, 17, 35, 48, 50}) {
+          const std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n));
+          std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
+          ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());
+          matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, y.data(), nullptr);
+          matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, yp.data(), &pool);
+          EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "amx " << amx << " n " << n;
+          EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, amx " << amx << " n " << n;
+        }
+      }
+      const std::vector<float> x = random_x(3, cols, 5);
+      std::vector<float> want(static_cast<size_t>(3 * rows)), got(want.size());
+      matmul_internal::matmul_with_isa(CpuIsa::kScalar, m.view, x.data(), 3, want.data(), nullptr);
+      matmul_internal::matmul_with_isa(CpuIsa::kScalar, t, x.data(), 3, got.data(), nullptr);
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "fallback";
+    }
+  }
+}
+
 // GEMMs take x in blocks that fit in L2 (~256 KiB of prepared x): with 8,192 columns a block
 // is 12-30 rows, so 37 rows run as several blocks and a partial one. check_matrix compares them
 // with the twins and, bit for bit, with one-row calls; every format and layout.
@@ -413,6 +466,11 @@ TEST(MatmulQuantAvx512, GemmInXBlocksChangesNoResult) {
     const QuantMatrix m = random_int4(rows, cols, 32, 45);
     std::vector<uint8_t> storage;
     check_matrix(int4_group_tile8(m.view, testing::aligned_bytes(storage, int4_group_tile8_bytes(m.view))));
+  }
+  if (matmul_runs_int4_layout(WeightLayout::kInt4Tiles16)) {
+    const QuantMatrix m = random_int4_f16(rows, cols, 32, 46);
+    std::vector<uint8_t> storage;
+    check_matrix(int4_group_tile16(m.view, testing::aligned_bytes(storage, int4_group_tile8_bytes(m.view))));
   }
 }
 
@@ -465,7 +523,7 @@ TEST(MatmulQuantAvx512, Int8TilesEqualTheirTwinBitForBit) {
   const auto& special = testing::kSpecialF16Scales;
   std::vector<bool> amx_modes = {false};
   if (cpu_use_amx() && cpu_has_amx_int8()) amx_modes.push_back(true);
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 256}, {160, 512}, {32, 1024}}) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 256}, {160, 512}, {32, 1024}, {16, 1152}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(rows + cols));
     for (size_t i = 0; i < m.scales_bf16.size(); i += 3) m.scales_bf16[i] = special[i / 3 % std::size(special)];

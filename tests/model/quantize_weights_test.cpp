@@ -16,6 +16,7 @@
 #include <functional>
 #include <numeric>
 
+#include "core/cpu_features.h"
 #include "exec/runner.h"
 #include "io/gguf_file.h"
 #include "io/test_file_writers.h"
@@ -412,32 +413,67 @@ void expect_tiled_like_rows(const ModelWeights& tiled, const ModelWeights& rows,
   EXPECT_LE(tiled.arena.allocated(), rows.arena.allocated());
 }
 
-// INT4 g32 loads lay the matrices out in 8-row tiles where the kernel reads them
-// (matmul_prefers_int4_tiles): quantized on load (HF BF16 -> INT4 g32 with an INT4 head) and
-// repacked (GGUF Q4_0, f16 scales). The tiled views sit in the arena, hold the same values,
-// and the prefill + decode logits equal a --int4-layout rows load of the same file bit for
-// bit; the tiled load takes no more arena than the row-major one (no row-major copy left over).
-TEST(Int4Tiles, LoadLaysOutTilesWithTheSameLogits) {
-  const bool tiles = matmul_prefers_int4_tiles();
-  const std::filesystem::path path = model_dir(kMoe) / "hf";
-  for (const char* target : {"int4-g32", "q4_0"}) {
-    SCOPED_TRACE(target);
-    LoadOptions opts;
-    const WeightQuantSpec spec = spec_of(target);
-    opts.weight_dtype = spec.dtype;
-    opts.weight_group_size = 32;
-    opts.lm_head = spec;
-    const ModelWeights tiled = load_ok(path, opts);
-    opts.int4_tiles = false;
-    const ModelWeights rows = load_ok(path, opts);
-    expect_tiled_like_rows(tiled, rows, tiles ? WeightLayout::kInt4Tiles8 : WeightLayout::kRows,
-                           [&](const WeightView& a) { EXPECT_EQ(a.scales_f16 != nullptr, std::string(target) == "q4_0"); });
-    const std::vector<TokenId> toks = tokens(24);
-    const std::vector<float> a = batched_then_decode_logits(tiled, toks, 16);
-    const std::vector<float> b = batched_then_decode_logits(rows, toks, 16);
-    ASSERT_EQ(a.size(), b.size());
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+// Logits of two loads of one model: the mean and the largest absolute difference.
+std::pair<double, double> logit_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double max_diff = 0, sum_diff = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    EXPECT_TRUE(std::isfinite(a[i]));
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    max_diff = std::max(max_diff, d);
+    sum_diff += d;
   }
+  return {sum_diff / static_cast<double>(std::max<size_t>(a.size(), 1)), max_diff};
+}
+
+// INT4 g32 loads lay the matrices out in the tiles asked for (or the kernels' choice,
+// matmul_int4_layout): quantized on load (HF BF16 -> INT4 g32 with an INT4 head) and repacked
+// (GGUF Q4_0, f16 scales). The tiled views sit in the arena, hold the same values as a
+// --int4-layout rows load and take no more arena (no row-major copy left over). 8-row tiles give
+// the row-major logits bit for bit (prefill + decode); 16-row tiles (exact group sums, one fma per
+// group) give logits within rounding of them, and not the same bits.
+TEST(Int4Tiles, LoadLaysOutTilesWithTheSameOrCloseLogits) {
+  const std::filesystem::path path = model_dir(kMoe) / "hf";
+  int layouts_run = 0;
+  for (const WeightLayout layout : {WeightLayout::kInt4Tiles8, WeightLayout::kInt4Tiles16}) {
+    if (!matmul_runs_int4_layout(layout)) continue;
+    ++layouts_run;
+    for (const char* target : {"int4-g32", "q4_0"}) {
+      SCOPED_TRACE(std::string(target) + (layout == WeightLayout::kInt4Tiles8 ? " tiles8" : " tiles16"));
+      LoadOptions opts;
+      const WeightQuantSpec spec = spec_of(target);
+      opts.weight_dtype = spec.dtype;
+      opts.weight_group_size = 32;
+      opts.lm_head = spec;
+      opts.int4_layout = layout;
+      const ModelWeights tiled = load_ok(path, opts);
+      opts.int4_layout = WeightLayout::kRows;
+      const ModelWeights rows = load_ok(path, opts);
+      expect_tiled_like_rows(tiled, rows, layout,
+                             [&](const WeightView& a) { EXPECT_EQ(a.scales_f16 != nullptr, std::string(target) == "q4_0"); });
+      const std::vector<TokenId> toks = tokens(24);
+      const std::vector<float> a = batched_then_decode_logits(tiled, toks, 16);
+      const std::vector<float> b = batched_then_decode_logits(rows, toks, 16);
+      ASSERT_EQ(a.size(), b.size());
+      if (layout == WeightLayout::kInt4Tiles8) {
+        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+        continue;
+      }
+      const auto [mean_diff, max_diff] = logit_diff(a, b);
+      EXPECT_LT(mean_diff, 1e-3);  // fp32 summation order only (the same int products)
+      EXPECT_LT(max_diff, 0.5);
+      EXPECT_GT(max_diff, 0.0) << "the 16-row tiles ran the row-major arithmetic";
+    }
+  }
+  // Every AVX-512 VNNI CPU runs the 16-row tiles; below it, no tile layout (and the test says so).
+  if (cpu_isa() == CpuIsa::kAvx512Bf16) {
+    EXPECT_GE(layouts_run, 1);
+  } else {
+    GTEST_SKIP() << "no INT4 tile layout runs below AVX-512";
+  }
+  // The kernels' choice is a layout this CPU runs, and 16-row tiles exactly where AMX-INT8 is granted.
+  EXPECT_TRUE(matmul_runs_int4_layout(matmul_int4_layout()));
+  EXPECT_EQ(matmul_int4_layout() == WeightLayout::kInt4Tiles16, cpu_use_amx() && cpu_has_amx_int8() && matmul_runs_int4_layout(WeightLayout::kInt4Tiles16));
 }
 
 // Q8_0 loads lay the matrices out in 16-row tiles where the kernels read them
@@ -460,16 +496,10 @@ TEST(Int8Tiles, LoadLaysOutTilesWithCloseLogits) {
   const std::vector<float> a = batched_then_decode_logits(tiled, toks, 16);
   const std::vector<float> b = batched_then_decode_logits(rows, toks, 16);
   ASSERT_EQ(a.size(), b.size());
-  double max_diff = 0, sum_diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(a[i]));
-    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
-    max_diff = std::max(max_diff, d);
-    sum_diff += d;
-  }
+  const auto [mean_diff, max_diff] = logit_diff(a, b);
   // fp32 summation-order differences only (the same int8 products); an expert flipped by them
   // would show as one large difference, so the bound is on the mean and a loose maximum.
-  EXPECT_LT(sum_diff / static_cast<double>(a.size()), 1e-3);
+  EXPECT_LT(mean_diff, 1e-3);
   EXPECT_LT(max_diff, 0.5);
   if (tiles) {
     EXPECT_GT(max_diff, 0.0) << "the tiled kernels ran the row-major arithmetic";

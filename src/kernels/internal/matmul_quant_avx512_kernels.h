@@ -91,7 +91,7 @@ inline int64_t int8_x_stride(int64_t cols) { return (cols + kInt8Step - 1) / kIn
 // per group 128 * the group's sum of q (the start of the sums against the code + 128 weights).
 inline int64_t int8t_x_stride(int64_t cols) { return (cols + 8 * (cols / 32) + 63) / 64 * 64; }
 inline int64_t x_stride(const WeightView& w) {
-  if (w.layout == WeightLayout::kInt8Tiles16) return int8t_x_stride(w.cols);
+  if (w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16) return int8t_x_stride(w.cols);
   if (w.layout == WeightLayout::kAffineTiles16) return affine_tiles_x_stride(w.dtype, w.cols);
   if (is_affine_rows(w.dtype)) return affine_x_stride(w.cols);
   return w.dtype == DType::kFP8E4M3 ? fp8_x_stride(w.cols) : w.dtype == DType::kI8 ? int8_x_stride(w.cols) : int4_x_stride(w.cols);
@@ -220,6 +220,21 @@ inline int64_t amx_cols(const WeightView& w) {
 }
 inline int64_t amx_x_bytes(const WeightView& w, int64_t n) { return amx_x_tiles_bytes(amx_cols(w), n); }
 
+// The one fp32 step the INT8 and INT4 16-row tile kernels end a group with, on VNNI and AMX
+// alike (so they give the same bits as ref::matmul_int8_groups_fp32): acc += float(sum) *
+// (w_scale * x_scale), the product rounded first, one fma. |sum| < 2^24, so float(sum) is exact.
+DENSA_TARGET_AVX512_QUANT_INLINE __m512 tiles16_group_fma(__m512 acc, __m512i sum, __m512 w_scales, float x_scale) {
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(w_scales, _mm512_set1_ps(x_scale)), acc);
+}
+
+// 16 row scales of a tile group (f16, or bf16 for INT4 checkpoints) as fp32 (exact).
+template <bool kF16>
+DENSA_TARGET_AVX512_QUANT_INLINE __m512 tiles16_load_scales(const uint8_t* scales) {
+  const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
+  if constexpr (kF16) return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
 // The entry points rows() dispatches to: outputs of weight rows [r_begin, r_end) for the n x
 // rows of a.xp, per format and layout.
 // FP8 block-scaled rows (quant_fp8_rows_avx512.cpp): 8-row tiles for n = 1, else the GEMM.
@@ -232,6 +247,9 @@ void int8_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end);
 void int4_tiles_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end);
 // INT8 in 16-row tiles, whole tiles (quant_int8_tiles_avx512.cpp).
 DENSA_TARGET_AVX512_QUANT void int8_tiles_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end);
+// INT4 g32 in 16-row tiles, whole tiles (quant_int4_tiles16_avx512.cpp); x prepared as for INT8
+// tiles (prepare_x_int8t).
+DENSA_TARGET_AVX512_QUANT void int4_tiles16_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end);
 // FP8, BF16 and F16 on AMX tiles (quant_amx_fp8_bf16.cpp); xp as prepare_x_amx_rows wrote it.
 void amx_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin, int64_t r_end,
               WorkerScratch& ws);

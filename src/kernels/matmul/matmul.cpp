@@ -218,7 +218,23 @@ void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
 
 }  // namespace matmul_internal
 
-bool matmul_prefers_int4_tiles() { return matmul_internal::matmul_quant_avx512_int4_tiles_supported(); }
+WeightLayout matmul_int4_layout() {
+  if (matmul_runs_int4_layout(WeightLayout::kInt4Tiles16) && matmul_internal::matmul_quant_int8_amx_usable(AmxUse::kAuto)) {
+    return WeightLayout::kInt4Tiles16;
+  }
+  return matmul_runs_int4_layout(WeightLayout::kInt4Tiles8) ? WeightLayout::kInt4Tiles8 : WeightLayout::kRows;
+}
+
+bool matmul_runs_int4_layout(WeightLayout layout) {
+  switch (layout) {
+    case WeightLayout::kRows: return true;
+    case WeightLayout::kInt4Tiles8: return matmul_internal::matmul_quant_avx512_int4_tiles_supported();
+    case WeightLayout::kInt4Tiles16: return matmul_internal::matmul_quant_avx512_int8_tiles_supported();
+    default: return false;
+  }
+}
+
+bool matmul_prefers_int4_tiles() { return matmul_int4_layout() != WeightLayout::kRows; }
 
 bool matmul_prefers_int8_tiles() { return matmul_internal::matmul_quant_avx512_int8_tiles_supported(); }
 

@@ -17,6 +17,7 @@ void rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end, WorkerScratc
   if (is_affine_rows(a.w->dtype)) return affine_rows_avx512(*a.w, a.xp, a.x_stride, n, a.y, r_begin, r_end);
   if (a.w->layout == WeightLayout::kInt8Tiles16) return int8_tiles_rows(a, n, r_begin, r_end);
   if (a.w->layout == WeightLayout::kInt4Tiles8) return int4_tiles_rows(a, n, r_begin, r_end);
+  if (a.w->layout == WeightLayout::kInt4Tiles16) return int4_tiles16_rows(a, n, r_begin, r_end);
   if (a.w->dtype == DType::kFP8E4M3) return fp8_rows(a, n, r_begin, r_end, ws);
   if (a.w->dtype == DType::kI8) return int8_rows(a, n, r_begin, r_end);
   return int4_rows(a, n, r_begin, r_end);
@@ -58,6 +59,10 @@ bool matmul_quant_avx512_supports(const WeightView& w) {
   if (w.dtype == DType::kI4) {
     if ((w.scales_bf16 == nullptr) == (w.scales_f16 == nullptr)) return false;  // exactly one scale format
     if (w.layout == WeightLayout::kInt4Tiles8) return matmul_quant_avx512_int4_tiles_supported();
+    if (w.layout == WeightLayout::kInt4Tiles16) {
+      return matmul_quant_avx512_int8_tiles_supported() && w.scale_cols == 32 && w.rows % 16 == 0 &&
+             w.cols % kInt4Tile16Cols == 0;
+    }
     const int64_t g = w.scale_cols;
     return w.scale_rows == 1 && g % 32 == 0 && w.cols % g == 0 && (kInt4Chunk % g == 0 || g % kInt4Chunk == 0);
   }
@@ -119,7 +124,8 @@ void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n,
   const int64_t stride = x_stride(w);
   // Whole x tiles: 6 rows (4 x 3 or 2 x 3 register tiles); the INT8 and affine 16-row tile
   // layouts: 48 (three AMX blocks of 16, twelve VNNI tiles of 4).
-  const bool tiles16 = w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kAffineTiles16;
+  const bool tiles16 = w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16 ||
+                       w.layout == WeightLayout::kAffineTiles16;
   const int64_t tile_x = tiles16 ? 48 : 6;
   const int64_t block = std::max<int64_t>(tile_x, kXBlockBytes / stride / tile_x * tile_x);
   for (int64_t i0 = 0; i0 < n; i0 += block) {
@@ -131,7 +137,8 @@ void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n,
 bool matmul_quant_avx512_same_x_layout(const WeightView& a, const WeightView& b) {
   // The preparation reads w only for its dtype, cols, layout and (FP8) which path runs.
   const auto own_x = [](const WeightView& w) {  // the tile layouts with their own x layout
-    return w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kAffineTiles16;
+    return w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16 ||
+           w.layout == WeightLayout::kAffineTiles16;
   };
   return a.dtype == b.dtype && a.cols == b.cols && own_x(a) == own_x(b) && quant_on_amx(a) == quant_on_amx(b);
 }

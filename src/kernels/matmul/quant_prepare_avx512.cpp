@@ -206,7 +206,7 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
       affine_tiles_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
     } else if (is_affine_rows(w.dtype)) {
       affine_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
-    } else if (w.layout == WeightLayout::kInt8Tiles16) {
+    } else if (w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16) {
       prepare_x_int8t(x + i * w.cols, w.cols, xp + i * stride);
     } else if (w.dtype == DType::kI8) {
       prepare_x_int8(x + i * w.cols, w.cols, xp + i * stride);

@@ -84,7 +84,7 @@ void matmul_int4_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
         const int64_t k1 = std::min({cols, (b + 1) * kActQ8Block, (grp + 1) * g});
         int64_t isum = 0;
         for (int64_t k = k0; k < k1; ++k) {
-          const int nibble = (*int4_group_code_byte(w, r, k / 2) >> (4 * (k % 2))) & 0x0f;  // either layout
+          const int nibble = int4_group_nibble(w, r, k);  // any layout
           isum += static_cast<int64_t>(nibble - 8) * q[static_cast<size_t>(k)];
         }
         const double ws = int4_group_scale(w, r, grp);
@@ -113,15 +113,23 @@ void matmul_int8_x_q8(const WeightView& w, const float* x, int64_t n, float* y) 
 }
 
 void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, float* y) {
-  CHECK(w.dtype == DType::kI8 && w.scale_cols == kActQ8Block && w.cols % kActQ8Block == 0)
-      << "matmul_int8_groups_fp32: dtype " << dtype_name(w.dtype) << ", cols " << w.cols;
+  const bool int4 = w.dtype == DType::kI4;
+  CHECK((w.dtype == DType::kI8 || int4) && w.scale_cols == kActQ8Block && w.cols % kActQ8Block == 0)
+      << "matmul_int8_groups_fp32: dtype " << dtype_name(w.dtype) << ", group " << w.scale_cols << ", cols " << w.cols;
+  const auto dot = [&](int64_t r, const std::vector<int8_t>& q, int64_t k0, int64_t k1) {
+    if (!int4) return int8_dot(w, r, q, k0, k1);
+    int64_t sum = 0;
+    for (int64_t k = k0; k < k1; ++k) sum += static_cast<int64_t>(int4_group_nibble(w, r, k) - 8) * q[static_cast<size_t>(k)];
+    return sum;
+  };
   for_each_q8_row(x, n, w.cols, [&](int64_t i, const std::vector<int8_t>& q, const std::vector<float>& sx) {
     for (int64_t r = 0; r < w.rows; ++r) {
       float acc = 0.0f;
       for (int64_t g = 0; g < w.cols / kActQ8Block; ++g) {
         // |sum| <= 32 * 128 * 128 < 2^24: exact as a float.
-        const auto sum = static_cast<float>(int8_dot(w, r, q, g * kActQ8Block, (g + 1) * kActQ8Block));
-        const float scale = int8_group_scale(w, r, g) * sx[static_cast<size_t>(g)];
+        const auto sum = static_cast<float>(dot(r, q, g * kActQ8Block, (g + 1) * kActQ8Block));
+        const float ws = int4 ? int4_group_scale(w, r, g) : int8_group_scale(w, r, g);
+        const float scale = ws * sx[static_cast<size_t>(g)];
         acc = std::fma(sum, scale, acc);
       }
       y[i * w.rows + r] = acc;

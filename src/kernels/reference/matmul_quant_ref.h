@@ -28,6 +28,8 @@ void matmul_int8_x_q8(const WeightView& w, const float* x, int64_t n, float* y);
 // (i, r), per 32-column group g in order, S = the exact sum of w_q * x_q over the group and
 // acc = fmaf(float(S), w_scale[r, g] * x_scale[i, g], acc) (the product rounded to fp32 first);
 // y[i, r] = acc. The kernels must equal it bit for bit. Reads either layout; cols % 32 == 0.
+// INT4 g32 (DType::kI4, w_q = nibble - 8, any layout) the same way: the arithmetic of its 16-row
+// tiles (WeightLayout::kInt4Tiles16).
 void matmul_int8_groups_fp32(const WeightView& w, const float* x, int64_t n, float* y);
 
 // Affine-row weights (DType::kA8G16 / kA8G32 / kA4*, quant/affine_rows.h): the arithmetic stated in

@@ -1,0 +1,94 @@
+#pragma once
+// The AMX-INT8 GEMM of the INT8 and INT4 16-row tile layouts (quant_int8_tiles_avx512.cpp,
+// quant_int4_tiles16_avx512.cpp). Both keep a group's 16 rows x 32 codes in VNNI order, the 16
+// rows' scales of each 4 groups after their codes, and x as prepare_x_int8t writes it. Per
+// 16-row tile, a chunk of groups at a time: the layout's Unpack writes the chunk's codes as
+// signed int8 B tiles (512 bytes a group), then every block of 16 x rows runs
+// amx_group_pipeline over them with tdpbssd and ends each group with tiles16_group_fma. The
+// sums are the exact int32 sums of code x q the VNNI kernels compute, so both give the same bits.
+#include <algorithm>
+
+#include "kernels/internal/amx_group_pipeline.h"
+#include "kernels/internal/matmul_quant_avx512_kernels.h"
+
+namespace densa::matmul_internal {
+
+inline constexpr int64_t kTiles16AmxChunkGroups = 32;  // groups unpacked per pass over the x rows
+
+// Where a tile layout keeps its groups: chunks of 4 groups, chunk_bytes apart, the chunk's 4 x
+// 16 scales at scales_at within it (group g's 32 bytes at scales_at + 32 (g % 4)).
+struct Tiles16Groups {
+  const uint8_t* tile;
+  int64_t chunk_bytes;
+  int64_t scales_at;
+  const uint8_t* scales(int64_t g) const { return tile + g / 4 * chunk_bytes + scales_at + g % 4 * 32; }
+};
+
+// A chunk of one tile's groups against 16 x rows, for amx_group_pipeline.
+template <bool kF16>
+struct Tiles16AmxGroups {
+  Tiles16Groups layout;
+  const uint8_t* codes;  // the chunk's signed B tiles
+  const uint8_t* x;      // x row i0's q at the chunk's first column
+  const float* xs;       // x_scale[t][g] = xs[t * step + g], g counted from the chunk's start
+  int64_t g0, step;
+  __m512 acc[16];
+
+  const void* a(int64_t g) const { return x + g * 32; }
+  const void* b(int64_t g) const { return codes + g * 512; }
+  DENSA_TARGET_AVX512_QUANT_INLINE void epilogue(const int32_t* c, int64_t g) {
+    const __m512 ws = tiles16_load_scales<kF16>(layout.scales(g0 + g));
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; ++t) acc[t] = tiles16_group_fma(acc[t], _mm512_load_si512(c + 16 * t), ws, xs[t * step + g]);
+  }
+};
+
+// x rows [0, n16) (a multiple of 16) against the 16-row tile whose first output row is row0.
+// unpack(g0, count, out) writes groups [g0, g0 + count) as signed B tiles. The caller configured
+// the tiles (tiles16_amx_config).
+template <bool kF16, class Unpack>
+DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void tiles16_amx(const Args& a, Tiles16Groups layout,
+                                                                                      int64_t row0, int64_t n16,
+                                                                                      const Unpack& unpack) {
+  const WeightView& w = *a.w;
+  const int64_t groups = w.cols / 32;
+  alignas(64) uint8_t codes[kTiles16AmxChunkGroups * 512];
+  for (int64_t g0 = 0; g0 < groups; g0 += kTiles16AmxChunkGroups) {
+    const int64_t count = std::min(kTiles16AmxChunkGroups, groups - g0);  // groups % 4 == 0: even
+    unpack(g0, count, codes);
+    DENSA_MEMORY_BARRIER();  // the codes are stored before the tile loads read them
+    // The next chunk's bytes (or the next tile's first) into L2, a share per x row block, so the
+    // next unpack does not wait on memory (in one burst they stalled this pass). Past the
+    // matrix's end it is a harmless prefetch.
+    const uint8_t* next = layout.tile + (g0 + count) / 4 * layout.chunk_bytes;
+    const int64_t next_bytes = count / 4 * layout.chunk_bytes;
+    const int64_t share = (next_bytes / 64 + n16 / 16 - 1) / (n16 / 16) * 64;
+    for (int64_t i0 = 0; i0 < n16; i0 += 16) {
+      for (int64_t l = i0 / 16 * share; l < std::min(next_bytes, (i0 / 16 + 1) * share); l += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + l), _MM_HINT_T1);
+      }
+      const uint8_t* x = a.xp + i0 * a.x_stride;
+      float* y = a.y + i0 * w.rows + row0;
+      Tiles16AmxGroups<kF16> gs{.layout = layout,
+                                .codes = codes,
+                                .x = x + g0 * 32,
+                                .xs = reinterpret_cast<const float*>(x + w.cols) + g0,
+                                .g0 = g0,
+                                .step = a.x_stride / 4,
+                                .acc = {}};
+#pragma GCC unroll 16
+      for (int t = 0; t < 16; ++t) gs.acc[t] = g0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + t * w.rows);
+      kernels_internal::amx_group_pipeline<true>(count, a.x_stride, gs);
+#pragma GCC unroll 16
+      for (int t = 0; t < 16; ++t) _mm512_storeu_ps(y + t * w.rows, gs.acc[t]);
+    }
+    DENSA_MEMORY_BARRIER();  // this chunk's tile loads come before the next chunk's codes
+  }
+}
+
+// C tiles 0, 1: 16 x rows x 16 weight rows (int32); A tiles 2, 3: 16 x rows x 32 q; B tiles 4,
+// 5: 8 x (16 weight rows x 4 codes). Loads it (ldtilecfg); tiles16_amx_end releases the tiles.
+DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_begin();
+DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_end();
+
+}  // namespace densa::matmul_internal

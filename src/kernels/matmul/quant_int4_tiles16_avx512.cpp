@@ -1,0 +1,146 @@
+// INT4 g32 (GGUF Q4_0 and compressed-tensors checkpoints) in 16-row tiles
+// (WeightLayout::kInt4Tiles16, quant/int4_group.h): the INT8 16-row tiles' arithmetic at 4 bits,
+// exact group sums on VNNI for every n and on AMX-INT8 for blocks of 16 x rows, the same bits.
+// Per output (x row i, weight row r) and per 32-column group g in column order:
+//   S = the exact int32 sum of (nibble - 8) * q over the group,
+//   acc = fma(float(S), w_scale[r][g] * x_scale[i][g], acc),   y = acc
+// (ref::matmul_int8_groups_fp32). x is prepared as for the INT8 tiles (prepare_x_int8t), whose
+// per-group term is 128 * sum(q); 8 * sum(q) is that over 16, exactly.
+//  - VNNI (int4t16_vnni<T>): a group's 256 bytes are four vectors; their low nibbles are the
+//    group's first 16 columns as four vpdpbusd operands of 16 rows x 4 columns (lane = row),
+//    their high nibbles the last 16, so eight vpdpbusd against x broadcast 4 bytes at a time
+//    give the 16 rows' sums of nibble * q, started from -8 * sum(q). The decode GEMV (T = 1)
+//    prefetches its one stream.
+//  - AMX (kernels/internal/tiles16_amx.h): the nibbles less 8 as signed B tiles, once per chunk
+//    for every block of x rows, and tdpbssd.
+
+// GCC 12 false positives on the intrinsics' placeholders (see matmul_avx512.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "kernels/internal/tiles16_amx.h"
+
+namespace densa::matmul_internal {
+namespace {
+
+constexpr int64_t kPrefetchL1 = 1 * kInt4Tile16ChunkBytes;  // bytes ahead in the decode stream
+constexpr int64_t kPrefetchL2 = 4 * kInt4Tile16ChunkBytes;
+
+const uint8_t* tile_base(const WeightView& w, int64_t tile) {
+  return static_cast<const uint8_t*>(w.data) + tile * (w.cols / kInt4Tile16Cols) * kInt4Tile16ChunkBytes;
+}
+
+// Group g's codes (256 bytes) as the eight unsigned VNNI operands: wv[m] the low nibbles of
+// vector m (columns 4 m .. 4 m + 3), wv[m + 4] the high ones (columns 16 + 4 m ..).
+DENSA_TARGET_AVX512_QUANT_INLINE void group_nibbles(const uint8_t* b, __m512i (&wv)[8]) {
+  const __m512i low = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {
+    const __m512i p = _mm512_load_si512(b + 64 * m);
+    wv[m] = _mm512_and_si512(p, low);
+    wv[m + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), low);
+  }
+}
+
+template <int T, bool kF16, bool kPrefetch>
+DENSA_TARGET_AVX512_QUANT_INLINE void int4t16_vnni(const Args& a, int64_t tile, int64_t i0) {
+  const WeightView& w = *a.w;
+  const int64_t chunks = w.cols / kInt4Tile16Cols, groups = w.cols / 32;
+  const uint8_t* base = tile_base(w, tile);
+  const int32_t* xq[T];
+  const float* xs[T];
+  const int32_t* xc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    const uint8_t* p = a.xp + (i0 + t) * a.x_stride;
+    xq[t] = reinterpret_cast<const int32_t*>(p);
+    xs[t] = reinterpret_cast<const float*>(p + w.cols);
+    xc[t] = reinterpret_cast<const int32_t*>(p + w.cols + 4 * groups);
+  }
+  __m512 acc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < chunks; ++c) {
+    const uint8_t* ch = base + c * kInt4Tile16ChunkBytes;
+    if constexpr (kPrefetch) {
+      for (int64_t l = 0; l < kInt4Tile16ChunkBytes; l += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(ch + kPrefetchL1 + l), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ch + kPrefetchL2 + l), _MM_HINT_T1);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const int64_t gg = c * 4 + g;
+      __m512i wv[8];
+      group_nibbles(ch + g * kInt4Tile16GroupBytes, wv);
+      const __m512 ws = tiles16_load_scales<kF16>(ch + 4 * kInt4Tile16GroupBytes + 32 * g);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int32_t* x4 = xq[t] + gg * 8;
+        // 8 * sum(q) = (128 * sum(q)) / 16, exact: the shift of a multiple of 128.
+        __m512i s0 = _mm512_set1_epi32(-(xc[t][gg] >> 4)), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          s0 = _mm512_dpbusd_epi32(s0, wv[j], _mm512_set1_epi32(x4[j]));
+          s1 = _mm512_dpbusd_epi32(s1, wv[j + 4], _mm512_set1_epi32(x4[j + 4]));
+        }
+        acc[t] = tiles16_group_fma(acc[t], _mm512_add_epi32(s0, s1), ws, xs[t][gg]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + tile * kInt4Tile16Rows, acc[t]);
+}
+
+// Groups [g0, g0 + count) of a tile as signed B tiles: the nibbles less 8, in the INT8 tiles'
+// byte order (512 bytes a group).
+struct Int4t16SignedCodes {
+  const uint8_t* base;
+  DENSA_TARGET_AVX512_QUANT_INLINE void operator()(int64_t g0, int64_t count, uint8_t* out) const {
+    const __m512i eight = _mm512_set1_epi8(8);
+    for (int64_t g = 0; g < count; ++g) {
+      const int64_t gg = g0 + g;
+      __m512i wv[8];
+      group_nibbles(base + gg / 4 * kInt4Tile16ChunkBytes + gg % 4 * kInt4Tile16GroupBytes, wv);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) _mm512_store_si512(out + g * 512 + 64 * j, _mm512_sub_epi8(wv[j], eight));
+    }
+  }
+};
+
+template <bool kF16>
+DENSA_TARGET_AVX512_QUANT_AMX_INT8 void int4t16_amx(const Args& a, int64_t tile, int64_t n16) {
+  const uint8_t* base = tile_base(*a.w, tile);
+  tiles16_amx<kF16>(a, Tiles16Groups{base, kInt4Tile16ChunkBytes, 4 * kInt4Tile16GroupBytes}, tile * kInt4Tile16Rows,
+                    n16, Int4t16SignedCodes{base});
+}
+
+template <bool kF16>
+DENSA_TARGET_AVX512_QUANT void rows_scaled(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  const bool amx = n >= 16 && matmul_quant_int8_amx_usable(a.w->amx);
+  if (amx) tiles16_amx_begin();
+  for (int64_t tile = r_begin / kInt4Tile16Rows; tile < r_end / kInt4Tile16Rows; ++tile) {
+    if (n == 1) {
+      int4t16_vnni<1, kF16, true>(a, tile, 0);
+      continue;
+    }
+    int64_t i = 0;
+    if (amx) {
+      i = n / 16 * 16;
+      int4t16_amx<kF16>(a, tile, i);
+    }
+    for (; i + 4 <= n; i += 4) int4t16_vnni<4, kF16, false>(a, tile, i);
+    for (; i < n; ++i) int4t16_vnni<1, kF16, false>(a, tile, i);
+  }
+  if (amx) tiles16_amx_end();
+}
+
+}  // namespace
+
+DENSA_TARGET_AVX512_QUANT void int4_tiles16_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  CHECK(r_begin % kInt4Tile16Rows == 0 && r_end % kInt4Tile16Rows == 0)
+      << "int4 16-row tiles: rows " << r_begin << ".." << r_end;
+  if (a.w->scales_f16 != nullptr) return rows_scaled<true>(a, n, r_begin, r_end);
+  rows_scaled<false>(a, n, r_begin, r_end);
+}
+
+}  // namespace densa::matmul_internal
