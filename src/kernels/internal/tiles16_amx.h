@@ -29,12 +29,12 @@ template <bool kF16>
 struct Tiles16AmxGroups {
   Tiles16Groups layout;
   const uint8_t* codes;  // the chunk's signed B tiles
-  const uint8_t* x;      // x row i0's q at the chunk's first column
+  const uint8_t* x;      // the x block's q tiles from the chunk's first group (int8t_x_row)
   const float* xs;       // x_scale[t][g] = xs[t * step + g], g counted from the chunk's start
   int64_t g0, step;
   __m512 acc[16];
 
-  const void* a(int64_t g) const { return x + g * 32; }
+  const void* a(int64_t g) const { return x + g * 512; }
   const void* b(int64_t g) const { return codes + g * 512; }
   DENSA_TARGET_AVX512_QUANT_INLINE void epilogue(const int32_t* c, int64_t g) {
     const __m512 ws = tiles16_load_scales<kF16>(layout.scales(g0 + g));
@@ -67,18 +67,18 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void ti
       for (int64_t l = i0 / 16 * share; l < std::min(next_bytes, (i0 / 16 + 1) * share); l += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(next + l), _MM_HINT_T1);
       }
-      const uint8_t* x = a.xp + i0 * a.x_stride;
+      const Int8tXRow x = int8t_x_row(a.xp, a.x_stride, w.cols, i0);
       float* y = a.y + i0 * w.rows + row0;
       Tiles16AmxGroups<kF16> gs{.layout = layout,
                                 .codes = codes,
-                                .x = x + g0 * 32,
-                                .xs = reinterpret_cast<const float*>(x + w.cols) + g0,
+                                .x = reinterpret_cast<const uint8_t*>(x.q) + g0 * 512,
+                                .xs = x.xs + g0,
                                 .g0 = g0,
-                                .step = a.x_stride / 4,
+                                .step = groups,
                                 .acc = {}};
 #pragma GCC unroll 16
       for (int t = 0; t < 16; ++t) gs.acc[t] = g0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + t * w.rows);
-      kernels_internal::amx_group_pipeline<true>(count, a.x_stride, gs);
+      kernels_internal::amx_group_pipeline<true>(count, 32, gs);
 #pragma GCC unroll 16
       for (int t = 0; t < 16; ++t) _mm512_storeu_ps(y + t * w.rows, gs.acc[t]);
     }
@@ -86,7 +86,8 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void ti
   }
 }
 
-// C tiles 0, 1: 16 x rows x 16 weight rows (int32); A tiles 2, 3: 16 x rows x 32 q; B tiles 4,
+// C tiles 0, 1: 16 x rows x 16 weight rows (int32); A tiles 2, 3: 16 x rows x 32 q (one
+// contiguous 512-byte tile of the prepared block: rows 32 bytes apart); B tiles 4,
 // 5: 8 x (16 weight rows x 4 codes). Loads it (ldtilecfg); tiles16_amx_end releases the tiles.
 DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_begin();
 DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_end();

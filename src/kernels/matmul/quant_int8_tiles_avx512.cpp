@@ -42,17 +42,17 @@ const uint8_t* int8t_scales(const uint8_t* tile, int64_t g) {
 template <int T, bool kPrefetch>
 DENSA_TARGET_AVX512_QUANT_INLINE void int8t_vnni(const Args& a, int64_t tile, int64_t i0) {
   const WeightView& w = *a.w;
-  const int64_t chunks = w.cols / kInt8TileCols, groups = w.cols / 32;
+  const int64_t chunks = w.cols / kInt8TileCols;
   const uint8_t* base = int8t_tile(w, tile);
   const int32_t* xq[T];
   const float* xs[T];
   const int32_t* xc[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
-    const uint8_t* p = a.xp + (i0 + t) * a.x_stride;
-    xq[t] = reinterpret_cast<const int32_t*>(p);
-    xs[t] = reinterpret_cast<const float*>(p + w.cols);
-    xc[t] = reinterpret_cast<const int32_t*>(p + w.cols + 4 * groups);
+    const Int8tXRow row = int8t_x_row(a.xp, a.x_stride, w.cols, i0 + t);
+    xq[t] = row.q;
+    xs[t] = row.xs;
+    xc[t] = row.xc;
   }
   __m512 acc[T];
 #pragma GCC unroll 4
@@ -75,7 +75,7 @@ DENSA_TARGET_AVX512_QUANT_INLINE void int8t_vnni(const Args& a, int64_t tile, in
       const __m512 ws = tiles16_load_scales<true>(int8t_scales(base, gg));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        const int32_t* x4 = xq[t] + gg * 8;
+        const int32_t* x4 = xq[t] + gg * 128;
         __m512i s0 = _mm512_set1_epi32(-xc[t][gg]), s1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {

@@ -120,18 +120,22 @@ DENSA_TARGET_AVX512_QUANT void prepare_x_int8(const float* x, int64_t cols, uint
   }
 }
 
-// quantize_x128 (the same q and scales as every other W8A8 / W4A8 path) in the 16-row tile
-// layout's order (int8t_x_stride). cols % 128 == 0 (int8_group_tileable).
-DENSA_TARGET_AVX512_QUANT void prepare_x_int8t(const float* x, int64_t cols, uint8_t* out) {
-  const int64_t groups = cols / 32;
-  auto* q = reinterpret_cast<int8_t*>(out);
-  auto* sx = reinterpret_cast<float*>(out + cols);
-  auto* corr = reinterpret_cast<int32_t*>(out + cols + 4 * groups);
-  activation_q8_quantize_avx512(x, cols, q, sx);
-  for (int64_t g = 0; g < groups; ++g) {
-    int32_t sum = 0;
-    for (int64_t k = 0; k < 32; ++k) sum += q[g * 32 + k];
-    corr[g] = 128 * sum;
+// quantize_x128 (the same q and scales as every other W8A8 / W4A8 path) as row i of the 16-row
+// tiles' blocks (int8t_x_row). cols % 128 == 0 (int8_group_tileable).
+DENSA_TARGET_AVX512_QUANT void prepare_x_int8t(const float* x, int64_t cols, uint8_t* xp, int64_t i) {
+  const Int8tXRow row = int8t_x_row(xp, int8t_x_stride(cols), cols, i);
+  auto* q = reinterpret_cast<int8_t*>(const_cast<int32_t*>(row.q));
+  auto* sx = const_cast<float*>(row.xs);
+  auto* corr = const_cast<int32_t*>(row.xc);
+  alignas(64) int8_t qrow[128];
+  for (int64_t k0 = 0; k0 < cols; k0 += 128) {
+    quantize_x128(x, cols, k0, qrow, sx + k0 / 32);
+    for (int64_t g = 0; g < 4; ++g) {
+      std::memcpy(q + (k0 / 32 + g) * 512, qrow + 32 * g, 32);
+      int32_t sum = 0;
+      for (int64_t k = 0; k < 32; ++k) sum += qrow[32 * g + k];
+      corr[k0 / 32 + g] = 128 * sum;
+    }
   }
 }
 
@@ -184,6 +188,7 @@ DENSA_TARGET_AVX512_QUANT void activation_q8_quantize_avx512(const float* x, int
 
 int64_t matmul_quant_avx512_x_bytes(const WeightView& w, int64_t n) {
   if (quant_on_amx(w)) return amx_x_bytes(w, n);
+  if (w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16) return int8t_x_bytes(w.cols, n);
   return n * x_stride(w);
 }
 
@@ -207,7 +212,7 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
     } else if (is_affine_rows(w.dtype)) {
       affine_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
     } else if (w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16) {
-      prepare_x_int8t(x + i * w.cols, w.cols, xp + i * stride);
+      prepare_x_int8t(x + i * w.cols, w.cols, xp, i);
     } else if (w.dtype == DType::kI8) {
       prepare_x_int8(x + i * w.cols, w.cols, xp + i * stride);
     } else {
