@@ -433,7 +433,7 @@ TEST(MatmulQuantAvx512, Int4Tiles16EqualTheirTwinBitForBit) {
       ThreadPool pool(3);
       for (bool amx : amx_modes) {
         const WeightView t_amx = with_amx(t, testing::amx_use(amx));
-        for (int64_t n : {1, 2, 5, 16, 17, 35, 48, 50}) {
+        for (int64_t n : {1, 2, 5, 8, 13, 16, 17, 29, 35, 47, 48, 50}) {  // AMX: blocks, padded tails of >= 8
           const std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n));
           std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
           ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());
@@ -545,7 +545,7 @@ TEST(MatmulQuantAvx512, Int8TilesEqualTheirTwinBitForBit) {
     ThreadPool pool(3);
     for (bool amx : amx_modes) {
       const WeightView t_amx = with_amx(t, testing::amx_use(amx));
-      for (int64_t n : {1, 2, 4, 5, 16, 17, 35, 48, 50}) {
+      for (int64_t n : {1, 2, 4, 5, 8, 13, 16, 17, 29, 35, 47, 48, 50}) {  // AMX: blocks, padded tails of >= 8
         const std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n));
         std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
         ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());

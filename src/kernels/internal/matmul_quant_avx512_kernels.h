@@ -99,7 +99,9 @@ struct Int8tXRow {
   const float* xs;    // its x scale of group g at xs[g]
   const int32_t* xc;  // 128 * its group g's sum of q at xc[g]
 };
-// Row i of a prepared buffer xp (x_stride = int8t_x_stride(cols)).
+// Row i of a prepared buffer xp (x_stride = int8t_x_stride(cols)). The rows from n to the end
+// of the last block are zeros (prepare_x_int8t_pad): an AMX pass over the whole block adds
+// nothing from them.
 inline Int8tXRow int8t_x_row(const uint8_t* xp, int64_t x_stride, int64_t cols, int64_t i) {
   const uint8_t* block = xp + i / 16 * 16 * x_stride;
   const int64_t t = i % 16, groups = cols / 32;

@@ -43,16 +43,23 @@ struct Tiles16AmxGroups {
   }
 };
 
-// x rows [0, n16) (a multiple of 16) against the 16-row tile whose first output row is row0.
+// A last block of x rows at least this full runs on AMX with its padding rows (zeros, which
+// prepare_x_int8t_pad writes) rather than on VNNI one to four rows at a time: AMX costs the same
+// for a block whatever its rows, VNNI about a sixth of that per row.
+inline constexpr int64_t kTiles16AmxMinTail = 8;
+
+// x rows [0, n) against the 16-row tile whose first output row is row0, in blocks of 16: the last
+// one may be partial (its padding rows zero), and only its n % 16 rows are written.
 // unpack(g0, count, out) writes groups [g0, g0 + count) as signed B tiles. The caller configured
-// the tiles (tiles16_amx_config).
+// the tiles (tiles16_amx_begin).
 template <bool kF16, class Unpack>
 DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void tiles16_amx(const Args& a, Tiles16Groups layout,
-                                                                                      int64_t row0, int64_t n16,
+                                                                                      int64_t row0, int64_t n,
                                                                                       const Unpack& unpack) {
   const WeightView& w = *a.w;
-  const int64_t groups = w.cols / 32;
+  const int64_t groups = w.cols / 32, n16 = (n + 15) / 16 * 16, tail = n % 16;
   alignas(64) uint8_t codes[kTiles16AmxChunkGroups * 512];
+  alignas(64) float tail_y[16 * 16];  // a partial last block's outputs, row stride 16
   for (int64_t g0 = 0; g0 < groups; g0 += kTiles16AmxChunkGroups) {
     const int64_t count = std::min(kTiles16AmxChunkGroups, groups - g0);  // groups % 4 == 0: even
     unpack(g0, count, codes);
@@ -68,7 +75,9 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void ti
         _mm_prefetch(reinterpret_cast<const char*>(next + l), _MM_HINT_T1);
       }
       const Int8tXRow x = int8t_x_row(a.xp, a.x_stride, w.cols, i0);
-      float* y = a.y + i0 * w.rows + row0;
+      const bool partial = tail != 0 && i0 + 16 > n;
+      float* y = partial ? tail_y : a.y + i0 * w.rows + row0;
+      const int64_t y_stride = partial ? 16 : w.rows;
       Tiles16AmxGroups<kF16> gs{.layout = layout,
                                 .codes = codes,
                                 .x = reinterpret_cast<const uint8_t*>(x.q) + g0 * 512,
@@ -77,12 +86,15 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void ti
                                 .step = groups,
                                 .acc = {}};
 #pragma GCC unroll 16
-      for (int t = 0; t < 16; ++t) gs.acc[t] = g0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + t * w.rows);
+      for (int t = 0; t < 16; ++t) gs.acc[t] = g0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + t * y_stride);
       kernels_internal::amx_group_pipeline<true>(count, 32, gs);
 #pragma GCC unroll 16
-      for (int t = 0; t < 16; ++t) _mm512_storeu_ps(y + t * w.rows, gs.acc[t]);
+      for (int t = 0; t < 16; ++t) _mm512_storeu_ps(y + t * y_stride, gs.acc[t]);
     }
     DENSA_MEMORY_BARRIER();  // this chunk's tile loads come before the next chunk's codes
+  }
+  if (tail != 0) {
+    for (int64_t t = 0; t < tail; ++t) std::memcpy(a.y + (n - tail + t) * w.rows + row0, tail_y + 16 * t, 64);
   }
 }
 

@@ -108,15 +108,16 @@ struct Int4t16SignedCodes {
 };
 
 template <bool kF16>
-DENSA_TARGET_AVX512_QUANT_AMX_INT8 void int4t16_amx(const Args& a, int64_t tile, int64_t n16) {
+DENSA_TARGET_AVX512_QUANT_AMX_INT8 void int4t16_amx(const Args& a, int64_t tile, int64_t n) {
   const uint8_t* base = tile_base(*a.w, tile);
   tiles16_amx<kF16>(a, Tiles16Groups{base, kInt4Tile16ChunkBytes, 4 * kInt4Tile16GroupBytes}, tile * kInt4Tile16Rows,
-                    n16, Int4t16SignedCodes{base});
+                    n, Int4t16SignedCodes{base});
 }
 
 template <bool kF16>
 DENSA_TARGET_AVX512_QUANT void rows_scaled(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
-  const bool amx = n >= 16 && matmul_quant_int8_amx_usable(a.w->amx);
+  const bool amx = n >= kTiles16AmxMinTail && matmul_quant_int8_amx_usable(a.w->amx);
+  const int64_t n_amx = !amx ? 0 : n % 16 >= kTiles16AmxMinTail ? n : n / 16 * 16;
   if (amx) tiles16_amx_begin();
   for (int64_t tile = r_begin / kInt4Tile16Rows; tile < r_end / kInt4Tile16Rows; ++tile) {
     if (n == 1) {
@@ -125,8 +126,8 @@ DENSA_TARGET_AVX512_QUANT void rows_scaled(const Args& a, int64_t n, int64_t r_b
     }
     int64_t i = 0;
     if (amx) {
-      i = n / 16 * 16;
-      int4t16_amx<kF16>(a, tile, i);
+      i = n_amx;
+      int4t16_amx<kF16>(a, tile, n_amx);
     }
     for (; i + 4 <= n; i += 4) int4t16_vnni<4, kF16, false>(a, tile, i);
     for (; i < n; ++i) int4t16_vnni<1, kF16, false>(a, tile, i);

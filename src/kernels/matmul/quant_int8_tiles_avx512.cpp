@@ -107,9 +107,9 @@ struct Int8tSignedCodes {
   }
 };
 
-DENSA_TARGET_AVX512_QUANT_AMX_INT8 void int8t_amx(const Args& a, int64_t tile, int64_t n16) {
+DENSA_TARGET_AVX512_QUANT_AMX_INT8 void int8t_amx(const Args& a, int64_t tile, int64_t n) {
   const uint8_t* base = int8t_tile(*a.w, tile);
-  tiles16_amx<true>(a, Tiles16Groups{base, kInt8TileChunkBytes, 4 * kInt8TileGroupBytes}, tile * kInt8TileRows, n16,
+  tiles16_amx<true>(a, Tiles16Groups{base, kInt8TileChunkBytes, 4 * kInt8TileGroupBytes}, tile * kInt8TileRows, n,
                     Int8tSignedCodes{base});
 }
 
@@ -135,7 +135,8 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_end() { _tile_release(); }
 
 DENSA_TARGET_AVX512_QUANT void int8_tiles_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   CHECK(r_begin % kInt8TileRows == 0 && r_end % kInt8TileRows == 0) << "int8 tiles: rows " << r_begin << ".." << r_end;
-  const bool amx = n >= 16 && matmul_quant_int8_amx_usable(a.w->amx);
+  const bool amx = n >= kTiles16AmxMinTail && matmul_quant_int8_amx_usable(a.w->amx);
+  const int64_t n_amx = !amx ? 0 : n % 16 >= kTiles16AmxMinTail ? n : n / 16 * 16;
   if (amx) tiles16_amx_begin();
   for (int64_t tile = r_begin / kInt8TileRows; tile < r_end / kInt8TileRows; ++tile) {
     int64_t i = 0;
@@ -144,8 +145,8 @@ DENSA_TARGET_AVX512_QUANT void int8_tiles_rows(const Args& a, int64_t n, int64_t
       continue;
     }
     if (amx) {
-      i = n / 16 * 16;
-      int8t_amx(a, tile, i);
+      i = n_amx;
+      int8t_amx(a, tile, n_amx);
     }
     for (; i + 4 <= n; i += 4) int8t_vnni<4, false>(a, tile, i);
     for (; i < n; ++i) int8t_vnni<1, false>(a, tile, i);

@@ -122,6 +122,16 @@ DENSA_TARGET_AVX512_QUANT void prepare_x_int8(const float* x, int64_t cols, uint
 
 // quantize_x128 (the same q and scales as every other W8A8 / W4A8 path) as row i of the 16-row
 // tiles' blocks (int8t_x_row). cols % 128 == 0 (int8_group_tileable).
+// Rows [n, the end of n's block) as zeros: q, x scales and sums.
+void prepare_x_int8t_pad(int64_t cols, uint8_t* xp, int64_t n) {
+  for (int64_t i = n; i % 16 != 0; ++i) {
+    const Int8tXRow row = int8t_x_row(xp, int8t_x_stride(cols), cols, i);
+    for (int64_t g = 0; g < cols / 32; ++g) std::memset(reinterpret_cast<uint8_t*>(const_cast<int32_t*>(row.q + 128 * g)), 0, 32);
+    std::memset(const_cast<float*>(row.xs), 0, static_cast<size_t>(cols / 32) * 4);
+    std::memset(const_cast<int32_t*>(row.xc), 0, static_cast<size_t>(cols / 32) * 4);
+  }
+}
+
 DENSA_TARGET_AVX512_QUANT void prepare_x_int8t(const float* x, int64_t cols, uint8_t* xp, int64_t i) {
   const Int8tXRow row = int8t_x_row(xp, int8t_x_stride(cols), cols, i);
   auto* q = reinterpret_cast<int8_t*>(const_cast<int32_t*>(row.q));
@@ -131,10 +141,12 @@ DENSA_TARGET_AVX512_QUANT void prepare_x_int8t(const float* x, int64_t cols, uin
   for (int64_t k0 = 0; k0 < cols; k0 += 128) {
     quantize_x128(x, cols, k0, qrow, sx + k0 / 32);
     for (int64_t g = 0; g < 4; ++g) {
-      std::memcpy(q + (k0 / 32 + g) * 512, qrow + 32 * g, 32);
-      int32_t sum = 0;
-      for (int64_t k = 0; k < 32; ++k) sum += qrow[32 * g + k];
-      corr[k0 / 32 + g] = 128 * sum;
+      const __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(qrow + 32 * g));
+      const __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(qrow + 32 * g + 16));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + (k0 / 32 + g) * 512), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + (k0 / 32 + g) * 512 + 16), hi);
+      const __m512i sum = _mm512_add_epi32(_mm512_cvtepi8_epi32(lo), _mm512_cvtepi8_epi32(hi));
+      corr[k0 / 32 + g] = 128 * _mm512_reduce_add_epi32(sum);  // exact: 32 terms of |q| <= 127
     }
   }
 }
@@ -213,6 +225,7 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
       affine_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
     } else if (w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16) {
       prepare_x_int8t(x + i * w.cols, w.cols, xp, i);
+      if (i + 1 == n) prepare_x_int8t_pad(w.cols, xp, n);
     } else if (w.dtype == DType::kI8) {
       prepare_x_int8(x + i * w.cols, w.cols, xp + i * stride);
     } else {
