@@ -91,6 +91,11 @@ if want llamacpp; then
     echo '[{"build_commit":"x","model_type":"m","n_threads":2,"n_prompt":512,"n_gen":0,"avg_ts":500.0,"samples_ts":[490.0,510.0]}]' \
       > "$OUT/ikllama_sample.json"
     run ikllama_json '"prefill_tok_s": 500' sh -c "python3 '$ROOT/bench/llamacpp/ikllama_json.py' pp < '$OUT/ikllama_sample.json'"
+    # peers.sh (issue #37's rows) needs ik_llama.cpp too; its summary of paired ratios runs here.
+    printf 'round 1 r ik 400\nround 1 r llama 200\nround 1 r densa 600\nround 2 r ik 500\nround 2 r llama 250\nround 2 r densa 700\n' \
+      > "$OUT/peers_raw.txt"
+    run peers_summary '\| r \| densa \| 600.0, 700.0 \| 1.45x \[1.40, 1.50\] \| 2.90x \[2.80, 3.00\]' \
+      python3 "$ROOT/bench/llamacpp/peers_summary.py" "$OUT/peers_raw.txt"
   else
     fail "llamacpp: node-llama-cpp is not installed (run bench/llamacpp/install.sh, or leave the step out with --only)"
   fi
