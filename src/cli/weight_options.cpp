@@ -18,7 +18,7 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
                   "copy; the embeddings stay as stored");
   cmd->add_option("--int4-layout", args.int4_layout,
                   "INT4 g32 matrices (and GGUF Q4_0) in memory: tiles (the fastest tiles here: tiles16 where "
-                  "AMX-INT8 is granted, else tiles8) | tiles16 (16-row tiles: exact group sums, GEMMs on "
+                  "AVX-512 VNNI with BF16 runs, else tiles8) | tiles16 (16-row tiles: exact group sums, GEMMs on "
                   "AMX-INT8, AVX-512 VNNI without it) | tiles8 (8-row tiles the AVX-512 kernel with GFNI "
                   "streams in one pass) | rows (row-major). rows and tiles8 give the same results, tiles16 "
                   "rounds differently")

@@ -36,9 +36,10 @@ struct MatmulJob {
 void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 
 // The layout INT4 g32 matrices run fastest in here (quant/int4_group.h lays them out):
-//  kInt4Tiles16 where GEMMs run on AMX-INT8 (AVX-512 VNNI, AMX-INT8 granted, DENSA_AMX not 0):
-//    exact group sums, the decode GEMV on VNNI with the same bits;
-//  kInt4Tiles8 where the AVX-512 kernel with GFNI runs (the row-major kernel's bits);
+//  kInt4Tiles16 where the INT8 16-row tile kernels run (AVX-512 VNNI with BF16): exact group
+//    sums, GEMMs on AMX-INT8 where it is granted (VNNI otherwise, still faster than 8-row tiles),
+//    the decode GEMV on VNNI with the same bits;
+//  kInt4Tiles8 where only the AVX-512 kernel with GFNI runs (the row-major kernel's bits);
 //  kRows otherwise.
 // kRows and kInt4Tiles8 give the same results; kInt4Tiles16 rounds differently (one fp32 fma
 // per group, ref::matmul_int8_groups_fp32), and gives one result for every n.

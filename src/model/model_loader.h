@@ -35,7 +35,7 @@ struct LoadOptions {
   bool prepare_for_kernels = true;
   // With prepare_for_kernels: the layout of INT4 g32 matrices (quant/int4_group.h). Unset: the
   // one the kernels run fastest here (matmul_int4_layout). kRows keeps them row-major; kInt4Tiles8
-  // (the row-major results) or kInt4Tiles16 (exact group sums, AMX-INT8 GEMMs) where the CPU runs
+  // (the row-major results) or kInt4Tiles16 (exact group sums, GEMMs on AMX-INT8 where granted) where the CPU runs
   // it (matmul_runs_int4_layout; load_model refuses one it does not).
   std::optional<WeightLayout> int4_layout;
   // With prepare_for_kernels: INT8 (GGUF Q8_0) matrices in 16-row tiles

@@ -219,9 +219,7 @@ void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
 }  // namespace matmul_internal
 
 WeightLayout matmul_int4_layout() {
-  if (matmul_runs_int4_layout(WeightLayout::kInt4Tiles16) && matmul_internal::matmul_quant_int8_amx_usable(AmxUse::kAuto)) {
-    return WeightLayout::kInt4Tiles16;
-  }
+  if (matmul_runs_int4_layout(WeightLayout::kInt4Tiles16)) return WeightLayout::kInt4Tiles16;
   return matmul_runs_int4_layout(WeightLayout::kInt4Tiles8) ? WeightLayout::kInt4Tiles8 : WeightLayout::kRows;
 }
 
