@@ -15,8 +15,9 @@
 # except llama.cpp's Q4_0 / Q8_0 repack, see llamacpp.md).
 # Rows: SHAPE_KIND_FORMAT, KIND prefill (a 512-token prompt; 256 for a3b) or decode1 (batch 1:
 # llama.cpp and densa decode 128 tokens after 16, ik_llama.cpp 128 from an empty context).
-# Writes OUT_DIR/raw.txt (one line per run: round, row, engine, tok/s) and OUT_DIR/summary.md
-# (bench/llamacpp/peers_summary.py).
+# Writes OUT_DIR/raw.txt (one line per run: round, row, engine, tok/s), OUT_DIR/summary.md
+# (bench/llamacpp/peers_summary.py) and, with int8_peak_bench beside DENSA (or PEAK naming it),
+# OUT_DIR/roofline.md: the prefill rows' GOPS against the int8 peak (bench/llamacpp/roofline.py).
 set -euo pipefail
 
 # shellcheck source=bench/llamacpp/engines.sh
@@ -104,3 +105,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 python3 "$HERE/peers_summary.py" "$RAW" > "$OUT/summary.md"
 cat "$OUT/summary.md"
+# The compute roofline of the prefill rows against the int8 peak (int8_peak_bench beside DENSA).
+PEAK=${PEAK:-$(dirname "$DENSA")/int8_peak_bench}
+if [ -x "$PEAK" ]; then
+  for shape in "${!M[@]}"; do "$DENSA" info -m "${M[$shape]}" > "$OUT/info-${shape%%-*}.txt"; done
+  "$PEAK" --benchmark_min_time=1 --benchmark_format=json > "$OUT/int8_peak.json"
+  python3 "$HERE/roofline.py" "$RAW" "$OUT" "$OUT/int8_peak.json" > "$OUT/roofline.md"
+  cat "$OUT/roofline.md"
+fi

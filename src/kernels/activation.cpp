@@ -1,8 +1,10 @@
 #include "kernels/activation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
+#include "core/thread_pool.h"
 #include "kernels/internal/activation_isa.h"
 
 namespace densa {
@@ -25,6 +27,19 @@ void silu_mul_with_isa(CpuIsa isa, float* gate, const float* up, int64_t count) 
 
 void silu_mul(float* gate, const float* up, int64_t count) {
   activation_internal::silu_mul_with_isa(cpu_isa(), gate, up, count);
+}
+
+void silu_mul(float* gate, const float* up, int64_t count, ThreadPool* pool) {
+  constexpr int64_t kMinElemsPerThread = int64_t{1} << 15, kBlock = 64;
+  if (pool == nullptr || pool->num_threads() == 1 || count < 2 * kMinElemsPerThread) return silu_mul(gate, up, count);
+  const int64_t blocks = (count + kBlock - 1) / kBlock;
+  pool->parallel_for(
+      blocks,
+      [&](int64_t b, int64_t e) {
+        const int64_t begin = b * kBlock, end = std::min(count, e * kBlock);
+        silu_mul(gate + begin, up + begin, end - begin);
+      },
+      kMinElemsPerThread / kBlock);
 }
 
 // fp32 exponentials; the normalizing sum is accumulated in double.

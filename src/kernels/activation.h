@@ -4,7 +4,12 @@
 
 namespace densa {
 
+class ThreadPool;
+
 void silu_mul(float* gate, const float* up, int64_t count);
+// The same with the elements split over the pool when there are enough of them (a prefill
+// step); an element's result does not depend on its position, so not on the split either.
+void silu_mul(float* gate, const float* up, int64_t count, ThreadPool* pool);
 // Softmax over `count` values in place (max-subtracted, fp32).
 void softmax(float* x, int64_t count);
 

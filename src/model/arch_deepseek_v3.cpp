@@ -198,7 +198,7 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
 
   for (int l = 0; l < cfg.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
-    rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn);
+    rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
     mla_attention(cfg, lw, l, xn, n, batch, kv, inv_freq, attn_factor, scale, s, pool, proj);
     s.sum_over_tp(proj, n * H);
     for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];

@@ -39,7 +39,7 @@ void swiglu_ffn(const WeightView& gate_w, const WeightView& up_w, const WeightVi
                 int64_t n, float* gate, float* up, float* out, ThreadPool* pool) {
   const MatmulJob gate_up[2] = {{gate_w, in, n, gate}, {up_w, in, n, up}};
   matmul_many(gate_up, pool);
-  silu_mul(gate, up, n * gate_w.rows);
+  silu_mul(gate, up, n * gate_w.rows, pool);
   matmul(down_w, gate, n, out, pool);
 }
 
@@ -120,8 +120,8 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
     jobs.push_back({lw.shared_up, xn, n, shared_up});
   }
   matmul_many(jobs, pool);
-  silu_mul(gate, up, M * I);
-  if (shared) silu_mul(shared_gate, shared_up, n * Is);
+  silu_mul(gate, up, M * I, pool);
+  if (shared) silu_mul(shared_gate, shared_up, n * Is, pool);
   jobs.clear();
   for (int e = 0; e < E; ++e) {
     const int64_t m = first[e + 1] - first[e];
@@ -157,7 +157,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
 void ffn_sublayer(const ModelConfig& cfg, const LayerWeights& lw, int l, float* x, float* xn, float* proj,
                   int64_t n, ForwardScratch& s, int32_t* selected, ThreadPool* pool) {
   const int64_t H = cfg.hidden_size;
-  rmsnorm(x, lw.ffn_norm.data(), n, H, cfg.rms_norm_eps, xn);
+  rmsnorm(x, lw.ffn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
   if (cfg.is_moe_layer(l)) {
     moe_ffn(cfg, lw, xn, n, s, selected, pool, proj);
     s.sum_over_world(proj, n * H);

@@ -84,7 +84,7 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
 
   for (int l = 0; l < cfg.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
-    rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn);
+    rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
     const MatmulJob qkv[3] = {{lw.wq, xn, n, q}, {lw.wk, xn, n, k}, {lw.wv, xn, n, v}};
     matmul_many(qkv, pool);
     if (!lw.bq.empty()) {
@@ -93,8 +93,8 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
       add_bias(v, lw.bv, n);
     }
     if (!lw.q_norm.empty()) {  // per-head RMSNorm: rows of head_dim
-      rmsnorm(q, lw.q_norm.data(), n * cfg.num_heads, hd, cfg.rms_norm_eps, q);
-      rmsnorm(k, lw.k_norm.data(), n * cfg.num_kv_heads, hd, cfg.rms_norm_eps, k);
+      rmsnorm(q, lw.q_norm.data(), n * cfg.num_heads, hd, cfg.rms_norm_eps, q, pool);
+      rmsnorm(k, lw.k_norm.data(), n * cfg.num_kv_heads, hd, cfg.rms_norm_eps, k, pool);
     }
     rope_neox_apply(q, s.rope, cfg.num_heads);
     rope_neox_apply(k, s.rope, cfg.num_kv_heads);
