@@ -165,11 +165,11 @@ struct QuantWeightSet {
 
   std::vector<std::unique_ptr<uint8_t[]>> tiles;  // INT4 g32 in 8-row tiles (64-byte aligned inside)
 
-  // f16: INT4 scales as f16 (GGUF Q4_0 repacked at load) instead of bf16. tiled: INT4 g32
-  // copied into the 8-row tile layout load_model uses where the CPU has GFNI; INT8 into the
-  // 16-row tile layout.
+  // f16: INT4 scales as f16 (GGUF Q4_0 repacked at load) instead of bf16. tiled: 8 or 16, INT4
+  // g32 copied into the 8- or 16-row tile layout (WeightLayout::kInt4Tiles8 / kInt4Tiles16);
+  // INT8 (any nonzero value) into the 16-row tile layout; 0 keeps the rows.
   // hot: one copy only (no replication past the caches), to measure the kernel's compute ceiling.
-  QuantWeightSet(DType dtype, int64_t group, Shape s, bool f16 = false, bool tiled = false, bool hot = false) {
+  QuantWeightSet(DType dtype, int64_t group, Shape s, bool f16 = false, int tiled = 0, bool hot = false) {
     const bool fp8 = dtype == DType::kFP8E4M3;
     const int64_t code_bytes = s.rows * dtype_row_bytes(dtype, s.cols);
     const int64_t num_scales = fp8 ? ((s.rows + 127) / 128) * ((s.cols + 127) / 128) : s.rows * (s.cols / group);
@@ -199,7 +199,7 @@ struct QuantWeightSet {
         tiles.emplace_back(new uint8_t[static_cast<size_t>(n + 64)]);
         uint8_t* at = tiles.back().get() + (64 - reinterpret_cast<uintptr_t>(tiles.back().get()) % 64) % 64;
         const std::span<uint8_t> dst(at, static_cast<size_t>(n));
-        v = int8 ? int8_group_tile16(v, dst) : int4_group_tile8(v, dst);
+        v = int8 ? int8_group_tile16(v, dst) : tiled == 16 ? int4_group_tile16(v, dst) : int4_group_tile8(v, dst);
         codes.back().reset();  // only the tiles stay
       }
       views.push_back(v);
@@ -208,7 +208,7 @@ struct QuantWeightSet {
 };
 
 void run_quant_matmul(benchmark::State& state, CpuIsa isa, DType dtype, int64_t group, Shape shape, int64_t n,
-                      int threads, bool f16, bool tiled, bool hot) {
+                      int threads, bool f16, int tiled, bool hot) {
   QuantWeightSet ws(dtype, group, shape, f16, tiled, hot);
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;
@@ -234,19 +234,24 @@ void register_quant(const std::vector<int>& thread_counts) {
     int64_t group;
     const char* name;
     bool f16 = false;  // INT4 scales as f16: GGUF Q4_0 as repacked at load
-    bool tiled = false;  // INT4 g32 in 8-row tiles (WeightLayout::kInt4Tiles8)
+    int tiled = 0;  // INT4 g32 in 8- or 16-row tiles (kInt4Tiles8 / kInt4Tiles16), INT8 in 16-row tiles
   };
   constexpr QuantCase kCases[] = {{DType::kFP8E4M3, 128, "fp8_b128"},
                                   {DType::kI4, 32, "int4_g32"},
                                   {DType::kI4, 128, "int4_g128"},
                                   {DType::kI4, 32, "q4_0_repacked", true},
-                                  {DType::kI4, 32, "int4_g32_tiles", false, true},
+                                  {DType::kI4, 32, "int4_g32_tiles", false, 8},
+                                  {DType::kI4, 32, "int4_g32_tiles16", false, 16},
                                   {DType::kI8, 32, "int8_g32", true},  // GGUF Q8_0 repacked, row-major
-                                  {DType::kI8, 32, "int8_g32_tiles", true, true},  // and in 16-row tiles
-                                  {DType::kI4, 32, "q4_0_repacked_tiles", true, true}};
+                                  {DType::kI8, 32, "int8_g32_tiles", true, 16},  // and in 16-row tiles
+                                  {DType::kI4, 32, "q4_0_repacked_tiles", true, 8},
+                                  {DType::kI4, 32, "q4_0_repacked_tiles16", true, 16}};
   const CpuIsa best = cpu_isa();
   for (const QuantCase& q : kCases) {
-    if (q.tiled && !(q.dtype == DType::kI8 ? matmul_prefers_int8_tiles() : matmul_prefers_int4_tiles())) continue;
+    const bool runs = q.dtype == DType::kI8 ? matmul_prefers_int8_tiles()
+                      : q.tiled == 16        ? matmul_runs_int4_layout(WeightLayout::kInt4Tiles16)
+                                             : matmul_runs_int4_layout(WeightLayout::kInt4Tiles8);
+    if (q.tiled != 0 && !runs) continue;
     for (const Shape& s : {kShapes[1], kShapes[2]}) {
       for (int t : thread_counts) {
         const std::string name = std::string("gemv/") + q.name + "/" + s.note + "/threads:" + std::to_string(t);

@@ -63,7 +63,9 @@ const CommandRegistrar kRegister([](CLI::App& app) {
   cmd->add_option("--weights", c.weights,
                   "weight formats: native,f32,bf16,fp8,int4,int4-g32,int4-g128,q8_0,q4_0 for the body matrices "
                   "(int4 = g128), each optionally with +head-FORMAT for lm_head (e.g. int4-g32+head-fp8; "
-                  "default: lm_head as stored), and +x-f32 at the end to keep BF16 matrices on fp32 "
+                  "default: lm_head as stored), then optionally +int4-rows|tiles8|tiles16 (how INT4 g32 / Q4_0 "
+                  "matrices are held, which decides their kernel's rounding; default: the kernels' choice), "
+                  "and +x-f32 at the end to keep BF16 matrices on fp32 "
                   "activations (default: x rounded to bf16 on AMX tiles where the CPU has them)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--kv", c.kv, "KV cache formats: f32,bf16,fp8,fp8-dynamic")->delimiter(',')->capture_default_str();

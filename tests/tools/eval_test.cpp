@@ -200,6 +200,47 @@ TEST(Eval, HeadSuffixQuantizesLmHeadAlone) {
   EXPECT_NE(bad.status().message().find("the body format must be"), std::string::npos) << bad.status().message();
 }
 
+// "+int4-LAYOUT" picks how Q4_0 / INT4 g32 matrices are held: the 16-row tiles (exact group
+// sums) and the 8-row tiles (per-lane sums) score the same quantized model within rounding of
+// each other, and not identically; an unknown layout is refused by name.
+TEST(Eval, Int4LayoutSuffixPicksTheKernelArithmetic) {
+  const auto ids = testing::validation_ids(kDense);
+  EvalConfig cfg;
+  cfg.model_path = (testing::model_dir(kDense) / "hf").string();
+  cfg.kv = {"f32"};
+  cfg.baseline = {"bf16", "f32"};
+  cfg.max_windows = 4;
+  cfg.bootstrap_resamples = 50;
+  ThreadPool pool(2);
+  std::vector<std::string> layouts;
+  for (const char* l : {"rows", "tiles8", "tiles16"}) {
+    const WeightLayout w = std::string(l) == "rows"     ? WeightLayout::kRows
+                           : std::string(l) == "tiles8" ? WeightLayout::kInt4Tiles8
+                                                        : WeightLayout::kInt4Tiles16;
+    if (matmul_runs_int4_layout(w)) layouts.push_back(std::string("q4_0+head-q4_0+int4-") + l);
+  }
+  cfg.weights = layouts;
+  auto report = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  const EvalReport& r = report.value();
+  ASSERT_EQ(r.results.size(), layouts.size() + 1);
+  std::vector<double> ppl;
+  for (size_t i = 1; i < r.results.size(); ++i) {
+    ASSERT_TRUE(r.results[i].error.empty()) << r.results[i].error;
+    ppl.push_back(r.results[i].ppl);
+  }
+  for (size_t i = 1; i < ppl.size(); ++i) EXPECT_NEAR(ppl[i], ppl[0], 1e-3 * ppl[0]) << layouts[i];
+  if (layouts.size() == 3) {
+    EXPECT_EQ(ppl[0], ppl[1]);  // rows and 8-row tiles: the same bits
+    EXPECT_NE(ppl[0], ppl[2]);  // 16-row tiles round differently
+  }
+  cfg.weights = {"q4_0+int4-tiles4"};
+  auto bad = run_eval(cfg, ids, &pool, [](const std::string&) {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("+int4-tiles4 (rows, tiles8 or tiles16)"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(Eval, CliWritesJsonAndMarkdown) {
   const auto dir = std::filesystem::temp_directory_path() / ("densa_eval_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

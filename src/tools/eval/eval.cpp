@@ -98,7 +98,22 @@ Result<LoadOptions> weight_option(const std::string& full) {
     if (full.size() == kFilePrefix.size()) return invalid_argument("weights 'file:': no path after 'file:'");
     return LoadOptions{.bf16_f32_activations = exact_x(full)};
   }
-  const std::string name = exact_x(full) ? full.substr(0, full.size() - kExactX.size()) : full;
+  std::string name = exact_x(full) ? full.substr(0, full.size() - kExactX.size()) : full;
+  // +int4-LAYOUT (before +x-f32): how INT4 g32 / Q4_0 matrices are held, which decides their
+  // kernel's rounding (--int4-layout; default the kernels' choice).
+  std::optional<WeightLayout> int4_layout;
+  if (const size_t l = name.find("+int4-"); l != std::string::npos) {
+    const std::string layout = name.substr(l + 6);
+    int4_layout = layout == "rows"      ? std::optional(WeightLayout::kRows)
+                  : layout == "tiles8"  ? std::optional(WeightLayout::kInt4Tiles8)
+                  : layout == "tiles16" ? std::optional(WeightLayout::kInt4Tiles16)
+                                        : std::nullopt;
+    if (!int4_layout) return invalid_argument("weights '" + full + "': +int4-" + layout + " (rows, tiles8 or tiles16)");
+    if (!matmul_runs_int4_layout(*int4_layout)) {
+      return invalid_argument("weights '" + full + "': this CPU's kernels do not run INT4 " + layout);
+    }
+    name = name.substr(0, l);
+  }
   constexpr std::string_view kHead = "+head-";
   const size_t at = name.find(kHead);
   const std::string body = name.substr(0, at);
@@ -119,6 +134,7 @@ Result<LoadOptions> weight_option(const std::string& full) {
     o.lm_head = *spec;
   }
   o.bf16_f32_activations = exact_x(full);
+  o.int4_layout = int4_layout;
   return o;
 }
 
