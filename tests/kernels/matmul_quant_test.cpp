@@ -400,6 +400,34 @@ TEST(MatmulQuantAvx512, Int4TilesMatchRowMajorBitForBit) {
   }
 }
 
+// A matrix in 16-row tiles (INT8 or INT4, `t`, from the row-major `rows_view`): the VNNI and, where
+// the CPU has it, the AMX-INT8 kernels equal ref::matmul_int8_groups_fp32 bit for bit for n from
+// 1 to 50 (AMX: whole blocks and padded tails of 8 or more rows), on one thread and on a pool;
+// the fallback (CPUs below AVX-512) reads the tiles through the dequantizer and gives the
+// row-major matrix's exact product.
+void expect_tiles16_equal_twin(const WeightView& rows_view, const WeightView& t) {
+  std::vector<bool> amx_modes = {false};
+  if (cpu_use_amx() && cpu_has_amx_int8()) amx_modes.push_back(true);
+  ThreadPool pool(3);
+  for (bool amx : amx_modes) {
+    const WeightView t_amx = with_amx(t, testing::amx_use(amx));
+    for (int64_t n : {1, 2, 4, 5, 8, 13, 16, 17, 29, 35, 47, 48, 50}) {
+      const std::vector<float> x = random_x(n, t.cols, static_cast<uint32_t>(n));
+      std::vector<float> y(static_cast<size_t>(n * t.rows)), yp(y.size()), twin(y.size());
+      ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, y.data(), nullptr);
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, yp.data(), &pool);
+      EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "amx " << amx << " n " << n;
+      EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, amx " << amx << " n " << n;
+    }
+  }
+  const std::vector<float> x = random_x(3, t.cols, 5);
+  std::vector<float> want(static_cast<size_t>(3 * t.rows)), got(want.size());
+  matmul_internal::matmul_with_isa(CpuIsa::kScalar, rows_view, x.data(), 3, want.data(), nullptr);
+  matmul_internal::matmul_with_isa(CpuIsa::kScalar, t, x.data(), 3, got.data(), nullptr);
+  EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "fallback";
+}
+
 // INT4 g32 in 16-row tiles (WeightLayout::kInt4Tiles16): the layout holds the same values and
 // scales, and the kernels (VNNI for every n, AMX-INT8 for blocks of 16 x rows where the CPU has
 // it) equal the INT8 tiles' scalar fp32 twin bit for bit, with bf16 and f16 scales, extreme
@@ -407,8 +435,6 @@ TEST(MatmulQuantAvx512, Int4TilesMatchRowMajorBitForBit) {
 // n, threads and the AMX / VNNI split change no result. The exact fallback reads the tiles too.
 TEST(MatmulQuantAvx512, Int4Tiles16EqualTheirTwinBitForBit) {
   if (!matmul_runs_int4_layout(WeightLayout::kInt4Tiles16)) GTEST_SKIP() << "no AVX-512 VNNI";
-  std::vector<bool> amx_modes = {false};
-  if (cpu_use_amx() && cpu_has_amx_int8()) amx_modes.push_back(true);
   for (bool f16 : {false, true}) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 384}, {32, 1152}, {16, 2176}}) {
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + (f16 ? " f16" : " bf16"));
@@ -430,24 +456,7 @@ TEST(MatmulQuantAvx512, Int4Tiles16EqualTheirTwinBitForBit) {
         for (int64_t g = 0; g < cols / 32; ++g) ASSERT_EQ(int4_group_scale(m.view, r, g), int4_group_scale(t, r, g));
       }
       check_matrix(t, 37);  // accuracy against the double twin and the exact product, invariance
-      ThreadPool pool(3);
-      for (bool amx : amx_modes) {
-        const WeightView t_amx = with_amx(t, testing::amx_use(amx));
-        for (int64_t n : {1, 2, 5, 8, 13, 16, 17, 29, 35, 47, 48, 50}) {  // AMX: blocks, padded tails of >= 8
-          const std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n));
-          std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
-          ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());
-          matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, y.data(), nullptr);
-          matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, yp.data(), &pool);
-          EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "amx " << amx << " n " << n;
-          EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, amx " << amx << " n " << n;
-        }
-      }
-      const std::vector<float> x = random_x(3, cols, 5);
-      std::vector<float> want(static_cast<size_t>(3 * rows)), got(want.size());
-      matmul_internal::matmul_with_isa(CpuIsa::kScalar, m.view, x.data(), 3, want.data(), nullptr);
-      matmul_internal::matmul_with_isa(CpuIsa::kScalar, t, x.data(), 3, got.data(), nullptr);
-      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "fallback";
+      expect_tiles16_equal_twin(m.view, t);
     }
   }
 }
@@ -521,8 +530,6 @@ TEST(MatmulQuantAvx512, Int8MatchesReferenceAndIsInvariant) {
 TEST(MatmulQuantAvx512, Int8TilesEqualTheirTwinBitForBit) {
   if (!matmul_internal::matmul_quant_avx512_int8_tiles_supported()) GTEST_SKIP() << "no AVX-512 VNNI";
   const auto& special = testing::kSpecialF16Scales;
-  std::vector<bool> amx_modes = {false};
-  if (cpu_use_amx() && cpu_has_amx_int8()) amx_modes.push_back(true);
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 256}, {160, 512}, {32, 1024}, {16, 1152}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(rows + cols));
@@ -542,26 +549,7 @@ TEST(MatmulQuantAvx512, Int8TilesEqualTheirTwinBitForBit) {
       ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "row " << r;
     }
     check_matrix(t, 37);  // accuracy against the double twin and the exact product, invariance
-    ThreadPool pool(3);
-    for (bool amx : amx_modes) {
-      const WeightView t_amx = with_amx(t, testing::amx_use(amx));
-      for (int64_t n : {1, 2, 4, 5, 8, 13, 16, 17, 29, 35, 47, 48, 50}) {  // AMX: blocks, padded tails of >= 8
-        const std::vector<float> x = random_x(n, cols, static_cast<uint32_t>(n));
-        std::vector<float> y(static_cast<size_t>(n * rows)), yp(y.size()), twin(y.size());
-        ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());
-        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, y.data(), nullptr);
-        matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t_amx, x.data(), n, yp.data(), &pool);
-        EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "amx " << amx << " n " << n;
-        EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, amx " << amx << " n " << n;
-      }
-      // The fallback (CPUs below AVX-512) reads the tiles through the dequantizer: the exact
-      // product of the same values as the row-major matrix.
-      const std::vector<float> x = random_x(3, cols, 5);
-      std::vector<float> want(static_cast<size_t>(3 * rows)), got(want.size());
-      matmul_internal::matmul_with_isa(CpuIsa::kScalar, m.view, x.data(), 3, want.data(), nullptr);
-      matmul_internal::matmul_with_isa(CpuIsa::kScalar, t, x.data(), 3, got.data(), nullptr);
-      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "fallback";
-    }
+    expect_tiles16_equal_twin(m.view, t);
   }
 }
 

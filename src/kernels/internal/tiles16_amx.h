@@ -1,6 +1,6 @@
 #pragma once
-// The AMX-INT8 GEMM of the INT8 and INT4 16-row tile layouts (quant_int8_tiles_avx512.cpp,
-// quant_int4_tiles16_avx512.cpp). Both keep a group's 16 rows x 32 codes in VNNI order, the 16
+// The VNNI kernel and the AMX-INT8 GEMM of the INT8 and INT4 16-row tile layouts
+// (quant_int8_tiles_avx512.cpp, quant_int4_tiles16_avx512.cpp). Both keep a group's 16 rows x 32 codes in VNNI order, the 16
 // rows' scales of each 4 groups after their codes, and x as prepare_x_int8t writes it. Per
 // 16-row tile, a chunk of groups at a time: the layout's Unpack writes the chunk's codes as
 // signed int8 B tiles (512 bytes a group), then every block of 16 x rows runs
@@ -42,6 +42,61 @@ struct Tiles16AmxGroups {
     for (int t = 0; t < 16; ++t) acc[t] = tiles16_group_fma(acc[t], _mm512_load_si512(c + 16 * t), ws, xs[t * step + g]);
   }
 };
+
+// The VNNI kernel of both layouts, for T x rows from i0 against one 16-row tile (every n; the
+// decode GEMV is T = 1 with kPrefetch): per group, eight vpdpbusd of the group's unsigned codes
+// (lane = weight row) against x broadcast 4 bytes at a time, started from -(the layout's offset
+// x sum(q)), then tiles16_group_fma. L provides kChunkBytes (4 groups and their scales),
+// kPrefetchL1 / kPrefetchL2 (bytes ahead in the stream), codes(chunk, g, wv) (the eight operands
+// of the chunk's group g), scales(chunk, g) (its 16 row scales, fp32) and kSumShift (the offset
+// x sum(q) is the prepared 128 x sum(q) shifted right by it: 0 for code + 128, 4 for nibble + 8).
+template <int T, bool kPrefetch, class L>
+DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, const uint8_t* tile, int64_t row0, int64_t i0) {
+  const WeightView& w = *a.w;
+  const int64_t chunks = w.cols / 128;
+  const int32_t* xq[T];
+  const float* xs[T];
+  const int32_t* xc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    const Int8tXRow row = int8t_x_row(a.xp, a.x_stride, w.cols, i0 + t);
+    xq[t] = row.q;
+    xs[t] = row.xs;
+    xc[t] = row.xc;
+  }
+  __m512 acc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < chunks; ++c) {
+    const uint8_t* ch = tile + c * L::kChunkBytes;
+    if constexpr (kPrefetch) {
+      for (int64_t l = 0; l < L::kChunkBytes; l += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(ch + L::kPrefetchL1 + l), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ch + L::kPrefetchL2 + l), _MM_HINT_T1);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const int64_t gg = c * 4 + g;
+      __m512i wv[8];
+      L::codes(ch, g, wv);
+      const __m512 ws = L::scales(ch, g);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int32_t* x4 = xq[t] + gg * 128;
+        __m512i s0 = _mm512_set1_epi32(-(xc[t][gg] >> L::kSumShift)), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          s0 = _mm512_dpbusd_epi32(s0, wv[j], _mm512_set1_epi32(x4[j]));
+          s1 = _mm512_dpbusd_epi32(s1, wv[j + 4], _mm512_set1_epi32(x4[j + 4]));
+        }
+        acc[t] = tiles16_group_fma(acc[t], _mm512_add_epi32(s0, s1), ws, xs[t][gg]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + row0, acc[t]);
+}
 
 // A last block of x rows at least this full runs on AMX with its padding rows (zeros, which
 // prepare_x_int8t_pad writes) rather than on VNNI one to four rows at a time: AMX costs the same

@@ -22,8 +22,8 @@
 namespace densa::matmul_internal {
 namespace {
 
-constexpr int64_t kPrefetchL1 = 1 * kInt4Tile16ChunkBytes;  // bytes ahead in the decode stream
-constexpr int64_t kPrefetchL2 = 4 * kInt4Tile16ChunkBytes;
+constexpr int64_t kInt4PrefetchL1 = 1 * kInt4Tile16ChunkBytes;  // bytes ahead in the decode stream
+constexpr int64_t kInt4PrefetchL2 = 4 * kInt4Tile16ChunkBytes;
 
 const uint8_t* tile_base(const WeightView& w, int64_t tile) {
   return static_cast<const uint8_t*>(w.data) + tile * (w.cols / kInt4Tile16Cols) * kInt4Tile16ChunkBytes;
@@ -41,54 +41,23 @@ DENSA_TARGET_AVX512_QUANT_INLINE void group_nibbles(const uint8_t* b, __m512i (&
   }
 }
 
+// The INT4 tiles for tiles16_vnni: a group's 256 bytes unpacked by group_nibbles.
+template <bool kF16>
+struct Int4t16Vnni {
+  static constexpr int64_t kChunkBytes = kInt4Tile16ChunkBytes;
+  static constexpr int64_t kPrefetchL1 = kInt4PrefetchL1, kPrefetchL2 = kInt4PrefetchL2;
+  static constexpr int kSumShift = 4;  // 8 * sum(q) = (128 * sum(q)) / 16, exact
+  DENSA_TARGET_AVX512_QUANT_INLINE static void codes(const uint8_t* chunk, int g, __m512i (&wv)[8]) {
+    group_nibbles(chunk + g * kInt4Tile16GroupBytes, wv);
+  }
+  DENSA_TARGET_AVX512_QUANT_INLINE static __m512 scales(const uint8_t* chunk, int g) {
+    return tiles16_load_scales<kF16>(chunk + 4 * kInt4Tile16GroupBytes + 32 * g);
+  }
+};
+
 template <int T, bool kF16, bool kPrefetch>
 DENSA_TARGET_AVX512_QUANT_INLINE void int4t16_vnni(const Args& a, int64_t tile, int64_t i0) {
-  const WeightView& w = *a.w;
-  const int64_t chunks = w.cols / kInt4Tile16Cols;
-  const uint8_t* base = tile_base(w, tile);
-  const int32_t* xq[T];
-  const float* xs[T];
-  const int32_t* xc[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) {
-    const Int8tXRow row = int8t_x_row(a.xp, a.x_stride, w.cols, i0 + t);
-    xq[t] = row.q;
-    xs[t] = row.xs;
-    xc[t] = row.xc;
-  }
-  __m512 acc[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < chunks; ++c) {
-    const uint8_t* ch = base + c * kInt4Tile16ChunkBytes;
-    if constexpr (kPrefetch) {
-      for (int64_t l = 0; l < kInt4Tile16ChunkBytes; l += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(ch + kPrefetchL1 + l), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(ch + kPrefetchL2 + l), _MM_HINT_T1);
-      }
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const int64_t gg = c * 4 + g;
-      __m512i wv[8];
-      group_nibbles(ch + g * kInt4Tile16GroupBytes, wv);
-      const __m512 ws = tiles16_load_scales<kF16>(ch + 4 * kInt4Tile16GroupBytes + 32 * g);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const int32_t* x4 = xq[t] + gg * 128;
-        // 8 * sum(q) = (128 * sum(q)) / 16, exact: the shift of a multiple of 128.
-        __m512i s0 = _mm512_set1_epi32(-(xc[t][gg] >> 4)), s1 = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          s0 = _mm512_dpbusd_epi32(s0, wv[j], _mm512_set1_epi32(x4[j]));
-          s1 = _mm512_dpbusd_epi32(s1, wv[j + 4], _mm512_set1_epi32(x4[j + 4]));
-        }
-        acc[t] = tiles16_group_fma(acc[t], _mm512_add_epi32(s0, s1), ws, xs[t][gg]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + tile * kInt4Tile16Rows, acc[t]);
+  tiles16_vnni<T, kPrefetch, Int4t16Vnni<kF16>>(a, tile_base(*a.w, tile), tile * kInt4Tile16Rows, i0);
 }
 
 // Groups [g0, g0 + count) of a tile as signed B tiles: the nibbles less 8, in the INT8 tiles'

@@ -35,59 +35,24 @@ const uint8_t* int8t_tile(const WeightView& w, int64_t tile) {
 const uint8_t* int8t_codes(const uint8_t* tile, int64_t g) {
   return tile + g / 4 * kInt8TileChunkBytes + g % 4 * kInt8TileGroupBytes;
 }
-const uint8_t* int8t_scales(const uint8_t* tile, int64_t g) {
-  return tile + g / 4 * kInt8TileChunkBytes + 4 * kInt8TileGroupBytes + g % 4 * 32;
-}
+
+// The INT8 tiles for tiles16_vnni: a group's 512 bytes are the eight operands as stored.
+struct Int8tVnni {
+  static constexpr int64_t kChunkBytes = kInt8TileChunkBytes;
+  static constexpr int64_t kPrefetchL1 = kInt8TilePrefetchL1, kPrefetchL2 = kInt8TilePrefetchL2;
+  static constexpr int kSumShift = 0;
+  DENSA_TARGET_AVX512_QUANT_INLINE static void codes(const uint8_t* chunk, int g, __m512i (&wv)[8]) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(chunk + g * kInt8TileGroupBytes + 64 * j);
+  }
+  DENSA_TARGET_AVX512_QUANT_INLINE static __m512 scales(const uint8_t* chunk, int g) {
+    return tiles16_load_scales<true>(chunk + 4 * kInt8TileGroupBytes + 32 * g);
+  }
+};
 
 template <int T, bool kPrefetch>
 DENSA_TARGET_AVX512_QUANT_INLINE void int8t_vnni(const Args& a, int64_t tile, int64_t i0) {
-  const WeightView& w = *a.w;
-  const int64_t chunks = w.cols / kInt8TileCols;
-  const uint8_t* base = int8t_tile(w, tile);
-  const int32_t* xq[T];
-  const float* xs[T];
-  const int32_t* xc[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) {
-    const Int8tXRow row = int8t_x_row(a.xp, a.x_stride, w.cols, i0 + t);
-    xq[t] = row.q;
-    xs[t] = row.xs;
-    xc[t] = row.xc;
-  }
-  __m512 acc[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < chunks; ++c) {
-    const uint8_t* ch = base + c * kInt8TileChunkBytes;
-    if constexpr (kPrefetch) {
-      for (int64_t l = 0; l < kInt8TileChunkBytes; l += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(ch + kInt8TilePrefetchL1 + l), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(ch + kInt8TilePrefetchL2 + l), _MM_HINT_T1);
-      }
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const int64_t gg = c * 4 + g;
-      const uint8_t* b = int8t_codes(base, gg);
-      __m512i wv[8];
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(b + 64 * j);
-      const __m512 ws = tiles16_load_scales<true>(int8t_scales(base, gg));
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const int32_t* x4 = xq[t] + gg * 128;
-        __m512i s0 = _mm512_set1_epi32(-xc[t][gg]), s1 = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          s0 = _mm512_dpbusd_epi32(s0, wv[j], _mm512_set1_epi32(x4[j]));
-          s1 = _mm512_dpbusd_epi32(s1, wv[j + 4], _mm512_set1_epi32(x4[j + 4]));
-        }
-        acc[t] = tiles16_group_fma(acc[t], _mm512_add_epi32(s0, s1), ws, xs[t][gg]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + tile * kInt8TileRows, acc[t]);
+  tiles16_vnni<T, kPrefetch, Int8tVnni>(a, int8t_tile(*a.w, tile), tile * kInt8TileRows, i0);
 }
 
 // Groups [g0, g0 + count) of a tile's codes as signed int8 (code + 128 back to code), 512 bytes
