@@ -96,6 +96,15 @@ if want llamacpp; then
       > "$OUT/peers_raw.txt"
     run peers_summary '\| r \| densa \| 600.0, 700.0 \| 1.45x \[1.40, 1.50\] \| 2.90x \[2.80, 3.00\]' \
       python3 "$ROOT/bench/llamacpp/peers_summary.py" "$OUT/peers_raw.txt"
+    # Its compute roofline: 2 x 2 layers x (q, o 128x128, k, v 64x128, FFN 3 x 128x256) = 0.59 MOP
+    # a token, at 100,000 tok/s 59 GOPS, 59% of a 100-GOPS AMX peak.
+    printf 'layers:         2\nhidden:         128\nheads:          4 (kv heads 2, head_dim 32)\nffn:            256\n' \
+      > "$OUT/info-dense.txt"
+    echo '{"benchmarks":[{"name":"int8_peak/vnni/real_time/threads:2","GOPS":50.0},{"name":"int8_peak/amx/real_time/threads:2","GOPS":100.0}]}' \
+      > "$OUT/int8_peak.json"
+    echo "round 1 dense_prefill_q4_0 densa 100000" > "$OUT/roofline_raw.txt"
+    run roofline '\| dense_prefill_q4_0 \| densa \| 100000.0 \| 0.001 \| 59 \| amx \(100 GOPS\) \| 59.0% \|' \
+      python3 "$ROOT/bench/llamacpp/roofline.py" "$OUT/roofline_raw.txt" "$OUT" "$OUT/int8_peak.json"
   else
     fail "llamacpp: node-llama-cpp is not installed (run bench/llamacpp/install.sh, or leave the step out with --only)"
   fi
