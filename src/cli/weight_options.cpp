@@ -1,6 +1,7 @@
 #include "cli/weight_options.h"
 
 #include "kernels/matmul.h"
+#include "quant/int4_group.h"
 #include "quant/quantize_matrix.h"
 
 namespace densa::cli {
@@ -49,9 +50,7 @@ Result<LoadOptions> load_options_from(const WeightArgs& args) {
   LoadOptions opts;
   opts.weight_group_size = args.weight_group_size;
   if (args.int4_layout != "tiles") {
-    const WeightLayout l = args.int4_layout == "rows"      ? WeightLayout::kRows
-                           : args.int4_layout == "tiles8" ? WeightLayout::kInt4Tiles8
-                                                          : WeightLayout::kInt4Tiles16;
+    const WeightLayout l = int4_layout_from_name(args.int4_layout).value();  // CLI11 checked the name
     if (!matmul_runs_int4_layout(l)) {
       return invalid_argument("--int4-layout " + args.int4_layout + ": this CPU's kernels do not run that layout" +
                    (l == WeightLayout::kInt4Tiles8 ? " (it needs AVX-512 with VBMI and GFNI)" : " (it needs AVX-512 VNNI)"));

@@ -46,8 +46,6 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 WeightLayout matmul_int4_layout();
 // Whether this CPU runs INT4 g32 in `layout` (kRows: always).
 bool matmul_runs_int4_layout(WeightLayout layout);
-// matmul_int4_layout() != kRows.
-bool matmul_prefers_int4_tiles();
 // Whether INT8 (GGUF Q8_0) and affine-row (GGUF K-quants, IQ4, MXFP4) matrices run here in
 // 16-row tiles (WeightLayout::kInt8Tiles16 / kAffineTiles16; quant/int8_group.h,
 // quant/affine_tiles.h): where the AVX-512 VNNI kernels read those layouts. It computes exact

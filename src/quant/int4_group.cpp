@@ -112,6 +112,13 @@ WeightView int4_group_tiled_view(const WeightView& w, const uint8_t* tiles) {
   return t;
 }
 
+std::optional<WeightLayout> int4_layout_from_name(std::string_view name) {
+  if (name == "rows") return WeightLayout::kRows;
+  if (name == "tiles8") return WeightLayout::kInt4Tiles8;
+  if (name == "tiles16") return WeightLayout::kInt4Tiles16;
+  return std::nullopt;
+}
+
 bool int4_group_tileable16(const WeightView& w) { return int4_group_tileable(w) && w.rows % kInt4Tile16Rows == 0; }
 
 WeightView int4_group_tile16(const WeightView& w, std::span<uint8_t> tiles) {

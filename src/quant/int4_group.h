@@ -16,7 +16,9 @@
 // element 8j + i. Scales are bf16 bits in memory (WeightView::scales_bf16), [rows, cols / group]
 // row-major, as compressed-tensors' `weight_scale` BF16 [rows, cols / group].
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 
 #include "core/dtype.h"
 #include "core/tensor_view.h"
@@ -76,6 +78,10 @@ inline constexpr int64_t kInt4Tile16Rows = 16;
 inline constexpr int64_t kInt4Tile16Cols = 128;
 inline constexpr int64_t kInt4Tile16GroupBytes = kInt4Tile16Rows * 16;  // 256
 inline constexpr int64_t kInt4Tile16ChunkBytes = 4 * kInt4Tile16GroupBytes + 4 * kInt4Tile16Rows * 2;  // 1152
+
+// The INT4 layout a user names (--int4-layout, densa eval's +int4-): "rows", "tiles8" or
+// "tiles16"; nullopt for any other name.
+std::optional<WeightLayout> int4_layout_from_name(std::string_view name);
 
 // Whether w (INT4 g32, row-major, either scale format) can be laid out in 16-row tiles.
 bool int4_group_tileable16(const WeightView& w);

@@ -400,12 +400,20 @@ TEST(MatmulQuantAvx512, Int4TilesMatchRowMajorBitForBit) {
   }
 }
 
-// A matrix in 16-row tiles (INT8 or INT4, `t`, from the row-major `rows_view`): the VNNI and, where
-// the CPU has it, the AMX-INT8 kernels equal ref::matmul_int8_groups_fp32 bit for bit for n from
-// 1 to 50 (AMX: whole blocks and padded tails of 8 or more rows), on one thread and on a pool;
-// the fallback (CPUs below AVX-512) reads the tiles through the dequantizer and gives the
-// row-major matrix's exact product.
+// A matrix in 16-row tiles (INT8 or INT4, `t`, from the row-major `rows_view`): every row holds
+// the row-major values; check_matrix passes (accuracy against the double twin and the exact
+// product, invariance); the VNNI and, where the CPU has it, the AMX-INT8 kernels equal
+// ref::matmul_int8_groups_fp32 bit for bit for n from 1 to 50 (AMX: whole blocks and padded
+// tails of 8 or more rows), on one thread and on a pool; the fallback (CPUs below AVX-512) reads
+// the tiles through the dequantizer and gives the row-major matrix's exact product.
 void expect_tiles16_equal_twin(const WeightView& rows_view, const WeightView& t) {
+  std::vector<float> a(static_cast<size_t>(t.cols)), b(a.size());
+  for (int64_t r = 0; r < t.rows; ++r) {
+    dequantize_row(rows_view, r, a.data());
+    dequantize_row(t, r, b.data());
+    ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "row " << r;
+  }
+  check_matrix(t, 37);
   std::vector<bool> amx_modes = {false};
   if (cpu_use_amx() && cpu_has_amx_int8()) amx_modes.push_back(true);
   ThreadPool pool(3);
@@ -448,14 +456,9 @@ TEST(MatmulQuantAvx512, Int4Tiles16EqualTheirTwinBitForBit) {
       std::vector<uint8_t> storage;
       const WeightView t = int4_group_tile16(m.view, testing::aligned_bytes(storage, int4_group_tile8_bytes(m.view)));
       ASSERT_EQ(t.layout, WeightLayout::kInt4Tiles16);
-      std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
       for (int64_t r = 0; r < rows; ++r) {
-        dequantize_row(m.view, r, a.data());
-        dequantize_row(t, r, b.data());
-        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "row " << r;
         for (int64_t g = 0; g < cols / 32; ++g) ASSERT_EQ(int4_group_scale(m.view, r, g), int4_group_scale(t, r, g));
       }
-      check_matrix(t, 37);  // accuracy against the double twin and the exact product, invariance
       expect_tiles16_equal_twin(m.view, t);
     }
   }
@@ -542,13 +545,6 @@ TEST(MatmulQuantAvx512, Int8TilesEqualTheirTwinBitForBit) {
     std::vector<uint8_t> storage;
     const WeightView t = int8_group_tile16(m.view, testing::aligned_bytes(storage, int8_group_tile16_bytes(m.view)));
     ASSERT_EQ(t.layout, WeightLayout::kInt8Tiles16);
-    std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
-    for (int64_t r = 0; r < rows; ++r) {
-      dequantize_row(m.view, r, a.data());
-      dequantize_row(t, r, b.data());
-      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "row " << r;
-    }
-    check_matrix(t, 37);  // accuracy against the double twin and the exact product, invariance
     expect_tiles16_equal_twin(m.view, t);
   }
 }

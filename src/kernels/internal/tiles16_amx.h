@@ -1,11 +1,20 @@
 #pragma once
-// The VNNI kernel and the AMX-INT8 GEMM of the INT8 and INT4 16-row tile layouts
-// (quant_int8_tiles_avx512.cpp, quant_int4_tiles16_avx512.cpp). Both keep a group's 16 rows x 32 codes in VNNI order, the 16
-// rows' scales of each 4 groups after their codes, and x as prepare_x_int8t writes it. Per
-// 16-row tile, a chunk of groups at a time: the layout's Unpack writes the chunk's codes as
-// signed int8 B tiles (512 bytes a group), then every block of 16 x rows runs
-// amx_group_pipeline over them with tdpbssd and ends each group with tiles16_group_fma. The
-// sums are the exact int32 sums of code x q the VNNI kernels compute, so both give the same bits.
+// The kernels of the INT8 and INT4 16-row tile layouts (quant_int8_tiles_avx512.cpp,
+// quant_int4_tiles16_avx512.cpp): the VNNI kernel, the AMX-INT8 GEMM and the row loop that picks
+// between them. Both layouts keep a group's 16 rows x 32 codes in VNNI order and the 16 rows'
+// scales of each 4 groups after their codes, and both read x as prepare_x_int8t writes it. A
+// layout is a traits class L:
+//   kChunkBytes             one chunk: 4 groups' codes and their scales;
+//   kPrefetchL1 / L2        bytes ahead the decode GEMV prefetches its stream;
+//   kSumShift               the VNNI sums start from -(prepared 128 x sum(q)) >> kSumShift (0 for
+//                           codes stored + 128, 4 for nibbles stored + 8);
+//   tile(w, t)              where 16-row tile t starts;
+//   codes(chunk, g, wv)     the chunk's group g as the eight unsigned vpdpbusd operands;
+//   scales(chunk, g)        its 16 row scales as fp32;
+//   signed_codes(tile, g0, count, out)  groups [g0, g0 + count) as signed B tiles, 512 bytes each.
+// The AMX GEMM makes a chunk of groups signed once, then every block of 16 x rows runs
+// amx_group_pipeline over them with tdpbssd and ends each group with tiles16_group_fma. The sums
+// are the exact int32 sums the VNNI kernel computes, so both give the same bits.
 #include <algorithm>
 
 #include "kernels/internal/amx_group_pipeline.h"
@@ -15,19 +24,10 @@ namespace densa::matmul_internal {
 
 inline constexpr int64_t kTiles16AmxChunkGroups = 32;  // groups unpacked per pass over the x rows
 
-// Where a tile layout keeps its groups: chunks of 4 groups, chunk_bytes apart, the chunk's 4 x
-// 16 scales at scales_at within it (group g's 32 bytes at scales_at + 32 (g % 4)).
-struct Tiles16Groups {
-  const uint8_t* tile;
-  int64_t chunk_bytes;
-  int64_t scales_at;
-  const uint8_t* scales(int64_t g) const { return tile + g / 4 * chunk_bytes + scales_at + g % 4 * 32; }
-};
-
 // A chunk of one tile's groups against 16 x rows, for amx_group_pipeline.
-template <bool kF16>
+template <class L>
 struct Tiles16AmxGroups {
-  Tiles16Groups layout;
+  const uint8_t* tile;
   const uint8_t* codes;  // the chunk's signed B tiles
   const uint8_t* x;      // the x block's q tiles from the chunk's first group (int8t_x_row)
   const float* xs;       // x_scale[t][g] = xs[t * step + g], g counted from the chunk's start
@@ -37,22 +37,21 @@ struct Tiles16AmxGroups {
   const void* a(int64_t g) const { return x + g * 512; }
   const void* b(int64_t g) const { return codes + g * 512; }
   DENSA_TARGET_AVX512_QUANT_INLINE void epilogue(const int32_t* c, int64_t g) {
-    const __m512 ws = tiles16_load_scales<kF16>(layout.scales(g0 + g));
+    const int64_t gg = g0 + g;
+    const __m512 ws = L::scales(tile + gg / 4 * L::kChunkBytes, static_cast<int>(gg % 4));
 #pragma GCC unroll 16
     for (int t = 0; t < 16; ++t) acc[t] = tiles16_group_fma(acc[t], _mm512_load_si512(c + 16 * t), ws, xs[t * step + g]);
   }
 };
 
-// The VNNI kernel of both layouts, for T x rows from i0 against one 16-row tile (every n; the
-// decode GEMV is T = 1 with kPrefetch): per group, eight vpdpbusd of the group's unsigned codes
-// (lane = weight row) against x broadcast 4 bytes at a time, started from -(the layout's offset
-// x sum(q)), then tiles16_group_fma. L provides kChunkBytes (4 groups and their scales),
-// kPrefetchL1 / kPrefetchL2 (bytes ahead in the stream), codes(chunk, g, wv) (the eight operands
-// of the chunk's group g), scales(chunk, g) (its 16 row scales, fp32) and kSumShift (the offset
-// x sum(q) is the prepared 128 x sum(q) shifted right by it: 0 for code + 128, 4 for nibble + 8).
+// The VNNI kernel, for T x rows from i0 against 16-row tile `t16` (every n; the decode GEMV is
+// T = 1 with kPrefetch): per group, eight vpdpbusd of the group's unsigned codes (lane = weight
+// row) against x broadcast 4 bytes at a time, started from -(the layout's offset x sum(q)), then
+// tiles16_group_fma.
 template <int T, bool kPrefetch, class L>
-DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, const uint8_t* tile, int64_t row0, int64_t i0) {
+DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, int64_t i0) {
   const WeightView& w = *a.w;
+  const uint8_t* tile = L::tile(w, t16);
   const int64_t chunks = w.cols / 128;
   const int32_t* xq[T];
   const float* xs[T];
@@ -95,7 +94,7 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, const uint8_t*
     }
   }
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + row0, acc[t]);
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + t16 * 16, acc[t]);
 }
 
 // A last block of x rows at least this full runs on AMX with its padding rows (zeros, which
@@ -103,27 +102,26 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, const uint8_t*
 // for a block whatever its rows, VNNI about a sixth of that per row.
 inline constexpr int64_t kTiles16AmxMinTail = 8;
 
-// x rows [0, n) against the 16-row tile whose first output row is row0, in blocks of 16: the last
-// one may be partial (its padding rows zero), and only its n % 16 rows are written.
-// unpack(g0, count, out) writes groups [g0, g0 + count) as signed B tiles. The caller configured
-// the tiles (tiles16_amx_begin).
-template <bool kF16, class Unpack>
-DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void tiles16_amx(const Args& a, Tiles16Groups layout,
-                                                                                      int64_t row0, int64_t n,
-                                                                                      const Unpack& unpack) {
+// x rows [0, n) against 16-row tile `t16`, in blocks of 16: the last one may be partial (its
+// padding rows zero), and only its n % 16 rows are written. The caller configured the tiles
+// (tiles16_amx_begin).
+template <class L>
+DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx(const Args& a, int64_t t16, int64_t n) {
   const WeightView& w = *a.w;
+  const uint8_t* tile = L::tile(w, t16);
+  const int64_t row0 = t16 * 16;
   const int64_t groups = w.cols / 32, n16 = (n + 15) / 16 * 16, tail = n % 16;
   alignas(64) uint8_t codes[kTiles16AmxChunkGroups * 512];
   alignas(64) float tail_y[16 * 16];  // a partial last block's outputs, row stride 16
   for (int64_t g0 = 0; g0 < groups; g0 += kTiles16AmxChunkGroups) {
     const int64_t count = std::min(kTiles16AmxChunkGroups, groups - g0);  // groups % 4 == 0: even
-    unpack(g0, count, codes);
+    L::signed_codes(tile, g0, count, codes);
     DENSA_MEMORY_BARRIER();  // the codes are stored before the tile loads read them
     // The next chunk's bytes (or the next tile's first) into L2, a share per x row block, so the
     // next unpack does not wait on memory (in one burst they stalled this pass). Past the
     // matrix's end it is a harmless prefetch.
-    const uint8_t* next = layout.tile + (g0 + count) / 4 * layout.chunk_bytes;
-    const int64_t next_bytes = count / 4 * layout.chunk_bytes;
+    const uint8_t* next = tile + (g0 + count) / 4 * L::kChunkBytes;
+    const int64_t next_bytes = count / 4 * L::kChunkBytes;
     const int64_t share = (next_bytes / 64 + n16 / 16 - 1) / (n16 / 16) * 64;
     for (int64_t i0 = 0; i0 < n16; i0 += 16) {
       for (int64_t l = i0 / 16 * share; l < std::min(next_bytes, (i0 / 16 + 1) * share); l += 64) {
@@ -133,13 +131,13 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void ti
       const bool partial = tail != 0 && i0 + 16 > n;
       float* y = partial ? tail_y : a.y + i0 * w.rows + row0;
       const int64_t y_stride = partial ? 16 : w.rows;
-      Tiles16AmxGroups<kF16> gs{.layout = layout,
-                                .codes = codes,
-                                .x = reinterpret_cast<const uint8_t*>(x.q) + g0 * 512,
-                                .xs = x.xs + g0,
-                                .g0 = g0,
-                                .step = groups,
-                                .acc = {}};
+      Tiles16AmxGroups<L> gs{.tile = tile,
+                             .codes = codes,
+                             .x = reinterpret_cast<const uint8_t*>(x.q) + g0 * 512,
+                             .xs = x.xs + g0,
+                             .g0 = g0,
+                             .step = groups,
+                             .acc = {}};
 #pragma GCC unroll 16
       for (int t = 0; t < 16; ++t) gs.acc[t] = g0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + t * y_stride);
       kernels_internal::amx_group_pipeline<true>(count, 32, gs);
@@ -158,5 +156,31 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 __attribute__((always_inline)) inline void ti
 // 5: 8 x (16 weight rows x 4 codes). Loads it (ldtilecfg); tiles16_amx_end releases the tiles.
 DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_begin();
 DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_end();
+
+// Outputs of weight rows [r_begin, r_end) (whole 16-row tiles) for the n x rows of a.xp: the
+// decode GEMV on VNNI with its prefetch; GEMMs on AMX-INT8 where the weight may use it, for whole
+// blocks of 16 x rows and a last block of at least kTiles16AmxMinTail, the rest on VNNI four
+// rows and then one row at a time.
+template <class L>
+DENSA_TARGET_AVX512_QUANT void tiles16_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
+  CHECK(r_begin % 16 == 0 && r_end % 16 == 0) << "16-row tiles: rows " << r_begin << ".." << r_end;
+  const bool amx = n >= kTiles16AmxMinTail && matmul_quant_int8_amx_usable(a.w->amx);
+  const int64_t n_amx = !amx ? 0 : n % 16 >= kTiles16AmxMinTail ? n : n / 16 * 16;
+  if (amx) tiles16_amx_begin();
+  for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) {
+    if (n == 1) {
+      tiles16_vnni<1, true, L>(a, t16, 0);
+      continue;
+    }
+    int64_t i = 0;
+    if (amx) {
+      i = n_amx;
+      tiles16_amx<L>(a, t16, n_amx);
+    }
+    for (; i + 4 <= n; i += 4) tiles16_vnni<4, false, L>(a, t16, i);
+    for (; i < n; ++i) tiles16_vnni<1, false, L>(a, t16, i);
+  }
+  if (amx) tiles16_amx_end();
+}
 
 }  // namespace densa::matmul_internal

@@ -232,7 +232,6 @@ bool matmul_runs_int4_layout(WeightLayout layout) {
   }
 }
 
-bool matmul_prefers_int4_tiles() { return matmul_int4_layout() != WeightLayout::kRows; }
 
 bool matmul_prefers_int8_tiles() { return matmul_internal::matmul_quant_avx512_int8_tiles_supported(); }
 

@@ -6,7 +6,7 @@
 //   acc = fma(float(S), w_scale[r][g] * x_scale[i][g], acc),   y = acc
 // (ref::matmul_int8_groups_fp32). x is prepared as for the INT8 tiles (prepare_x_int8t), whose
 // per-group term is 128 * sum(q); 8 * sum(q) is that over 16, exactly.
-//  - VNNI (int4t16_vnni<T>): a group's 256 bytes are four vectors; their low nibbles are the
+//  - VNNI (tiles16_vnni): a group's 256 bytes are four vectors; their low nibbles are the
 //    group's first 16 columns as four vpdpbusd operands of 16 rows x 4 columns (lane = row),
 //    their high nibbles the last 16, so eight vpdpbusd against x broadcast 4 bytes at a time
 //    give the 16 rows' sums of nibble * q, started from -8 * sum(q). The decode GEMV (T = 1)
@@ -25,10 +25,6 @@ namespace {
 constexpr int64_t kInt4PrefetchL1 = 1 * kInt4Tile16ChunkBytes;  // bytes ahead in the decode stream
 constexpr int64_t kInt4PrefetchL2 = 4 * kInt4Tile16ChunkBytes;
 
-const uint8_t* tile_base(const WeightView& w, int64_t tile) {
-  return static_cast<const uint8_t*>(w.data) + tile * (w.cols / kInt4Tile16Cols) * kInt4Tile16ChunkBytes;
-}
-
 // Group g's codes (256 bytes) as the eight unsigned VNNI operands: wv[m] the low nibbles of
 // vector m (columns 4 m .. 4 m + 3), wv[m + 4] the high ones (columns 16 + 4 m ..).
 DENSA_TARGET_AVX512_QUANT_INLINE void group_nibbles(const uint8_t* b, __m512i (&wv)[8]) {
@@ -41,76 +37,41 @@ DENSA_TARGET_AVX512_QUANT_INLINE void group_nibbles(const uint8_t* b, __m512i (&
   }
 }
 
-// The INT4 tiles for tiles16_vnni: a group's 256 bytes unpacked by group_nibbles.
+// The INT4 tiles as a tiles16_amx.h layout: a group's 256 bytes unpacked by group_nibbles, f16 or
+// bf16 scales.
 template <bool kF16>
-struct Int4t16Vnni {
+struct Int4t16Layout {
   static constexpr int64_t kChunkBytes = kInt4Tile16ChunkBytes;
   static constexpr int64_t kPrefetchL1 = kInt4PrefetchL1, kPrefetchL2 = kInt4PrefetchL2;
   static constexpr int kSumShift = 4;  // 8 * sum(q) = (128 * sum(q)) / 16, exact
+  static const uint8_t* tile(const WeightView& w, int64_t t) {
+    return static_cast<const uint8_t*>(w.data) + t * (w.cols / kInt4Tile16Cols) * kInt4Tile16ChunkBytes;
+  }
   DENSA_TARGET_AVX512_QUANT_INLINE static void codes(const uint8_t* chunk, int g, __m512i (&wv)[8]) {
     group_nibbles(chunk + g * kInt4Tile16GroupBytes, wv);
   }
   DENSA_TARGET_AVX512_QUANT_INLINE static __m512 scales(const uint8_t* chunk, int g) {
     return tiles16_load_scales<kF16>(chunk + 4 * kInt4Tile16GroupBytes + 32 * g);
   }
-};
-
-template <int T, bool kF16, bool kPrefetch>
-DENSA_TARGET_AVX512_QUANT_INLINE void int4t16_vnni(const Args& a, int64_t tile, int64_t i0) {
-  tiles16_vnni<T, kPrefetch, Int4t16Vnni<kF16>>(a, tile_base(*a.w, tile), tile * kInt4Tile16Rows, i0);
-}
-
-// Groups [g0, g0 + count) of a tile as signed B tiles: the nibbles less 8, in the INT8 tiles'
-// byte order (512 bytes a group).
-struct Int4t16SignedCodes {
-  const uint8_t* base;
-  DENSA_TARGET_AVX512_QUANT_INLINE void operator()(int64_t g0, int64_t count, uint8_t* out) const {
+  // The nibbles less 8, in the INT8 tiles' byte order.
+  DENSA_TARGET_AVX512_QUANT_INLINE static void signed_codes(const uint8_t* tile, int64_t g0, int64_t count,
+                                                            uint8_t* out) {
     const __m512i eight = _mm512_set1_epi8(8);
     for (int64_t g = 0; g < count; ++g) {
       const int64_t gg = g0 + g;
       __m512i wv[8];
-      group_nibbles(base + gg / 4 * kInt4Tile16ChunkBytes + gg % 4 * kInt4Tile16GroupBytes, wv);
+      group_nibbles(tile + gg / 4 * kInt4Tile16ChunkBytes + gg % 4 * kInt4Tile16GroupBytes, wv);
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) _mm512_store_si512(out + g * 512 + 64 * j, _mm512_sub_epi8(wv[j], eight));
     }
   }
 };
 
-template <bool kF16>
-DENSA_TARGET_AVX512_QUANT_AMX_INT8 void int4t16_amx(const Args& a, int64_t tile, int64_t n) {
-  const uint8_t* base = tile_base(*a.w, tile);
-  tiles16_amx<kF16>(a, Tiles16Groups{base, kInt4Tile16ChunkBytes, 4 * kInt4Tile16GroupBytes}, tile * kInt4Tile16Rows,
-                    n, Int4t16SignedCodes{base});
-}
-
-template <bool kF16>
-DENSA_TARGET_AVX512_QUANT void rows_scaled(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
-  const bool amx = n >= kTiles16AmxMinTail && matmul_quant_int8_amx_usable(a.w->amx);
-  const int64_t n_amx = !amx ? 0 : n % 16 >= kTiles16AmxMinTail ? n : n / 16 * 16;
-  if (amx) tiles16_amx_begin();
-  for (int64_t tile = r_begin / kInt4Tile16Rows; tile < r_end / kInt4Tile16Rows; ++tile) {
-    if (n == 1) {
-      int4t16_vnni<1, kF16, true>(a, tile, 0);
-      continue;
-    }
-    int64_t i = 0;
-    if (amx) {
-      i = n_amx;
-      int4t16_amx<kF16>(a, tile, n_amx);
-    }
-    for (; i + 4 <= n; i += 4) int4t16_vnni<4, kF16, false>(a, tile, i);
-    for (; i < n; ++i) int4t16_vnni<1, kF16, false>(a, tile, i);
-  }
-  if (amx) tiles16_amx_end();
-}
-
 }  // namespace
 
 DENSA_TARGET_AVX512_QUANT void int4_tiles16_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
-  CHECK(r_begin % kInt4Tile16Rows == 0 && r_end % kInt4Tile16Rows == 0)
-      << "int4 16-row tiles: rows " << r_begin << ".." << r_end;
-  if (a.w->scales_f16 != nullptr) return rows_scaled<true>(a, n, r_begin, r_end);
-  rows_scaled<false>(a, n, r_begin, r_end);
+  if (a.w->scales_f16 != nullptr) return tiles16_rows<Int4t16Layout<true>>(a, n, r_begin, r_end);
+  tiles16_rows<Int4t16Layout<false>>(a, n, r_begin, r_end);
 }
 
 }  // namespace densa::matmul_internal

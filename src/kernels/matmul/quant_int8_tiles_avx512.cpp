@@ -18,29 +18,25 @@ namespace {
 // kernels, which is what lets a GEMM run on AMX and a GEMV on VNNI with identical results (and
 // ref::matmul_int8_groups computes the same bits in scalar code). The weights are stored as
 // code + 128 (unsigned, for vpdpbusd); the VNNI sums start from -128 * sum(q) (exact).
-//  - VNNI (int8t_vnni<T>): a group's 512 bytes are eight vectors of 16 rows x 4 columns; eight
+//  - VNNI (tiles16_vnni): a group's 512 bytes are eight vectors of 16 rows x 4 columns; eight
 //    vpdpbusd against x broadcast 4 bytes at a time give all 16 rows' S in one vector (lane =
 //    row), shared by T x rows. The decode GEMV (T = 1) prefetches its stream.
-//  - AMX (int8t_amx, 16 x rows at a time, where cpu_has_amx_int8(); kernels/internal/
+//  - AMX (tiles16_amx, 16 x rows at a time, where cpu_has_amx_int8(); kernels/internal/
 //    tiles16_amx.h): the codes made signed once per chunk of groups, C = tdpbssd(x tile 16 rows
 //    x 32 columns, the group's signed codes as the B tile) = S, finished per x row by the same
 //    vector step.
 constexpr int64_t kInt8TilePrefetchL1 = 1 * kInt8TileChunkBytes;  // bytes ahead in the stream
 constexpr int64_t kInt8TilePrefetchL2 = 4 * kInt8TileChunkBytes;
 
-// Where 16-row tile `tile` starts, and within it group g's 512 code bytes and 16 f16 scales.
-const uint8_t* int8t_tile(const WeightView& w, int64_t tile) {
-  return static_cast<const uint8_t*>(w.data) + tile * (w.cols / kInt8TileCols) * kInt8TileChunkBytes;
-}
-const uint8_t* int8t_codes(const uint8_t* tile, int64_t g) {
-  return tile + g / 4 * kInt8TileChunkBytes + g % 4 * kInt8TileGroupBytes;
-}
-
-// The INT8 tiles for tiles16_vnni: a group's 512 bytes are the eight operands as stored.
-struct Int8tVnni {
+// The INT8 tiles as a tiles16_amx.h layout: a group's 512 bytes are the eight VNNI operands as
+// stored (code + 128), f16 scales.
+struct Int8tLayout {
   static constexpr int64_t kChunkBytes = kInt8TileChunkBytes;
   static constexpr int64_t kPrefetchL1 = kInt8TilePrefetchL1, kPrefetchL2 = kInt8TilePrefetchL2;
   static constexpr int kSumShift = 0;
+  static const uint8_t* tile(const WeightView& w, int64_t t) {
+    return static_cast<const uint8_t*>(w.data) + t * (w.cols / kInt8TileCols) * kInt8TileChunkBytes;
+  }
   DENSA_TARGET_AVX512_QUANT_INLINE static void codes(const uint8_t* chunk, int g, __m512i (&wv)[8]) {
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(chunk + g * kInt8TileGroupBytes + 64 * j);
@@ -48,22 +44,14 @@ struct Int8tVnni {
   DENSA_TARGET_AVX512_QUANT_INLINE static __m512 scales(const uint8_t* chunk, int g) {
     return tiles16_load_scales<true>(chunk + 4 * kInt8TileGroupBytes + 32 * g);
   }
-};
-
-template <int T, bool kPrefetch>
-DENSA_TARGET_AVX512_QUANT_INLINE void int8t_vnni(const Args& a, int64_t tile, int64_t i0) {
-  tiles16_vnni<T, kPrefetch, Int8tVnni>(a, int8t_tile(*a.w, tile), tile * kInt8TileRows, i0);
-}
-
-// Groups [g0, g0 + count) of a tile's codes as signed int8 (code + 128 back to code), 512 bytes
-// a group, for tdpbssd: the same products as tdpbsud on the stored bytes less 128 * sum(q), with
-// no correction left for the epilogue.
-struct Int8tSignedCodes {
-  const uint8_t* base;
-  DENSA_TARGET_AVX512_QUANT_INLINE void operator()(int64_t g0, int64_t count, uint8_t* out) const {
+  // code + 128 back to code (a flip of the top bit): the same products as tdpbsud on the stored
+  // bytes less 128 * sum(q), with no correction left for the epilogue.
+  DENSA_TARGET_AVX512_QUANT_INLINE static void signed_codes(const uint8_t* tile, int64_t g0, int64_t count,
+                                                            uint8_t* out) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     for (int64_t g = 0; g < count; ++g) {
-      const uint8_t* b = int8t_codes(base, g0 + g);
+      const int64_t gg = g0 + g;
+      const uint8_t* b = tile + gg / 4 * kInt8TileChunkBytes + gg % 4 * kInt8TileGroupBytes;
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         _mm512_store_si512(out + g * 512 + 64 * j, _mm512_xor_si512(_mm512_load_si512(b + 64 * j), flip));
@@ -71,12 +59,6 @@ struct Int8tSignedCodes {
     }
   }
 };
-
-DENSA_TARGET_AVX512_QUANT_AMX_INT8 void int8t_amx(const Args& a, int64_t tile, int64_t n) {
-  const uint8_t* base = int8t_tile(*a.w, tile);
-  tiles16_amx<true>(a, Tiles16Groups{base, kInt8TileChunkBytes, 4 * kInt8TileGroupBytes}, tile * kInt8TileRows, n,
-                    Int8tSignedCodes{base});
-}
 
 }  // namespace
 
@@ -99,24 +81,7 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_begin() {
 DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_end() { _tile_release(); }
 
 DENSA_TARGET_AVX512_QUANT void int8_tiles_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
-  CHECK(r_begin % kInt8TileRows == 0 && r_end % kInt8TileRows == 0) << "int8 tiles: rows " << r_begin << ".." << r_end;
-  const bool amx = n >= kTiles16AmxMinTail && matmul_quant_int8_amx_usable(a.w->amx);
-  const int64_t n_amx = !amx ? 0 : n % 16 >= kTiles16AmxMinTail ? n : n / 16 * 16;
-  if (amx) tiles16_amx_begin();
-  for (int64_t tile = r_begin / kInt8TileRows; tile < r_end / kInt8TileRows; ++tile) {
-    int64_t i = 0;
-    if (n == 1) {
-      int8t_vnni<1, true>(a, tile, 0);
-      continue;
-    }
-    if (amx) {
-      i = n_amx;
-      int8t_amx(a, tile, n_amx);
-    }
-    for (; i + 4 <= n; i += 4) int8t_vnni<4, false>(a, tile, i);
-    for (; i < n; ++i) int8t_vnni<1, false>(a, tile, i);
-  }
-  if (amx) tiles16_amx_end();
+  tiles16_rows<Int8tLayout>(a, n, r_begin, r_end);
 }
 
 }  // namespace densa::matmul_internal

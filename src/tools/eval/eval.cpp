@@ -15,6 +15,7 @@
 #include "model/model_loader.h"
 #include "quality/kv_calibration.h"
 #include "quality/perplexity.h"
+#include "quant/int4_group.h"
 #include "quant/quantize_matrix.h"
 
 namespace densa {
@@ -104,10 +105,7 @@ Result<LoadOptions> weight_option(const std::string& full) {
   std::optional<WeightLayout> int4_layout;
   if (const size_t l = name.find("+int4-"); l != std::string::npos) {
     const std::string layout = name.substr(l + 6);
-    int4_layout = layout == "rows"      ? std::optional(WeightLayout::kRows)
-                  : layout == "tiles8"  ? std::optional(WeightLayout::kInt4Tiles8)
-                  : layout == "tiles16" ? std::optional(WeightLayout::kInt4Tiles16)
-                                        : std::nullopt;
+    int4_layout = int4_layout_from_name(layout);
     if (!int4_layout) return invalid_argument("weights '" + full + "': +int4-" + layout + " (rows, tiles8 or tiles16)");
     if (!matmul_runs_int4_layout(*int4_layout)) {
       return invalid_argument("weights '" + full + "': this CPU's kernels do not run INT4 " + layout);
