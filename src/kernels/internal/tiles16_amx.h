@@ -99,7 +99,8 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, i
 
 // A last block of x rows at least this full runs on AMX with its padding rows (zeros, which
 // prepare_x_int8t_pad writes) rather than on VNNI one to four rows at a time: AMX costs the same
-// for a block whatever its rows, VNNI about a sixth of that per row.
+// for a block whatever its rows, VNNI grows with every row, and from about half a block on the
+// AMX pass is the cheaper (docs/performance/kernels.md measures both paths).
 inline constexpr int64_t kTiles16AmxMinTail = 8;
 
 // x rows [0, n) against 16-row tile `t16`, in blocks of 16: the last one may be partial (its
