@@ -2,7 +2,10 @@
 // achieved GOPS is measured against (the compute roofline beside membw_bench's bandwidth one):
 //  - vnni: 12 independent vpdpbusd chains on zmm registers (64 multiply-adds each);
 //  - amx: 4 independent tdpbssd on full 16 x 64 tiles (16,384 multiply-adds each), where
-//    AMX-INT8 is granted (cpu_use_amx() and cpu_has_amx_int8()).
+//    AMX-INT8 is granted (cpu_use_amx() and cpu_has_amx_int8());
+//  - avx2: 12 independent vpmaddubsw + vpaddw chains on ymm registers (32 multiply-adds each,
+//    added in int16): the densest int8 form without AVX-512, the one the AVX2 INT4 tile kernel
+//    runs.
 // GOPS counts a multiply-add as 2 operations; with ->Threads(2) the counter sums both threads.
 //
 //   ./build/int8_peak_bench --benchmark_min_time=1
@@ -36,6 +39,20 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), noinline)) int32_t vnni_lo
   __m512i s = acc[0];
   for (int i = 1; i < kChains; ++i) s = _mm512_add_epi32(s, acc[i]);
   return _mm512_reduce_add_epi32(s);
+}
+
+__attribute__((target("avx2"), noinline)) int32_t avx2_loop(int64_t iters, int8_t seed) {
+  __m256i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi16(static_cast<int16_t>(i));
+  __m256i a = _mm256_set1_epi8(seed), b = _mm256_set1_epi8(static_cast<char>(seed + 2));
+  __asm__ volatile("" : "+v"(a), "+v"(b));  // not constants to the compiler
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_add_epi16(acc[i], _mm256_maddubs_epi16(a, b));
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi16(s, acc[i]);
+  return _mm256_extract_epi16(s, 0);
 }
 
 const kernels_internal::AmxTileConfig& full_tiles() {
@@ -100,7 +117,13 @@ void BM_amx(benchmark::State& state) {
            4 * 16 * 16 * 64 * 2);
 }
 
+void BM_avx2(benchmark::State& state) {
+  run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx2), "no AVX2", avx2_loop,
+           int64_t{1} << 16, kChains * 32 * 2);
+}
+
 BENCHMARK(BM_vnni)->Name("int8_peak/vnni")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_avx2)->Name("int8_peak/avx2")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_amx)->Name("int8_peak/amx")->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace

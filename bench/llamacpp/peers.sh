@@ -9,6 +9,8 @@
 #   30B-A3B-class shape (hidden 2048, 48 layers, 128 experts top-8 of width 768, vocab 151,936)
 #   in Q4_0 (17 GB: it needs that much disk, and memory for one engine's copy at a time).
 #   THREADS (default 2).
+#   ENGINES (default "ik llama densa densa_noamx"): the engines to run, e.g. without densa_noamx
+#   on a CPU without AMX, where it would run densa's kernels a second time.
 # Engines per row: ik_llama.cpp (-fmoe 1, F16 KV), llama.cpp (node-llama-cpp's prebuilt binaries,
 # F16 KV, flash attention), densa as the CPU runs it, and densa with DENSA_AMX=0 (its kernels as
 # on a CPU without AMX: the AVX-512 VNNI paths; the peers do not use AMX on these files here
@@ -93,7 +95,7 @@ run_engine() {
   log_run "$r" "$row" "$engine" "$(field "$json" "$metric")"
 }
 
-engines=(ik llama densa densa_noamx)
+read -r -a engines <<< "${ENGINES:-ik llama densa densa_noamx}"
 for ((r = 1; r <= ROUNDS; r++)); do
   for row in "${rows[@]}"; do
     [[ "$row" =~ $ROWS ]] || continue

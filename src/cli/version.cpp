@@ -46,25 +46,27 @@ std::string kernels_lines() {
                             : "fp32 activations, exact products";
   s += "\n  fp8 weights: ";
   s += matmul_fp8_on_amx() ? "AMX tiles, x rounded to bf16" : avx512 ? "AVX-512 vdpbf16ps, x rounded to bf16" : "exact fallback";
-  // INT8 and the GGUF affine rows share the 16-row tile kernels' units.
-  const bool tiles16 = matmul_prefers_int8_tiles() && avx512;
+  // INT8, INT4 g32 and the GGUF affine rows share the 16-row tile kernels' units.
+  const bool avx2 = cpu_isa() == CpuIsa::kAvx2;
+  const bool tiles16 = matmul_prefers_int8_tiles() && (avx512 || avx2);
   const std::string tiles16_units =
-      std::string("exact group sums, x as int8; GEMV on AVX-512 VNNI, GEMM on ") +
-      (cpu_use_amx() && cpu_has_amx_int8() ? "AMX-INT8" : "AVX-512 VNNI");
+      avx2 ? std::string("exact group sums, x as int8; AVX2 vpmaddubsw")
+           : std::string("exact group sums, x as int8; GEMV on AVX-512 VNNI, GEMM on ") +
+                 (cpu_use_amx() && cpu_has_amx_int8() ? "AMX-INT8" : "AVX-512 VNNI");
   s += "\n  int8 / q8_0 weights: ";
   s += tiles16  ? "16-row tiles, " + tiles16_units
        : avx512 ? "row-major, AVX-512 VNNI, x as int8"
                 : "exact fallback";
   s += "\n  gguf k-quant / iq4 / mxfp4 weights: ";
-  s += tiles16  ? "affine rows in 16-row tiles, " + tiles16_units
-       : avx512 ? "affine rows, AVX-512 VNNI, x as int8"
-                : "exact fallback (the file's values)";
+  s += tiles16 && matmul_prefers_affine_tiles() && avx512 ? "affine rows in 16-row tiles, " + tiles16_units
+       : avx512                                           ? "affine rows, AVX-512 VNNI, x as int8"
+                                                          : "exact fallback (the file's values)";
   s += "\n  int4 / q4_0 weights: ";
-  if (avx512) {
+  if (avx512 || avx2) {
     switch (matmul_int4_layout()) {
       case WeightLayout::kInt4Tiles16: s += "16-row tiles, " + tiles16_units; break;
       case WeightLayout::kInt4Tiles8: s += "8-row tiles, AVX-512 VNNI, x as int8"; break;
-      default: s += "row-major, AVX-512 VNNI, x as int8"; break;
+      default: s += avx512 ? "row-major, AVX-512 VNNI, x as int8" : "exact fallback"; break;
     }
   } else {
     s += "exact fallback";
@@ -73,6 +75,7 @@ std::string kernels_lines() {
   switch (attention_internal::attention_default_path()) {
     case attention_internal::AttnPath::kAmx: s += "AMX tiles (BF16 / FP8 pages, head_dim % 32 == 0), else AVX-512"; break;
     case attention_internal::AttnPath::kAvx512: s += "AVX-512"; break;
+    case attention_internal::AttnPath::kAvx2: s += "AVX2"; break;
     case attention_internal::AttnPath::kScalar: s += "scalar"; break;
   }
   s += "\n";

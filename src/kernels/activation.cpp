@@ -20,6 +20,7 @@ void silu_mul_scalar(float* gate, const float* up, int64_t count) {
 void silu_mul_with_isa(CpuIsa isa, float* gate, const float* up, int64_t count) {
   CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "silu_mul: isa " << cpu_isa_name(isa);
   if (isa == CpuIsa::kAvx512Bf16) return silu_mul_avx512(gate, up, count);
+  if (isa == CpuIsa::kAvx2) return silu_mul_avx2(gate, up, count);
   silu_mul_scalar(gate, up, count);
 }
 

@@ -36,9 +36,9 @@ struct MatmulJob {
 void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 
 // The layout INT4 g32 matrices run fastest in here (quant/int4_group.h lays them out):
-//  kInt4Tiles16 where the INT8 16-row tile kernels run (AVX-512 VNNI with BF16): exact group
-//    sums, GEMMs on AMX-INT8 where it is granted (VNNI otherwise, still faster than 8-row tiles),
-//    the decode GEMV on VNNI with the same bits;
+//  kInt4Tiles16 where the 16-row tile kernels run (AVX-512 VNNI with BF16, or AVX2 with FMA and
+//    F16C): exact group sums, GEMMs on AMX-INT8 where it is granted (VNNI otherwise, still faster
+//    than 8-row tiles), the decode GEMV on VNNI or AVX2, all with the same bits;
 //  kInt4Tiles8 where only the AVX-512 kernel with GFNI runs (the row-major kernel's bits);
 //  kRows otherwise.
 // kRows and kInt4Tiles8 give the same results; kInt4Tiles16 rounds differently (one fp32 fma
@@ -46,12 +46,15 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 WeightLayout matmul_int4_layout();
 // Whether this CPU runs INT4 g32 in `layout` (kRows: always).
 bool matmul_runs_int4_layout(WeightLayout layout);
-// Whether INT8 (GGUF Q8_0) and affine-row (GGUF K-quants, IQ4, MXFP4) matrices run here in
-// 16-row tiles (WeightLayout::kInt8Tiles16 / kAffineTiles16; quant/int8_group.h,
-// quant/affine_tiles.h): where the AVX-512 VNNI kernels read those layouts. It computes exact
-// per-group sums (on AMX-INT8 for GEMMs where the CPU has it), so its results differ in
-// rounding from the row-major kernel's; each layout gives one result for every n.
+// Whether INT8 (GGUF Q8_0) matrices run here in 16-row tiles (WeightLayout::kInt8Tiles16,
+// quant/int8_group.h): where the AVX-512 VNNI or the AVX2 tile kernels read that layout. They
+// compute exact per-group sums (on AMX-INT8 for GEMMs where the CPU has it), so their results
+// differ in rounding from the row-major kernel's; each layout gives one result for every n.
 bool matmul_prefers_int8_tiles();
+// The same for affine-row matrices (GGUF K-quants, IQ4, MXFP4; WeightLayout::kAffineTiles16,
+// quant/affine_tiles.h): where the AVX-512 VNNI tile kernels run (there is no AVX2 kernel for
+// them; the fallback reads the rows).
+bool matmul_prefers_affine_tiles();
 
 // Whether FP8 matrices whose WeightView::amx is `use` run on AMX tiles in this process
 // (matmul() at cpu_isa(): the AVX-512 level, and for kAuto AMX-BF16 granted with DENSA_AMX not

@@ -527,6 +527,7 @@ Result<ModelWeights> load_model(const std::filesystem::path& path, const LoadOpt
     w.int4_layout = l;
   }
   w.int8_tiles = options.prepare_for_kernels && options.int8_tiles && matmul_prefers_int8_tiles();
+  w.affine_tiles = options.prepare_for_kernels && options.int8_tiles && matmul_prefers_affine_tiles();
   if (body) DENSA_RETURN_IF_ERROR(quantize_weights(w, *body));
   if (options.lm_head) DENSA_RETURN_IF_ERROR(quantize_lm_head(w, *options.lm_head));
   if (options.prepare_for_kernels) {

@@ -39,8 +39,9 @@ struct LoadOptions {
   // it (matmul_runs_int4_layout; load_model refuses one it does not).
   std::optional<WeightLayout> int4_layout;
   // With prepare_for_kernels: INT8 (GGUF Q8_0) matrices in 16-row tiles
-  // (WeightLayout::kInt8Tiles16) where the kernels read them (matmul_prefers_int8_tiles); false
-  // keeps them row-major. The two layouts' kernels round differently (kernels/matmul.h).
+  // (WeightLayout::kInt8Tiles16) where the kernels read them (matmul_prefers_int8_tiles), and the
+  // GGUF affine rows in theirs (kAffineTiles16, matmul_prefers_affine_tiles); false keeps both
+  // row-major. The layouts' kernels round differently (kernels/matmul.h).
   bool int8_tiles = true;
   // With prepare_for_kernels: how GGUF Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS and MXFP4
   // matrices whose rows are whole 128-column blocks are held (GgmlBlockForm). Tools that

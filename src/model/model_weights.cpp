@@ -86,7 +86,7 @@ WeightView ModelWeights::adopt(const WeightView& v) {
     const int64_t n = int8_group_tile16_bytes(v);
     return int8_group_tile16(v, std::span<uint8_t>(alloc_owned(static_cast<size_t>(n)), static_cast<size_t>(n)));
   }
-  if (int8_tiles && affine_tileable(v)) {
+  if (affine_tiles && affine_tileable(v)) {
     // Affine rows were converted into the arena at load: tile them where they are (a band of 16
     // rows holds exactly its tile's bytes), so no row-major copy is left behind.
     if (arena.contains(v.data)) return affine_tile16_in_place(v, const_cast<uint8_t*>(static_cast<const uint8_t*>(v.data)));

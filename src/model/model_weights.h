@@ -102,13 +102,15 @@ struct ModelWeights {
   // (kInt4Tiles8 or kInt4Tiles16; a matrix of rows % 16 != 0 falls back to 8-row tiles).
   // load_model sets it (LoadOptions::int4_layout); kRows: every copy keeps the layout it had.
   WeightLayout int4_layout = WeightLayout::kRows;
-  // The same for the W8A8 formats in 16-row tiles (matmul_prefers_int8_tiles): INT8 (GGUF Q8_0
-  // repacked; WeightLayout::kInt8Tiles16) and affine rows (GGUF K-quants, IQ4, MXFP4;
-  // WeightLayout::kAffineTiles16, tiled in place in the arena). Those layouts' kernels sum each
-  // group exactly, so their results differ in rounding from the row-major kernels'.
+  // The same for the W8A8 formats in 16-row tiles: INT8 (GGUF Q8_0 repacked;
+  // WeightLayout::kInt8Tiles16; matmul_prefers_int8_tiles) and affine rows (GGUF K-quants, IQ4,
+  // MXFP4; WeightLayout::kAffineTiles16, tiled in place in the arena; matmul_prefers_affine_tiles).
+  // Those layouts' kernels sum each group exactly, so their results differ in rounding from the
+  // row-major kernels'.
   bool int8_tiles = false;
+  bool affine_tiles = false;
   // A copy of v's codes and scales in the arena: the same values and format, in int4_layout (INT4
-  // g32) or 16-row (INT8, affine rows) tiles when int4_layout / int8_tiles is set and v can be
+  // g32) or 16-row (INT8, affine rows) tiles when int4_layout / int8_tiles / affine_tiles is set and v can be
   // tiled (int4_group_tileable(16) / int8_group_tileable / affine_tileable), else in v's layout. An
   // affine-row matrix already in the arena is tiled in place and keeps its address.
   WeightView adopt(const WeightView& v);

@@ -146,7 +146,7 @@ int move_matrices_to_arena(ModelWeights& w) {
   // Done: in the arena, and not a row-major INT4 g32 copy that the kernels want in tiles.
   const auto settled = [&](const WeightView& v) {
     return w.arena.contains(v.data) && !(w.int4_layout != WeightLayout::kRows && int4_group_tileable(v)) &&
-           !(w.int8_tiles && (int8_group_tileable(v) || affine_tileable(v)));
+           !(w.int8_tiles && int8_group_tileable(v)) && !(w.affine_tiles && affine_tileable(v));
   };
   for_each_quantizable_matrix(w, [&](const std::string&, WeightView& v) {
     if (v.empty() || settled(v)) return;

@@ -16,12 +16,12 @@ void activation_q8_quantize(const float* x, int64_t count, int8_t* q, float* sca
       finite = finite && std::isfinite(x[begin + j]);
       amax = std::max(amax, std::fabs(x[begin + j]));
     }
-    if (!finite || amax == 0.0f) {
+    const float inv = 127.0f / amax;  // inf for amax < 127 / FLT_MAX (and for 0)
+    if (!finite || !std::isfinite(inv)) {
       scales[b] = finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
       std::fill(q + begin, q + begin + len, int8_t{0});
       continue;
     }
-    const float inv = 127.0f / amax;
     scales[b] = amax / 127.0f;
     for (int64_t j = 0; j < len; ++j) {
       const float v = std::nearbyint(x[begin + j] * inv);  // default rounding: half to even

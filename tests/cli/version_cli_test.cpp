@@ -51,6 +51,15 @@ TEST(VersionCli, KernelLinesFollowTheDispatch) {
   EXPECT_NE(scalar.output.find("int4 / q4_0 weights: exact fallback"), std::string::npos) << scalar.output;
   EXPECT_NE(scalar.output.find("paged attention: scalar"), std::string::npos) << scalar.output;
 
+  if (static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx2)) {
+    const RunResult avx2 = run("--version", "DENSA_ISA=avx2");
+    ASSERT_EQ(avx2.exit_code, 0) << avx2.output;
+    EXPECT_NE(avx2.output.find("int4 / q4_0 weights: 16-row tiles, exact group sums, x as int8; AVX2"), std::string::npos)
+        << avx2.output;
+    EXPECT_NE(avx2.output.find("int8 / q8_0 weights: 16-row tiles, exact group sums, x as int8; AVX2"), std::string::npos)
+        << avx2.output;
+  }
+
   const RunResult no_amx = run("--version", "DENSA_AMX=0");
   ASSERT_EQ(no_amx.exit_code, 0) << no_amx.output;
   EXPECT_EQ(no_amx.output.find("(in use)"), std::string::npos) << no_amx.output;

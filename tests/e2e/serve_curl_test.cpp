@@ -280,15 +280,19 @@ TEST_F(E2eCurl, ModelsHealthMetrics) {
 }
 
 // --lm-head-dtype reaches the served model: the start-up log names the head's format, and the
-// greedy text equals `densa generate` with the same weight flags (both F32 KV). The server
-// holds INT4 in 8-row tiles where this CPU's kernel reads them; generate runs with
-// --int4-layout rows, so the two layouts must give the same text.
+// greedy text equals `densa generate` with the same weight flags (both F32 KV) and the layout
+// the server chose (matmul_int4_layout), named by --int4-layout: one arithmetic in both
+// processes. (Against --int4-layout rows the text can differ: below AVX-512 the row-major
+// matrices run the exact fallback, fp32 activations, where the tiles round x to int8.)
 TEST(E2eLmHead, QuantizedHeadServesWhatGenerateGenerates) {
   const std::vector<std::string> flags = {"--weight-dtype", "int4", "--weight-group-size", "32",
                                           "--lm-head-dtype", "int4", "--kv-dtype", "f32"};
   ServerProcess server(flags);
   ASSERT_TRUE(server.wait_ready());
   const WeightLayout int4 = matmul_int4_layout();
+  const std::string layout_name = int4 == WeightLayout::kInt4Tiles16  ? "tiles16"
+                                  : int4 == WeightLayout::kInt4Tiles8 ? "tiles8"
+                                                                      : "rows";
   const std::string body = int4 == WeightLayout::kInt4Tiles16 ? "int4-g32 in 16-row tiles"
                            : int4 == WeightLayout::kInt4Tiles8 ? "int4-g32 in 8-row tiles"
                                                                : "int4-g32";
@@ -309,7 +313,7 @@ TEST(E2eLmHead, QuantizedHeadServesWhatGenerateGenerates) {
   const std::string generated =
       run_command(std::string(DENSA_BINARY) + " generate -m " + shell_quote(fixture_model_path()) + " -p " +
                   shell_quote(prompt) + " -n 24 -t 2 --weight-dtype int4 --weight-group-size 32 --lm-head-dtype int4 "
-                  "--int4-layout rows 2>/dev/null");
+                  "--int4-layout " + layout_name + " 2>/dev/null");
   EXPECT_EQ(generated, prompt + text + "\n");
   EXPECT_EQ(server.stop(), 0) << server.log();
 }

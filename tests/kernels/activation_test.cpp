@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <random>
@@ -73,6 +74,12 @@ TEST(ActivationTest, SiluMulEveryIsaMatchesReference) {
     activation_internal::silu_mul_with_isa(isa, nan_gate.data(), nan_up, 2);
     EXPECT_TRUE(std::isnan(nan_gate[0]));
     EXPECT_FLOAT_EQ(nan_gate[1], 2.0f / (1.0f + std::exp(-1.0f)));
+  }
+  if (cpu_isa_hardware() == CpuIsa::kAvx512Bf16) {  // the AVX2 kernel is the AVX-512 one's twin
+    std::vector<float> a = gate, b = gate;
+    activation_internal::silu_mul_with_isa(CpuIsa::kAvx2, a.data(), up.data(), kCount);
+    activation_internal::silu_mul_with_isa(CpuIsa::kAvx512Bf16, b.data(), up.data(), kCount);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
   }
 }
 

@@ -7,7 +7,9 @@
 // partial FP8 blocks, partial INT4 chunks and NaN codes; INT4 bf16 scales of every sign and
 // outside fp16's range; INT4 f16 scales (GGUF Q4_0 repacked) against the same checks and the
 // bf16 path; INT4 codes and scales ending at an unmapped page (no read past them); INT4 g32 in
-// 8-row tiles against the row-major kernel, bit for bit. FP8 runs both of its paths where the
+// 8-row tiles against the row-major kernel, bit for bit; the AVX2 kernels of the 16-row tile
+// layouts against the same twin, bit for bit, and their activation rounding against
+// activation_q8_quantize's. FP8 runs both of its paths where the
 // CPU has them: vdpbf16ps, and AMX tiles (block scale folded into bf16 weights; twin
 // ref::matmul_fp8_scaled_x_bf16, bound (2^-8 + 2^-18) * sum|w x|), each invariant on its own.
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 #include <utility>
@@ -24,6 +27,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/internal/matmul_isa.h"
+#include "kernels/internal/matmul_quant_avx2.h"
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/matmul.h"
 #include "kernels/reference/matmul_quant_ref.h"
@@ -442,7 +446,7 @@ void expect_tiles16_equal_twin(const WeightView& rows_view, const WeightView& t)
 // nibbles, one tile and several, one chunk of groups and several (more than 1,024 columns), so
 // n, threads and the AMX / VNNI split change no result. The exact fallback reads the tiles too.
 TEST(MatmulQuantAvx512, Int4Tiles16EqualTheirTwinBitForBit) {
-  if (!matmul_runs_int4_layout(WeightLayout::kInt4Tiles16)) GTEST_SKIP() << "no AVX-512 VNNI";
+  if (!matmul_internal::matmul_quant_avx512_int8_tiles_supported()) GTEST_SKIP() << "no AVX-512 VNNI";
   for (bool f16 : {false, true}) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 384}, {32, 1152}, {16, 2176}}) {
       SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + (f16 ? " f16" : " bf16"));
@@ -462,6 +466,149 @@ TEST(MatmulQuantAvx512, Int4Tiles16EqualTheirTwinBitForBit) {
       expect_tiles16_equal_twin(m.view, t);
     }
   }
+}
+
+bool have_avx2() { return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx2); }
+
+// The AVX2 kernels of a 16-row tile matrix equal ref::matmul_int8_groups_fp32 bit for bit for n
+// from 1 to 100 (4-row blocks and their 1-row rest, several x blocks at 100), on one thread and
+// on a pool, and so equal the AVX-512 kernels, which are run on the same x where the CPU has
+// them. matmul() at this process's level runs them where AVX2 is the level.
+void expect_avx2_equal_twin(const WeightView& t) {
+  ASSERT_TRUE(matmul_internal::matmul_quant_avx2_supports(t));
+  ThreadPool pool(3);
+  for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 29, 48, 50, 100}) {
+    const std::vector<float> x = random_x(n, t.cols, static_cast<uint32_t>(n + 7));
+    std::vector<float> y(static_cast<size_t>(n * t.rows)), yp(y.size()), twin(y.size());
+    ref::matmul_int8_groups_fp32(t, x.data(), n, twin.data());
+    matmul_internal::matmul_with_isa(CpuIsa::kAvx2, t, x.data(), n, y.data(), nullptr);
+    matmul_internal::matmul_with_isa(CpuIsa::kAvx2, t, x.data(), n, yp.data(), &pool);
+    EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "n " << n;
+    EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "threads, n " << n;
+    if (t.layout != WeightLayout::kRows && matmul_internal::matmul_quant_avx512_supports(t)) {
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, t, x.data(), n, yp.data(), &pool);
+      EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "avx-512, n " << n;
+    }
+    if (cpu_isa() == CpuIsa::kAvx2) {
+      matmul(t, x.data(), n, yp.data(), &pool);
+      EXPECT_EQ(0, std::memcmp(yp.data(), twin.data(), y.size() * 4)) << "matmul(), n " << n;
+    }
+  }
+}
+
+TEST(MatmulQuantAvx2, Int8TilesEqualTheirTwinBitForBit) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2";
+  const auto& special = testing::kSpecialF16Scales;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 256}, {32, 1152}, {16, 8192}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    QuantMatrix m = random_int8(rows, cols, static_cast<uint32_t>(rows + cols + 1));
+    for (size_t i = 0; i < m.scales_bf16.size(); i += 3) m.scales_bf16[i] = special[i / 3 % std::size(special)];
+    for (int64_t k = 0; k < cols; ++k) {
+      m.codes[static_cast<size_t>(k)] = 0x80;         // row 0: all -128 (|c| = 128 as vpmaddubsw's unsigned side)
+      m.codes[static_cast<size_t>(cols + k)] = 0x7f;  // row 1: all 127
+    }
+    std::vector<uint8_t> storage;
+    const WeightView t = int8_group_tile16(m.view, testing::aligned_bytes(storage, int8_group_tile16_bytes(m.view)));
+    expect_avx2_equal_twin(t);
+  }
+}
+
+TEST(MatmulQuantAvx2, Int4Tiles16EqualTheirTwinBitForBit) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2";
+  for (bool f16 : {false, true}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 128}, {48, 384}, {32, 2176}, {16, 8192}}) {
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + (f16 ? " f16" : " bf16"));
+      const uint32_t seed = static_cast<uint32_t>(rows + cols + f16 + 2);
+      QuantMatrix m = f16 ? random_int4_f16(rows, cols, 32, seed) : random_int4(rows, cols, 32, seed);
+      for (int64_t k = 0; k < cols / 2; ++k) {
+        m.codes[static_cast<size_t>(k)] = 0x00;             // row 0: all -8
+        m.codes[static_cast<size_t>(cols / 2 + k)] = 0xff;  // row 1: all 7 (the int16 sums' largest terms)
+      }
+      std::vector<uint8_t> storage;
+      const WeightView t = int4_group_tile16(m.view, testing::aligned_bytes(storage, int4_group_tile8_bytes(m.view)));
+      expect_avx2_equal_twin(t);
+    }
+  }
+}
+
+// Row-major INT8 / INT4 g32 on AVX2 (the matrices the tiles do not take: rows not a multiple of
+// 16, columns not of 128, as a tensor-parallel slice can be): the tiles' arithmetic, so the twin
+// bit for bit, and a tileable matrix gives the same bits in either layout.
+TEST(MatmulQuantAvx2, RowMajorEqualsTheTwinAndTheTiles) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2";
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{13, 96}, {37, 160}, {8, 32}, {32, 256}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    const uint32_t seed = static_cast<uint32_t>(rows * cols);
+    const QuantMatrix i8 = random_int8(rows, cols, seed);
+    const QuantMatrix i4 = random_int4(rows, cols, 32, seed + 1);
+    const QuantMatrix i4h = random_int4_f16(rows, cols, 32, seed + 2);
+    for (const WeightView& w : {i8.view, i4.view, i4h.view}) {
+      SCOPED_TRACE(dtype_name(w.dtype));
+      expect_avx2_equal_twin(w);
+      if (rows % 16 != 0 || cols % 128 != 0) continue;
+      std::vector<uint8_t> storage;
+      const WeightView t =
+          w.dtype == DType::kI8
+              ? int8_group_tile16(w, testing::aligned_bytes(storage, int8_group_tile16_bytes(w)))
+              : int4_group_tile16(w, testing::aligned_bytes(storage, int4_group_tile8_bytes(w)));
+      const std::vector<float> x = random_x(5, cols, 3);
+      std::vector<float> a(static_cast<size_t>(5 * rows)), b(a.size());
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx2, w, x.data(), 5, a.data(), nullptr);
+      matmul_internal::matmul_with_isa(CpuIsa::kAvx2, t, x.data(), 5, b.data(), nullptr);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "rows against tiles";
+    }
+  }
+}
+
+// The int16 partial sums of the INT4 kernel at their bound: every code 15 or 0 against x whose
+// q are all +-127 (each group's eight steps add 2 * 15 * 127 per int16 lane, 30,480 in all).
+TEST(MatmulQuantAvx2, Int4SumsAtTheirBoundDoNotSaturate) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2";
+  const int64_t rows = 16, cols = 256;
+  QuantMatrix m = random_int4_f16(rows, cols, 32, 9);
+  for (size_t i = 0; i < m.codes.size(); ++i) m.codes[i] = (i / (cols / 2)) % 2 ? 0xff : 0x00;
+  std::vector<uint8_t> storage;
+  const WeightView t = int4_group_tile16(m.view, testing::aligned_bytes(storage, int4_group_tile8_bytes(m.view)));
+  for (float sign : {1.0f, -1.0f}) {
+    const std::vector<float> x(static_cast<size_t>(2 * cols), sign * 3.0f);  // q = +-127 everywhere
+    std::vector<float> y(static_cast<size_t>(2 * rows)), twin(y.size());
+    ref::matmul_int8_groups_fp32(t, x.data(), 2, twin.data());
+    matmul_internal::matmul_with_isa(CpuIsa::kAvx2, t, x.data(), 2, y.data(), nullptr);
+    EXPECT_EQ(0, std::memcmp(y.data(), twin.data(), y.size() * 4)) << "sign " << sign;
+  }
+}
+
+// The AVX2 activation rounding gives activation_q8_quantize's q and scales bit for bit: normal
+// values, ties at half (x * 127 / amax = k + 0.5), all-zero groups, groups with NaN or an
+// infinity, subnormal values, the largest floats, and groups too small for 127 / amax.
+TEST(MatmulQuantAvx2, ActivationQuantizeMatchesReferenceBitForBit) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2";
+  const int64_t groups = 12, cols = groups * 32;
+  std::vector<float> x = random_x(1, cols, 77);
+  for (int j = 0; j < 32; ++j) x[32 + j] = static_cast<float>(j - 16) + 0.5f;  // amax 16.5: not ties
+  for (int j = 0; j < 32; ++j) x[64 + j] = j == 0 ? 127.0f : static_cast<float>(j % 9) - 4.5f;  // inv 1: ties
+  for (int j = 0; j < 32; ++j) x[96 + j] = 0.0f;
+  x[128 + 5] = std::numeric_limits<float>::quiet_NaN();
+  x[160 + 31] = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < 32; ++j) x[192 + j] = static_cast<float>(j) * 1e-44f;  // subnormal
+  for (int j = 0; j < 32; ++j) x[224 + j] = (j % 2 ? -1.0f : 1.0f) * std::numeric_limits<float>::max() / static_cast<float>(j + 1);
+  for (int j = 0; j < 32; ++j) x[256 + j] = static_cast<float>(j) * 1e-38f;  // 127 / amax overflows
+  for (int j = 0; j < 32; ++j) x[288 + j] = j == 3 ? -2.0f : 0.0f;
+  std::vector<int8_t> q(static_cast<size_t>(cols)), q_ref(q.size());
+  std::vector<float> s(static_cast<size_t>(groups)), s_ref(s.size());
+  activation_q8_quantize(x.data(), cols, q_ref.data(), s_ref.data());
+  matmul_internal::activation_q8_quantize_avx2(x.data(), cols, q.data(), s.data());
+  EXPECT_EQ(q, q_ref);
+  for (int64_t g = 0; g < groups; ++g) {
+    EXPECT_EQ(std::isnan(s[g]), std::isnan(s_ref[g])) << "group " << g;
+    if (!std::isnan(s_ref[g])) {
+      EXPECT_EQ(s[g], s_ref[g]) << "group " << g;
+    }
+  }
+  EXPECT_TRUE(std::isnan(s[4]) && std::isnan(s[5]));
+  EXPECT_EQ(s[3], 0.0f);
+  EXPECT_EQ(s[8], 0.0f);  // too small: zero, like an all-zero group
+  EXPECT_EQ(q[288 + 3], -127);
 }
 
 // GEMMs take x in blocks that fit in L2 (~256 KiB of prepared x): with 8,192 columns a block

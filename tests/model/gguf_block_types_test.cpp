@@ -164,7 +164,7 @@ PairResult check_pair(const QuantPair& p, const std::filesystem::path& original,
     EXPECT_EQ(tiled_matrices(*qr), 0);
     // Every affine matrix of whole 16-row tiles is tiled where the kernels read tiles.
     const int tileable = count_matrices(*qr, [](const WeightView& v) { return affine_tileable(v); });
-    EXPECT_EQ(tiled_matrices(*q), matmul_prefers_int8_tiles() ? tileable : 0);
+    EXPECT_EQ(tiled_matrices(*q), matmul_prefers_affine_tiles() ? tileable : 0);
     EXPECT_EQ(q->arena.allocated(), qr->arena.allocated()) << "tiling copied a matrix";
     const std::vector<float> lr = prompt_logits(*qr, tokens, DType::kF32, &pool());
     const std::vector<float> first_q(lq.begin(), lq.begin() + vocab), first_r(lr.begin(), lr.begin() + vocab);
@@ -283,7 +283,7 @@ TEST(GgufBlockTypes, DenseTilesMatchRowsToRounding) {
   ASSERT_TRUE(rows.is_ok()) << rows.status().to_string();
   const int tileable = count_matrices(*rows, [](const WeightView& v) { return affine_tileable(v); });
   EXPECT_GT(tileable, 5);
-  EXPECT_EQ(tiled_matrices(*tiles), matmul_prefers_int8_tiles() ? tileable : 0);
+  EXPECT_EQ(tiled_matrices(*tiles), matmul_prefers_affine_tiles() ? tileable : 0);
   EXPECT_EQ(tiled_matrices(*rows), 0);
   EXPECT_EQ(tiles->arena.allocated(), rows->arena.allocated());
   const std::vector<TokenId> all = validation_ids("tinystories-llama-1m");
@@ -300,7 +300,7 @@ TEST(GgufBlockTypes, DenseTilesMatchRowsToRounding) {
   }
   std::printf("dense Q4_1, tiles against rows: worst position rms rel %.2e\n", worst);
   EXPECT_LT(worst, 1e-5);
-  if (matmul_prefers_int8_tiles()) {
+  if (matmul_prefers_affine_tiles()) {
     EXPECT_GT(worst, 0.0) << "the tiles ran the row-major arithmetic";
   }
 }

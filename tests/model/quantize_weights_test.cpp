@@ -20,6 +20,7 @@
 #include "exec/runner.h"
 #include "io/gguf_file.h"
 #include "io/test_file_writers.h"
+#include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/matmul.h"
 #include "kv/contiguous_kv_cache.h"
 #include "model/forward.h"
@@ -413,6 +414,27 @@ void expect_tiled_like_rows(const ModelWeights& tiled, const ModelWeights& rows,
   EXPECT_LE(tiled.arena.allocated(), rows.arena.allocated());
 }
 
+// The logits of a 16-row tile load against a row-major one (logit_diff). On AVX2 both layouts
+// run the group arithmetic (exact group sums, one fma per group): the same bits. On AVX-512 the
+// row-major kernels round x alike and sum the same int products in another fp32 order; an
+// expert flipped by it would show as one large difference, so the bound is on the mean and a
+// loose maximum. Where the row-major matrices run the exact fallback, the difference is the
+// tiles' int8 rounding of x (W4A8 / W8A8 against fp32 activations, 0.03-0.08 mean on these
+// models), so only the mean is held, to that error's order.
+void expect_tiles_close_to_rows(double mean_diff, double max_diff, const WeightView& row_major) {
+  if (cpu_isa() == CpuIsa::kAvx2) {
+    EXPECT_EQ(max_diff, 0.0) << "AVX2 runs both layouts with one arithmetic";
+    return;
+  }
+  EXPECT_GT(max_diff, 0.0) << "the 16-row tiles ran the row-major arithmetic";
+  if (matmul_internal::matmul_quant_avx512_supports(row_major) && cpu_isa() == CpuIsa::kAvx512Bf16) {
+    EXPECT_LT(mean_diff, 1e-3);
+    EXPECT_LT(max_diff, 0.5);
+  } else {
+    EXPECT_LT(mean_diff, 0.15);
+  }
+}
+
 // Logits of two loads of one model: the mean and the largest absolute difference.
 std::pair<double, double> logit_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
@@ -460,16 +482,14 @@ TEST(Int4Tiles, LoadLaysOutTilesWithTheSameOrCloseLogits) {
         continue;
       }
       const auto [mean_diff, max_diff] = logit_diff(a, b);
-      EXPECT_LT(mean_diff, 1e-3);  // fp32 summation order only (the same int products)
-      EXPECT_LT(max_diff, 0.5);
-      EXPECT_GT(max_diff, 0.0) << "the 16-row tiles ran the row-major arithmetic";
+      expect_tiles_close_to_rows(mean_diff, max_diff, rows.lm_head);
     }
   }
-  // Every AVX-512 VNNI CPU runs the 16-row tiles; below it, no tile layout (and the test says so).
-  if (cpu_isa() == CpuIsa::kAvx512Bf16) {
+  // Every AVX2 CPU runs the 16-row tiles; below it, no tile layout (and the test says so).
+  if (static_cast<int>(cpu_isa()) >= static_cast<int>(CpuIsa::kAvx2)) {
     EXPECT_GE(layouts_run, 1);
   } else {
-    GTEST_SKIP() << "no INT4 tile layout runs below AVX-512";
+    GTEST_SKIP() << "no INT4 tile layout runs below AVX2";
   }
   // The kernels' choice is a layout this CPU runs: 16-row tiles wherever they run.
   EXPECT_TRUE(matmul_runs_int4_layout(matmul_int4_layout()));
@@ -497,12 +517,10 @@ TEST(Int8Tiles, LoadLaysOutTilesWithCloseLogits) {
   const std::vector<float> b = batched_then_decode_logits(rows, toks, 16);
   ASSERT_EQ(a.size(), b.size());
   const auto [mean_diff, max_diff] = logit_diff(a, b);
-  // fp32 summation-order differences only (the same int8 products); an expert flipped by them
-  // would show as one large difference, so the bound is on the mean and a loose maximum.
-  EXPECT_LT(mean_diff, 1e-3);
-  EXPECT_LT(max_diff, 0.5);
   if (tiles) {
-    EXPECT_GT(max_diff, 0.0) << "the tiled kernels ran the row-major arithmetic";
+    expect_tiles_close_to_rows(mean_diff, max_diff, rows.lm_head);
+  } else {
+    EXPECT_EQ(max_diff, 0.0);
   }
 }
 

@@ -261,6 +261,7 @@ const AttnTileOps kScalarOps{decode_rows_scalar, scores_scalar,      softmax_upd
 std::string_view attn_path_name(AttnPath path) {
   switch (path) {
     case AttnPath::kScalar: return "scalar";
+    case AttnPath::kAvx2: return "avx2";
     case AttnPath::kAvx512: return "avx512";
     case AttnPath::kAmx: return "amx";
   }
@@ -270,6 +271,7 @@ std::string_view attn_path_name(AttnPath path) {
 bool attention_path_available(AttnPath path) {
   switch (path) {
     case AttnPath::kScalar: return true;
+    case AttnPath::kAvx2: return static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx2);
     case AttnPath::kAvx512: return cpu_isa_hardware() == CpuIsa::kAvx512Bf16;
     case AttnPath::kAmx: return cpu_isa_hardware() == CpuIsa::kAvx512Bf16 && cpu_has_amx_bf16();
   }
@@ -278,12 +280,13 @@ bool attention_path_available(AttnPath path) {
 
 std::vector<AttnPath> attention_paths_available() {
   std::vector<AttnPath> v;
-  for (AttnPath p : {AttnPath::kScalar, AttnPath::kAvx512, AttnPath::kAmx})
+  for (AttnPath p : {AttnPath::kScalar, AttnPath::kAvx2, AttnPath::kAvx512, AttnPath::kAmx})
     if (attention_path_available(p)) v.push_back(p);
   return v;
 }
 
 AttnPath attention_default_path() {
+  if (cpu_isa() == CpuIsa::kAvx2) return AttnPath::kAvx2;
   if (cpu_isa() != CpuIsa::kAvx512Bf16) return AttnPath::kScalar;
   return cpu_use_amx() ? AttnPath::kAmx : AttnPath::kAvx512;
 }
@@ -297,8 +300,9 @@ void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const
   CHECK(num_heads % L.num_kv_heads == 0) << num_heads << " heads over " << L.num_kv_heads;
   if (path == AttnPath::kAmx && !amx_attention_supports(L)) path = AttnPath::kAvx512;
   if (path == AttnPath::kAvx512 && L.head_dim % 16 != 0) path = AttnPath::kScalar;
+  if (path == AttnPath::kAvx2 && L.head_dim % 8 != 0) path = AttnPath::kScalar;
   const bool amx = path == AttnPath::kAmx;
-  const AttnTileOps& ops = path == AttnPath::kAvx512 ? kAvx512Ops : kScalarOps;
+  const AttnTileOps& ops = path == AttnPath::kAvx512 ? kAvx512Ops : path == AttnPath::kAvx2 ? kAvx2Ops : kScalarOps;
   const int group = num_heads / L.num_kv_heads;
   const int hd = L.head_dim;
   // Runs: up to kMaxRun consecutive tokens of one sequence at consecutive positions (a prefill

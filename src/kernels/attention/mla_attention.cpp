@@ -159,7 +159,10 @@ void paged_mla_attention(const KvView& kv, int layer, const float* q, int num_he
   const KvLayout& L = kv.layout;
   const int C = value_dim, R = L.latent_dim - value_dim, D = L.latent_dim;
   const bool avx512 = cpu_isa() == CpuIsa::kAvx512Bf16 && C % 16 == 0 && R % 16 == 0;
-  const AttnTileOps& ops = avx512 ? attention_internal::kAvx512Ops : attention_internal::kScalarOps;
+  const bool avx2 = cpu_isa() == CpuIsa::kAvx2 && C % 8 == 0 && R % 8 == 0;
+  const AttnTileOps& ops = avx512 ? attention_internal::kAvx512Ops
+                           : avx2 ? attention_internal::kAvx2Ops
+                                  : attention_internal::kScalarOps;
   const int num_chunks = (num_heads + kMaxGroupChunk - 1) / kMaxGroupChunk;
   const int64_t items = static_cast<int64_t>(positions.size()) * num_chunks;
   auto run = [&](int64_t begin, int64_t end) {

@@ -50,14 +50,17 @@ struct AttnTileOps {
 };
 
 extern const AttnTileOps kScalarOps;
+// Requires cpu_isa_hardware() >= kAvx2 and head_dim % 8 == 0 (attention/attention_avx2.cpp).
+extern const AttnTileOps kAvx2Ops;
 // Requires cpu_isa_hardware() >= kAvx512Bf16 and head_dim % 16 == 0.
 extern const AttnTileOps kAvx512Ops;
 
 // The implementations paged_attention() chooses from. kAmx (attention/attention_amx.cpp) takes BF16 and
 // FP8 layouts with head_dim % 32 == 0 (amx_attention_supports) and hands any other layout to
-// kAvx512; kAvx512 hands head_dim % 16 != 0 to kScalar. The paths give different bits, so a
-// process uses one per layout: kAmx where cpu_use_amx(), else kAvx512 where cpu_isa() allows.
-enum class AttnPath : uint8_t { kScalar, kAvx512, kAmx };
+// kAvx512; kAvx512 hands head_dim % 16 != 0 to kScalar, and kAvx2 hands head_dim % 8 != 0 to
+// kScalar. The paths give different bits, so a process uses one per layout: kAmx where
+// cpu_use_amx(), else kAvx512 or kAvx2 as cpu_isa() allows.
+enum class AttnPath : uint8_t { kScalar, kAvx2, kAvx512, kAmx };
 std::string_view attn_path_name(AttnPath path);
 // Whether this machine can run `path`; every such path (tests run each); the one
 // paged_attention() uses.

@@ -55,6 +55,7 @@
 #include "kernels/internal/align.h"
 #include "kernels/internal/amx_tile.h"
 #include "kernels/internal/hsum_avx512.h"
+#include "kernels/internal/int8t_x.h"
 #include "kernels/internal/matmul_affine.h"
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/internal/scratch_slots.h"
@@ -87,27 +88,7 @@ inline bool half_float(DType t) { return t == DType::kBF16 || t == DType::kF16; 
 inline int64_t fp8_x_stride(int64_t cols) { return (cols + kFp8Step - 1) / kFp8Step * kFp8StepBytes; }
 inline int64_t int4_x_stride(int64_t cols) { return (cols + kInt4Chunk - 1) / kInt4Chunk * kInt4ChunkBytes; }
 inline int64_t int8_x_stride(int64_t cols) { return (cols + kInt8Step - 1) / kInt8Step * kInt8StepBytes; }
-// INT8 and INT4 in 16-row tiles: x is prepared in blocks of 16 rows (int8t_x_row), each
-// 16 * int8t_x_stride(cols) bytes: per group g, the 16 rows' 32 int8 q (row t's at g * 512 +
-// 32 t: one AMX A tile of 512 contiguous bytes), then the rows' fp32 x scales [16][groups], then
-// 128 * each group's sum of q [16][groups] (the start of the sums against the code + 128
-// weights). A buffer of n rows holds whole blocks (int8t_x_bytes).
-inline int64_t int8t_x_stride(int64_t cols) { return (cols + 8 * (cols / 32) + 63) / 64 * 64; }
-inline int64_t int8t_x_bytes(int64_t cols, int64_t n) { return (n + 15) / 16 * 16 * int8t_x_stride(cols); }
-struct Int8tXRow {
-  const int32_t* q;   // the row's q of group g at q + 128 g (4 bytes each)
-  const float* xs;    // its x scale of group g at xs[g]
-  const int32_t* xc;  // 128 * its group g's sum of q at xc[g]
-};
-// Row i of a prepared buffer xp (x_stride = int8t_x_stride(cols)). The rows from n to the end
-// of the last block are zeros (prepare_x_int8t_pad): an AMX pass over the whole block adds
-// nothing from them.
-inline Int8tXRow int8t_x_row(const uint8_t* xp, int64_t x_stride, int64_t cols, int64_t i) {
-  const uint8_t* block = xp + i / 16 * 16 * x_stride;
-  const int64_t t = i % 16, groups = cols / 32;
-  return {reinterpret_cast<const int32_t*>(block + 32 * t), reinterpret_cast<const float*>(block + 16 * cols) + t * groups,
-          reinterpret_cast<const int32_t*>(block + 16 * cols + 64 * groups) + t * groups};
-}
+// INT8 and INT4 in 16-row tiles: x as kernels/internal/int8t_x.h lays it out.
 inline int64_t x_stride(const WeightView& w) {
   if (w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16) return int8t_x_stride(w.cols);
   if (w.layout == WeightLayout::kAffineTiles16) return affine_tiles_x_stride(w.dtype, w.cols);

@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "kernels/internal/align.h"
 #include "kernels/internal/matmul_isa.h"
+#include "kernels/internal/matmul_quant_avx2.h"
 #include "kernels/internal/matmul_quant_avx512.h"
 #include "kernels/internal/matmul_quant_fallback.h"
 #include "kernels/internal/scratch_slots.h"
@@ -103,9 +104,9 @@ namespace {
 // One product ready to run over any range of its output rows.
 struct RowsJob {
   const MatmulJob* job = nullptr;
-  enum class Kind { kPlain, kQuantAvx512, kQuantFallback } kind = Kind::kPlain;
+  enum class Kind { kPlain, kQuantAvx512, kQuantAvx2, kQuantFallback } kind = Kind::kPlain;
   MatmulRowsFn fn = nullptr;       // kPlain
-  const uint8_t* xp = nullptr;     // kQuantAvx512: prepared activations
+  const uint8_t* xp = nullptr;     // kQuantAvx512, kQuantAvx2: prepared activations
   int64_t row_cost = 1;            // byte-equivalents per output row (see run_jobs)
 
   // Rows [r_begin, r_end) on a thread whose scratch is ws.
@@ -114,6 +115,7 @@ struct RowsJob {
     switch (kind) {
       case Kind::kPlain: return fn(j.w, j.x, j.n, j.y, r_begin, r_end);
       case Kind::kQuantAvx512: return matmul_quant_avx512_rows(j.w, xp, j.n, j.y, r_begin, r_end, ws);
+      case Kind::kQuantAvx2: return matmul_quant_avx2_rows(j.w, xp, j.n, j.y, r_begin, r_end);
       case Kind::kQuantFallback: return matmul_quant_fallback_rows(j.w, j.x, j.n, j.y, r_begin, r_end);
     }
   }
@@ -188,6 +190,7 @@ constexpr int64_t kPrepareRows = 16;
 struct PrepareJob {
   const MatmulJob* job;
   uint8_t* xp;
+  bool avx2;  // the AVX2 tile kernels' preparation, else the AVX-512 kernels'
 };
 
 void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
@@ -204,8 +207,12 @@ void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
       const MatmulJob& j = *p.job;
       const int64_t count = (j.n + kPrepareRows - 1) / kPrepareRows;
       for (int64_t k = std::max(u_begin - u, int64_t{0}); k < std::min(count, u_end - u); ++k) {
-        matmul_quant_avx512_prepare_rows(j.w, j.x, j.n, k * kPrepareRows, std::min(j.n, (k + 1) * kPrepareRows), p.xp,
-                                         ws);
+        const int64_t i0 = k * kPrepareRows, i1 = std::min(j.n, (k + 1) * kPrepareRows);
+        if (p.avx2) {
+          matmul_quant_avx2_prepare_rows(j.w, j.x, j.n, i0, i1, p.xp);
+        } else {
+          matmul_quant_avx512_prepare_rows(j.w, j.x, j.n, i0, i1, p.xp, ws);
+        }
       }
       u += count;
     }
@@ -227,13 +234,20 @@ bool matmul_runs_int4_layout(WeightLayout layout) {
   switch (layout) {
     case WeightLayout::kRows: return true;
     case WeightLayout::kInt4Tiles8: return matmul_internal::matmul_quant_avx512_int4_tiles_supported();
-    case WeightLayout::kInt4Tiles16: return matmul_internal::matmul_quant_avx512_int8_tiles_supported();
+    case WeightLayout::kInt4Tiles16:
+      return matmul_internal::matmul_quant_avx512_int8_tiles_supported() ||
+             matmul_internal::matmul_quant_avx2_tiles_supported();
     default: return false;
   }
 }
 
 
-bool matmul_prefers_int8_tiles() { return matmul_internal::matmul_quant_avx512_int8_tiles_supported(); }
+bool matmul_prefers_int8_tiles() {
+  return matmul_internal::matmul_quant_avx512_int8_tiles_supported() ||
+         matmul_internal::matmul_quant_avx2_tiles_supported();
+}
+
+bool matmul_prefers_affine_tiles() { return matmul_internal::matmul_quant_avx512_int8_tiles_supported(); }
 
 bool matmul_fp8_on_amx(AmxUse use) {
   return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx(use);
@@ -256,12 +270,16 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
     RowsJob r;
     r.job = &j;
     if (matmul_quant_fallback_supports(w.dtype)) {
-      // FP8 / INT4 weights: the AVX-512 kernel where it applies, else the reference-decoding
-      // fallback.
+      // FP8 / INT4 / INT8 / affine weights: the AVX-512 kernel where it applies, the AVX2 one
+      // for the 16-row tile layouts (the same bits), else the reference-decoding fallback.
       if (isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
         r.kind = RowsJob::Kind::kQuantAvx512;
         r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
         x_bytes += (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
+      } else if (isa >= CpuIsa::kAvx2 && matmul_quant_avx2_supports(w)) {
+        r.kind = RowsJob::Kind::kQuantAvx2;
+        r.row_cost = matmul_quant_avx2_row_cost(w, j.n);
+        x_bytes += (matmul_quant_avx2_x_bytes(w, j.n) + 63) / 64 * 64;
       } else {
         r.kind = RowsJob::Kind::kQuantFallback;
         r.row_cost = matmul_quant_fallback_row_cost(w, j.n);
@@ -292,17 +310,22 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
     uint8_t* at = kernels_internal::align64(buf.get());
     std::vector<PrepareJob> to_prepare;
     for (RowsJob& r : run) {
-      if (r.kind != RowsJob::Kind::kQuantAvx512) continue;
+      const bool avx2 = r.kind == RowsJob::Kind::kQuantAvx2;
+      if (r.kind != RowsJob::Kind::kQuantAvx512 && !avx2) continue;
       for (const PrepareJob& p : to_prepare) {
-        if (p.job->x == r.job->x && p.job->n == r.job->n && matmul_quant_avx512_same_x_layout(p.job->w, r.job->w)) {
+        // The AVX2 kernels' layouts all read one preparation (kernels/internal/int8t_x.h).
+        const bool same = avx2 ? p.avx2 && p.job->w.cols == r.job->w.cols
+                               : !p.avx2 && matmul_quant_avx512_same_x_layout(p.job->w, r.job->w);
+        if (p.job->x == r.job->x && p.job->n == r.job->n && same) {
           r.xp = p.xp;
           break;
         }
       }
       if (r.xp != nullptr) continue;
-      to_prepare.push_back({r.job, at});
+      to_prepare.push_back({r.job, at, avx2});
       r.xp = at;
-      at += (matmul_quant_avx512_x_bytes(r.job->w, r.job->n) + 63) / 64 * 64;
+      at += ((avx2 ? matmul_quant_avx2_x_bytes(r.job->w, r.job->n) : matmul_quant_avx512_x_bytes(r.job->w, r.job->n)) +
+             63) / 64 * 64;
     }
     prepare_x(to_prepare, pool);
   }

@@ -20,6 +20,8 @@
 // GCC 12 false positives on the intrinsics' placeholders (see matmul_avx512.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#include <cmath>
+
 #include "kernels/internal/matmul_quant_avx512_kernels.h"
 
 namespace densa::matmul_internal {
@@ -60,13 +62,13 @@ DENSA_TARGET_AVX512_QUANT_INLINE void quantize_x128(const float* x, int64_t cols
       bad |= _mm512_cmp_ps_mask(av, inf, _CMP_NLT_UQ);  // inf or NaN
       amax = _mm512_max_ps(amax, av);
     }
-    const float m = _mm512_reduce_max_ps(amax);
-    if (bad != 0 || m == 0.0f) {
+    const float m = _mm512_reduce_max_ps(amax), inv_m = 127.0f / m;
+    if (bad != 0 || !std::isfinite(inv_m)) {  // NaN / inf in the block; all zero, or too small
       sx[b] = bad != 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
       std::memset(q + 32 * b, 0, 32);
       continue;
     }
-    const __m512 inv = _mm512_set1_ps(127.0f / m);
+    const __m512 inv = _mm512_set1_ps(inv_m);
     sx[b] = m / 127.0f;
     for (int h = 0; h < 2; ++h) {
       __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(v[h], inv));  // MXCSR default: half to even
