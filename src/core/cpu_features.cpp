@@ -25,9 +25,7 @@ bool cpu_has_f16c() {
 #endif
 }
 
-}  // namespace
-
-CpuIsa cpu_isa_hardware() {
+CpuIsa detect_isa() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -40,6 +38,15 @@ CpuIsa cpu_isa_hardware() {
   }
 #endif
   return CpuIsa::kScalar;
+}
+
+}  // namespace
+
+// Cached: the kernels' dispatch asks on every product, and CPUID (cpu_has_f16c) exits to the
+// hypervisor in a VM.
+CpuIsa cpu_isa_hardware() {
+  static const CpuIsa isa = detect_isa();
+  return isa;
 }
 
 CpuIsa cpu_isa() {

@@ -10,7 +10,7 @@ enum class CpuIsa { kScalar = 0, kAvx2 = 1, kAvx512Bf16 = 2 };
 
 // Highest level this CPU supports (cached after the first call), capped by DENSA_ISA.
 CpuIsa cpu_isa();
-// Highest level the hardware supports, ignoring DENSA_ISA.
+// Highest level the hardware supports, ignoring DENSA_ISA (cached after the first call).
 CpuIsa cpu_isa_hardware();
 std::string_view cpu_isa_name(CpuIsa isa);
 

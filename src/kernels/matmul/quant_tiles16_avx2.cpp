@@ -69,7 +69,10 @@ struct Int4Tiles {
   DENSA_TARGET_AVX2_F16C_INLINE static __m256 scales(const uint8_t* chunk, int g, int h) {
     return load_scales8<kF16>(chunk + 4 * kInt4Tile16GroupBytes + 32 * g + 16 * h);
   }
-  static int32_t offset(int32_t xc) { return -(xc >> 4); }  // -8 * sum(q), exact
+  // -8 * sum(q) from the prepared 128 * sum(q) (exact: a multiple of 16), as a vector.
+  DENSA_TARGET_AVX2_F16C_INLINE static __m256i offset(const int32_t* xc) {
+    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_srai_epi32(_mm256_set1_epi32(*xc), 4));
+  }
   // Vector m of a group: low nibbles are columns 4 m .. 4 m + 3 (step m), high nibbles columns
   // 16 + 4 m .. (step m + 4).
   template <int T, int H>
@@ -90,8 +93,10 @@ struct Int4Tiles {
         const __m256i lo = _mm256_and_si256(p, low), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), low);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          s16[t][h] = _mm256_add_epi16(s16[t][h], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(xq[t][m])));
-          s16[t][h] = _mm256_add_epi16(s16[t][h], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xq[t][m + 4])));
+          // Saturating adds, which never saturate here (the bound above), give the plain sums;
+          // unlike plain adds GCC does not reassociate them into a tree over all the products.
+          s16[t][h] = _mm256_adds_epi16(s16[t][h], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(xq[t][m])));
+          s16[t][h] = _mm256_adds_epi16(s16[t][h], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xq[t][m + 4])));
         }
       }
     }
@@ -112,7 +117,7 @@ struct Int8Tiles {
   DENSA_TARGET_AVX2_F16C_INLINE static __m256 scales(const uint8_t* chunk, int g, int h) {
     return load_scales8<true>(chunk + 4 * kInt8TileGroupBytes + 32 * g + 16 * h);
   }
-  static int32_t offset(int32_t) { return 0; }  // the codes are made signed
+  DENSA_TARGET_AVX2_F16C_INLINE static __m256i offset(const int32_t*) { return _mm256_setzero_si256(); }  // signed codes
   // Vector j of a group: columns 4 j .. 4 j + 3 (step j), stored + 128.
   template <int T, int H>
   DENSA_TARGET_AVX2_F16C_INLINE static void sums(const uint8_t* group, int h0, const int32_t* const (&xq)[T],
@@ -140,9 +145,11 @@ struct Int8Tiles {
   }
 };
 
-// T x rows from i0 against halves h0 .. h0 + H - 1 of 16-row tile t16.
+// T x rows from i0 against halves h0 .. h0 + H - 1 of 16-row tile t16. no-tree-reassoc: GCC
+// otherwise turns a group's chain of int32 adds (INT8) into a tree over all its products, which
+// keeps them all live and spilled most of them to the stack.
 template <class L, int T, int H>
-DENSA_TARGET_AVX2_F16C void tile_block(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t t16,
+__attribute__((optimize("no-tree-reassoc"))) DENSA_TARGET_AVX2_F16C void tile_block(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t t16,
                                        int h0, int64_t i0) {
   const uint8_t* tile = L::tile(w, t16);
   const int64_t chunks = w.cols / 128;
@@ -157,7 +164,7 @@ DENSA_TARGET_AVX2_F16C void tile_block(const WeightView& w, const uint8_t* xp, i
   }
   for (int64_t c = 0; c < chunks; ++c) {
     const uint8_t* ch = tile + c * L::kChunkBytes;
-#pragma GCC unroll 4
+#pragma GCC unroll 1
     for (int g = 0; g < 4; ++g) {
       const int64_t gg = c * 4 + g;
       const int32_t* xq[T];
@@ -170,7 +177,7 @@ DENSA_TARGET_AVX2_F16C void tile_block(const WeightView& w, const uint8_t* xp, i
         const __m256 ws = L::scales(ch, g, h0 + h);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          const __m256i sum = _mm256_add_epi32(s[t][h], _mm256_set1_epi32(L::offset(rows[t].xc[gg])));
+          const __m256i sum = _mm256_add_epi32(s[t][h], L::offset(rows[t].xc + gg));
           acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(ws, _mm256_set1_ps(rows[t].xs[gg])),
                                       acc[t][h]);
         }
