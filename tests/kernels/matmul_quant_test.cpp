@@ -876,5 +876,38 @@ TEST(MatmulMany, SharedXAndParallelPreparationChangeNoResult) {
   }
 }
 
+// The AVX2 kernels in matmul_many: the 16-row tile layouts and row-major INT4 / INT8 of one x
+// share one prepared copy (one layout, kernels/internal/int8t_x.h), a product of another x
+// prepares its own, and an FP8 product between them takes the fallback; the preparation runs
+// split over the pool. Every output equals the one-product, one-thread matmul bit for bit.
+TEST(MatmulMany, Avx2SharedXAndParallelPreparationChangeNoResult) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2";
+  const int64_t n = 100, cols = 1024;
+  const QuantMatrix a = random_int4_f16(96, cols, 32, 81), b = random_int8(48, cols, 82), c = random_int4(40, cols, 32, 83);
+  const QuantMatrix d = random_int8(32, cols, 84), e = random_fp8(24, cols, 85);
+  std::vector<uint8_t> sa, sb;
+  const WeightView ta = int4_group_tile16(a.view, testing::aligned_bytes(sa, int4_group_tile8_bytes(a.view)));
+  const WeightView tb = int8_group_tile16(b.view, testing::aligned_bytes(sb, int8_group_tile16_bytes(b.view)));
+  const std::vector<float> x = random_x(n, cols, 86), x2 = random_x(n, cols, 87);
+  const WeightView views[5] = {ta, tb, c.view, d.view, e.view};
+  const float* xs[5] = {x.data(), x.data(), x.data(), x2.data(), x.data()};
+  std::vector<std::vector<float>> want;
+  for (int j = 0; j < 5; ++j) {
+    want.emplace_back(static_cast<size_t>(n * views[j].rows));
+    matmul_internal::matmul_with_isa(CpuIsa::kAvx2, views[j], xs[j], n, want[j].data(), nullptr);
+  }
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<std::vector<float>> got;
+    std::vector<MatmulJob> jobs;
+    for (int j = 0; j < 5; ++j) got.emplace_back(want[j].size(), -7.0f);
+    for (int j = 0; j < 5; ++j) jobs.push_back({views[j], xs[j], n, got[j].data()});
+    matmul_internal::matmul_many_with_isa(CpuIsa::kAvx2, jobs, &pool);
+    for (int j = 0; j < 5; ++j) {
+      ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), want[j].size() * 4)) << "threads " << threads << " job " << j;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace densa

@@ -145,12 +145,33 @@ struct Int8Tiles {
   }
 };
 
-// T x rows from i0 against halves h0 .. h0 + H - 1 of 16-row tile t16. no-tree-reassoc: GCC
-// otherwise turns a group's chain of int32 adds (INT8) into a tree over all its products, which
-// keeps them all live and spilled most of them to the stack.
+// Group g of chunk c (at ch) against T x rows: the exact sums, then one fma per output.
 template <class L, int T, int H>
-__attribute__((optimize("no-tree-reassoc"))) DENSA_TARGET_AVX2_F16C void tile_block(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t t16,
-                                       int h0, int64_t i0) {
+DENSA_TARGET_AVX2_F16C_INLINE void tile_group(const uint8_t* ch, int64_t c, int g, int h0, const Int8tXRow (&rows)[T],
+                                              __m256 (&acc)[T][H]) {
+  const int64_t gg = c * 4 + g;
+  const int32_t* xq[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) xq[t] = rows[t].q + 128 * gg;
+  __m256i s[T][H];
+  L::template sums<T, H>(ch + g * L::kGroupBytes, h0, xq, s);
+#pragma GCC unroll 2
+  for (int h = 0; h < H; ++h) {
+    const __m256 ws = L::scales(ch, g, h0 + h);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256i sum = _mm256_add_epi32(s[t][h], L::offset(rows[t].xc + gg));
+      acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(ws, _mm256_set1_ps(rows[t].xs[gg])), acc[t][h]);
+    }
+  }
+}
+
+// T x rows from i0 against halves h0 .. h0 + H - 1 of 16-row tile t16; kUnroll: a chunk's four
+// groups unrolled (the decode GEMV, one x row: measured faster so), else a loop (the GEMM's
+// wider register state spills when unrolled).
+template <class L, int T, int H, bool kUnroll>
+DENSA_TARGET_AVX2_F16C_INLINE void tile_body(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y,
+                                             int64_t t16, int h0, int64_t i0) {
   const uint8_t* tile = L::tile(w, t16);
   const int64_t chunks = w.cols / 128;
   Int8tXRow rows[T];
@@ -164,24 +185,14 @@ __attribute__((optimize("no-tree-reassoc"))) DENSA_TARGET_AVX2_F16C void tile_bl
   }
   for (int64_t c = 0; c < chunks; ++c) {
     const uint8_t* ch = tile + c * L::kChunkBytes;
+    if constexpr (kUnroll) {
+      tile_group<L, T, H>(ch, c, 0, h0, rows, acc);
+      tile_group<L, T, H>(ch, c, 1, h0, rows, acc);
+      tile_group<L, T, H>(ch, c, 2, h0, rows, acc);
+      tile_group<L, T, H>(ch, c, 3, h0, rows, acc);
+    } else {
 #pragma GCC unroll 1
-    for (int g = 0; g < 4; ++g) {
-      const int64_t gg = c * 4 + g;
-      const int32_t* xq[T];
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) xq[t] = rows[t].q + 128 * gg;
-      __m256i s[T][H];
-      L::template sums<T, H>(ch + g * L::kGroupBytes, h0, xq, s);
-#pragma GCC unroll 2
-      for (int h = 0; h < H; ++h) {
-        const __m256 ws = L::scales(ch, g, h0 + h);
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          const __m256i sum = _mm256_add_epi32(s[t][h], L::offset(rows[t].xc + gg));
-          acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(ws, _mm256_set1_ps(rows[t].xs[gg])),
-                                      acc[t][h]);
-        }
-      }
+      for (int g = 0; g < 4; ++g) tile_group<L, T, H>(ch, c, g, h0, rows, acc);
     }
   }
 #pragma GCC unroll 4
@@ -191,13 +202,27 @@ __attribute__((optimize("no-tree-reassoc"))) DENSA_TARGET_AVX2_F16C void tile_bl
   }
 }
 
+// The GEMM's blocks. no-tree-reassoc: GCC otherwise turns a group's chain of int32 adds (INT8)
+// into a tree over all its products, which keeps them all live and spilled most of them.
+template <class L, int T>
+__attribute__((optimize("no-tree-reassoc"))) DENSA_TARGET_AVX2_F16C void tile_gemm(
+    const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t t16, int h, int64_t i0) {
+  tile_body<L, T, 1, false>(w, xp, x_stride, y, t16, h, i0);
+}
+
+// The decode GEMV: one x row against both halves, so each 64-byte line is read once.
+template <class L>
+DENSA_TARGET_AVX2_F16C void tile_gemv(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t t16) {
+  tile_body<L, 1, 2, true>(w, xp, x_stride, y, t16, 0, 0);
+}
+
 template <class L>
 DENSA_TARGET_AVX2_F16C void layout_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
                                         int64_t r_end) {
   CHECK(r_begin % 16 == 0 && r_end % 16 == 0) << "16-row tiles: rows " << r_begin << ".." << r_end;
   const int64_t stride = int8t_x_stride(w.cols);
   if (n == 1) {
-    for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) tile_block<L, 1, 2>(w, xp, stride, y, t16, 0, 0);
+    for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) tile_gemv<L>(w, xp, stride, y, t16);
     return;
   }
   const int64_t block = std::max<int64_t>(kTileX, kXBlockBytes / stride / kTileX * kTileX);
@@ -206,8 +231,8 @@ DENSA_TARGET_AVX2_F16C void layout_rows(const WeightView& w, const uint8_t* xp, 
     for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) {
       for (int h = 0; h < 2; ++h) {
         int64_t i = b0;
-        for (; i + 4 <= b1; i += 4) tile_block<L, 4, 1>(w, xp, stride, y, t16, h, i);
-        for (; i < b1; ++i) tile_block<L, 1, 1>(w, xp, stride, y, t16, h, i);
+        for (; i + 4 <= b1; i += 4) tile_gemm<L, 4>(w, xp, stride, y, t16, h, i);
+        for (; i < b1; ++i) tile_gemm<L, 1>(w, xp, stride, y, t16, h, i);
       }
     }
   }
