@@ -204,8 +204,13 @@ DENSA_TARGET_AVX2_F16C_INLINE void tile_body(const WeightView& w, const uint8_t*
 
 // The GEMM's blocks. no-tree-reassoc: GCC otherwise turns a group's chain of int32 adds (INT8)
 // into a tree over all its products, which keeps them all live and spilled most of them.
+#if defined(__clang__)
+#define DENSA_NO_TREE_REASSOC
+#else
+#define DENSA_NO_TREE_REASSOC __attribute__((optimize("no-tree-reassoc")))
+#endif
 template <class L, int T>
-__attribute__((optimize("no-tree-reassoc"))) DENSA_TARGET_AVX2_F16C void tile_gemm(
+DENSA_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void tile_gemm(
     const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t t16, int h, int64_t i0) {
   tile_body<L, T, 1, false>(w, xp, x_stride, y, t16, h, i0);
 }
