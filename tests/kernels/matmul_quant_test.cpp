@@ -841,6 +841,27 @@ TEST(MatmulMany, EqualsOneMatmulPerJob) {
   }
 }
 
+// matmul_many over the 5 products (views[j] . xs[j], n rows each) on 1, 2 and 3 threads gives
+// each one's one-product, one-thread matmul bit for bit, at `isa`.
+void expect_many_equals_single(CpuIsa isa, const WeightView (&views)[5], const float* const (&xs)[5], int64_t n) {
+  std::vector<std::vector<float>> want;
+  for (int j = 0; j < 5; ++j) {
+    want.emplace_back(static_cast<size_t>(n * views[j].rows));
+    matmul_internal::matmul_with_isa(isa, views[j], xs[j], n, want[j].data(), nullptr);
+  }
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<std::vector<float>> got;
+    std::vector<MatmulJob> jobs;
+    for (int j = 0; j < 5; ++j) got.emplace_back(want[j].size(), -7.0f);
+    for (int j = 0; j < 5; ++j) jobs.push_back({views[j], xs[j], n, got[j].data()});
+    matmul_internal::matmul_many_with_isa(isa, jobs, &pool);
+    for (int j = 0; j < 5; ++j) {
+      ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), want[j].size() * 4)) << "threads " << threads << " job " << j;
+    }
+  }
+}
+
 // Products of one x (Q, K, V; gate, up) share its prepared activations, and prefill-sized
 // preparation runs split over the pool: every output equals the one-product, one-thread matmul
 // bit for bit, on each FP8 path, with a same-x product of another dtype (its own layout) and
@@ -856,23 +877,8 @@ TEST(MatmulMany, SharedXAndParallelPreparationChangeNoResult) {
     const AmxUse use = testing::amx_use(amx);
     const WeightView views[5] = {with_amx(q.view, use), with_amx(k.view, use), i4.view, with_amx(other.view, use),
                                  with_amx(v.view, use)};
-    std::vector<std::vector<float>> want;
-    for (int j = 0; j < 5; ++j) {
-      want.emplace_back(static_cast<size_t>(n * views[j].rows));
-      matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, views[j], xs[j], n, want[j].data(), nullptr);
-    }
-    for (int threads : {1, 2, 3}) {
-      ThreadPool pool(threads);
-      std::vector<std::vector<float>> got;
-      std::vector<MatmulJob> jobs;
-      for (int j = 0; j < 5; ++j) got.emplace_back(want[j].size(), -7.0f);
-      for (int j = 0; j < 5; ++j) jobs.push_back({views[j], xs[j], n, got[j].data()});
-      matmul_internal::matmul_many_with_isa(CpuIsa::kAvx512Bf16, jobs, &pool);
-      for (int j = 0; j < 5; ++j) {
-        ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), want[j].size() * 4))
-            << (amx ? "amx" : "vdpbf16ps") << " threads " << threads << " job " << j;
-      }
-    }
+    SCOPED_TRACE(amx ? "amx" : "vdpbf16ps");
+    expect_many_equals_single(CpuIsa::kAvx512Bf16, views, xs, n);
   }
 }
 
@@ -891,22 +897,7 @@ TEST(MatmulMany, Avx2SharedXAndParallelPreparationChangeNoResult) {
   const std::vector<float> x = random_x(n, cols, 86), x2 = random_x(n, cols, 87);
   const WeightView views[5] = {ta, tb, c.view, d.view, e.view};
   const float* xs[5] = {x.data(), x.data(), x.data(), x2.data(), x.data()};
-  std::vector<std::vector<float>> want;
-  for (int j = 0; j < 5; ++j) {
-    want.emplace_back(static_cast<size_t>(n * views[j].rows));
-    matmul_internal::matmul_with_isa(CpuIsa::kAvx2, views[j], xs[j], n, want[j].data(), nullptr);
-  }
-  for (int threads : {1, 2, 3}) {
-    ThreadPool pool(threads);
-    std::vector<std::vector<float>> got;
-    std::vector<MatmulJob> jobs;
-    for (int j = 0; j < 5; ++j) got.emplace_back(want[j].size(), -7.0f);
-    for (int j = 0; j < 5; ++j) jobs.push_back({views[j], xs[j], n, got[j].data()});
-    matmul_internal::matmul_many_with_isa(CpuIsa::kAvx2, jobs, &pool);
-    for (int j = 0; j < 5; ++j) {
-      ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), want[j].size() * 4)) << "threads " << threads << " job " << j;
-    }
-  }
+  expect_many_equals_single(CpuIsa::kAvx2, views, xs, n);
 }
 
 }  // namespace
