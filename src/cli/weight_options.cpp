@@ -19,16 +19,17 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
                   "copy; the embeddings stay as stored");
   cmd->add_option("--int4-layout", args.int4_layout,
                   "INT4 g32 matrices (and GGUF Q4_0) in memory: tiles (the fastest tiles here: tiles16 where "
-                  "AVX-512 VNNI with BF16 runs, else tiles8) | tiles16 (16-row tiles: exact group sums, GEMMs on "
-                  "AMX-INT8, AVX-512 VNNI without it) | tiles8 (8-row tiles the AVX-512 kernel with GFNI "
-                  "streams in one pass) | rows (row-major). rows and tiles8 give the same results, tiles16 "
-                  "rounds differently")
+                  "AVX-512 VNNI with BF16 or AVX2 runs, else tiles8) | tiles16 (16-row tiles: exact group sums, "
+                  "GEMMs on AMX-INT8, AVX-512 VNNI without it, AVX2 without AVX-512) | tiles8 (8-row tiles the "
+                  "AVX-512 kernel with GFNI streams in one pass) | rows (row-major). rows and tiles8 give the same "
+                  "results, tiles16 rounds differently (on AVX2 without AVX-512, rows runs tiles16's arithmetic)")
       ->check(CLI::IsMember({"tiles", "tiles16", "tiles8", "rows"}))
       ->capture_default_str();
   cmd->add_option("--int8-layout", args.int8_layout,
                   "W8A8 matrices (GGUF Q8_0, and the K-quant / IQ4 / MXFP4 forms of --ggml-blocks) in memory: "
-                  "tiles (16-row tiles: exact sums per group on AVX-512 VNNI, GEMMs on AMX-INT8 where the CPU "
-                  "has it) | rows (row-major, the per-lane kernels: results differ in rounding)")
+                  "tiles (16-row tiles: exact sums per group on AVX-512 VNNI or AVX2, GEMMs on AMX-INT8 where the "
+                  "CPU has it) | rows (row-major, the per-lane kernels: results differ in rounding; on AVX2 without "
+                  "AVX-512 Q8_0 rows run the tiles' arithmetic)")
       ->check(CLI::IsMember({"tiles", "rows"}))
       ->capture_default_str();
   cmd->add_option("--ggml-blocks", args.ggml_blocks,
