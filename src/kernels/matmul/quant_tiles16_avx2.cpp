@@ -59,7 +59,7 @@ DENSA_TARGET_AVX2_F16C_INLINE __m256 load_scales8(const uint8_t* p) {
 //   sums<T, H>(group, h0, xq, s)  the int32 sums of halves h0 .. h0 + H - 1 of a group against
 //                              T x rows (xq[t]: the row's q of the group, 4 bytes per step),
 //                              before the offset;
-//   offset(xc)                 what to add to a sum, from the prepared 128 * sum(q).
+//   offset(xc)                 the vector to add to a sum, from the prepared 128 * sum(q) at xc.
 template <bool kF16>
 struct Int4Tiles {
   static const uint8_t* tile(const WeightView& w, int64_t t) {
