@@ -3,7 +3,7 @@
 // degree-7 polynomial, the same clamp to [-104, 104]; a NaN lane gives 0). AVX2 has no
 // vscalefps: 2^n is applied as two exact powers, 2^(n >> 1) then 2^(n - (n >> 1)), each a normal
 // float for |n| <= 150, so only the second product rounds, as vscalefps rounds once: the lanes
-// equal exp_ps's bit for bit (tests/kernels/activation_test.cpp).
+// equal exp_ps's bit for bit (tests/kernels/exp_test.cpp).
 #include <immintrin.h>
 
 #include "kernels/internal/target.h"

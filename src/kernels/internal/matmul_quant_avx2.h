@@ -15,7 +15,7 @@
 
 namespace densa::matmul_internal {
 
-// True when w is INT8 or INT4 with one scale per 32 columns (f16 or bf16; INT8 tiles: f16), in
+// True when w is INT8 or INT4 with one scale per 32 columns (INT4: f16 or bf16; INT8: f16), in
 // kInt8Tiles16 / kInt4Tiles16 or row-major, and the CPU has AVX2 with FMA and F16C.
 bool matmul_quant_avx2_supports(const WeightView& w);
 // Whether this CPU runs the 16-row tile layouts on AVX2.

@@ -107,6 +107,7 @@ struct RowsJob {
   enum class Kind { kPlain, kQuantAvx512, kQuantAvx2, kQuantFallback } kind = Kind::kPlain;
   MatmulRowsFn fn = nullptr;       // kPlain
   const uint8_t* xp = nullptr;     // kQuantAvx512, kQuantAvx2: prepared activations
+  int64_t xp_bytes = 0;            // their size, rounded up to 64 bytes
   int64_t row_cost = 1;            // byte-equivalents per output row (see run_jobs)
 
   // Rows [r_begin, r_end) on a thread whose scratch is ws.
@@ -275,11 +276,11 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
       if (isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
         r.kind = RowsJob::Kind::kQuantAvx512;
         r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
-        x_bytes += (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
+        r.xp_bytes = (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
       } else if (isa >= CpuIsa::kAvx2 && matmul_quant_avx2_supports(w)) {
         r.kind = RowsJob::Kind::kQuantAvx2;
         r.row_cost = matmul_quant_avx2_row_cost(w, j.n);
-        x_bytes += (matmul_quant_avx2_x_bytes(w, j.n) + 63) / 64 * 64;
+        r.xp_bytes = (matmul_quant_avx2_x_bytes(w, j.n) + 63) / 64 * 64;
       } else {
         r.kind = RowsJob::Kind::kQuantFallback;
         r.row_cost = matmul_quant_fallback_row_cost(w, j.n);
@@ -289,7 +290,7 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
       // BF16 / F16 on AMX tiles (matmul_quant_bf16_amx): the FP8 AMX kernel, x rounded to bf16.
       r.kind = RowsJob::Kind::kQuantAvx512;
       r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
-      x_bytes += (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
+      r.xp_bytes = (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
     } else {
       CHECK(matmul_supports(w.dtype)) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
       CHECK(w.cols % dtype_block_elems(w.dtype) == 0) << "matmul: cols " << w.cols;
@@ -299,6 +300,7 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
       r.row_cost = w.row_bytes() + j.n * w.cols;
     }
     r.row_cost = std::max<int64_t>(1, r.row_cost);
+    x_bytes += r.xp_bytes;
     run.push_back(r);
   }
   if (run.empty()) return;
@@ -324,8 +326,7 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
       if (r.xp != nullptr) continue;
       to_prepare.push_back({r.job, at, avx2});
       r.xp = at;
-      at += ((avx2 ? matmul_quant_avx2_x_bytes(r.job->w, r.job->n) : matmul_quant_avx512_x_bytes(r.job->w, r.job->n)) +
-             63) / 64 * 64;
+      at += r.xp_bytes;
     }
     prepare_x(to_prepare, pool);
   }

@@ -258,15 +258,6 @@ DENSA_TARGET_AVX2_F16C_INLINE __m256i row_group_codes(const WeightView& w, int64
   return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
 }
 
-DENSA_TARGET_AVX2_F16C_INLINE float row_group_scale(const WeightView& w, int64_t r, int64_t g) {
-  const int64_t at = r * (w.cols / 32) + g;
-  if (w.scales_f16 != nullptr) return _cvtsh_ss(w.scales_f16[at]);
-  uint32_t bits = static_cast<uint32_t>(w.scales_bf16[at]) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 // Rows [r0, r0 + R) (R <= 8) against x row i.
 template <int R>
 DENSA_TARGET_AVX2_F16C void rows_block(const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t r0,
@@ -289,7 +280,7 @@ DENSA_TARGET_AVX2_F16C void rows_block(const WeightView& w, const uint8_t* xp, i
       // INT4: unsigned nibbles by q; INT8: |code| by sign(q, code).
       const __m256i p = int4 ? _mm256_maddubs_epi16(c, xq) : _mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(xq, c));
       v[r] = _mm256_madd_epi16(p, ones);
-      ws[r] = row_group_scale(w, r0 + r, g);
+      ws[r] = int4 ? int4_group_scale(w, r0 + r, g) : int8_group_scale(w, r0 + r, g);
     }
     const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
     const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
@@ -375,10 +366,10 @@ bool matmul_quant_avx2_tiles_supported() {
 bool matmul_quant_avx2_supports(const WeightView& w) {
   if (!matmul_quant_avx2_tiles_supported() || (w.dtype != DType::kI8 && w.dtype != DType::kI4)) return false;
   if ((w.scales_bf16 == nullptr) == (w.scales_f16 == nullptr) || w.scale_cols != 32 || w.cols % 32 != 0) return false;
+  if (w.dtype == DType::kI8 && w.scales_f16 == nullptr) return false;  // INT8 (Q8_0) keeps f16 scales
   if (w.layout == WeightLayout::kRows) return w.scale_rows == 1;
   if (w.rows % 16 != 0 || w.cols % 128 != 0) return false;
-  if (w.dtype == DType::kI8) return w.layout == WeightLayout::kInt8Tiles16 && w.scales_f16 != nullptr;
-  return w.layout == WeightLayout::kInt4Tiles16;
+  return w.layout == (w.dtype == DType::kI8 ? WeightLayout::kInt8Tiles16 : WeightLayout::kInt4Tiles16);
 }
 
 int64_t matmul_quant_avx2_x_bytes(const WeightView& w, int64_t n) { return int8t_x_bytes(w.cols, n); }
