@@ -168,18 +168,34 @@ TEST(EngineTest, CancelMidwayFreesPages) {
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (const auto& r : reqs) streams.push_back(engine->submit(r).value());
   // Cancel every other request: some after their first token, some while still queued.
+  std::vector<std::vector<TokenId>> taken(streams.size());  // the tokens read before a cancel
   for (size_t i = 0; i < streams.size(); i += 2) {
-    if (i % 4 == 0) (void)streams[i]->next(std::chrono::milliseconds(60000));
+    if (i % 4 == 0) {
+      const std::optional<TokenEvent> e = streams[i]->next(std::chrono::milliseconds(60000));
+      ASSERT_TRUE(e && e->token && e->finish == FinishReason::kNone) << "request " << i;
+      taken[i].push_back(*e->token);
+    }
     engine->cancel(streams[i]->id());
   }
+  // A cancel races the engine: on a loaded machine the test thread can be descheduled while a
+  // request it is about to cancel runs to its end. Such a request must then be whole and right;
+  // an aborted one holds a prefix of the right tokens. The last ones cancelled wait behind the
+  // 12-page KV budget (three requests at a time), so some cancel always lands first.
+  int aborted = 0;
   for (size_t i = 0; i < streams.size(); ++i) {
-    const Collected got = drain(*streams[i]);
-    if (i % 2 == 0) {
-      EXPECT_EQ(got.finish, FinishReason::kAborted) << "request " << i;
+    Collected got = drain(*streams[i]);
+    got.tokens.insert(got.tokens.begin(), taken[i].begin(), taken[i].end());
+    const std::vector<TokenId> want = oracle(w, reqs[i], DType::kBF16);
+    if (i % 2 == 0 && got.finish == FinishReason::kAborted) {
+      ++aborted;
+      ASSERT_LE(got.tokens.size(), want.size()) << "request " << i;
+      EXPECT_EQ(got.tokens, std::vector<TokenId>(want.begin(), want.begin() + got.tokens.size())) << "request " << i;
     } else {
-      EXPECT_EQ(got.tokens, oracle(w, reqs[i], DType::kBF16)) << "request " << i;
+      EXPECT_EQ(got.finish, FinishReason::kLength) << "request " << i;
+      EXPECT_EQ(got.tokens, want) << "request " << i;
     }
   }
+  EXPECT_GE(aborted, 1);
   engine->cancel(streams[1]->id());  // finished: ignored
   expect_idle_clean(*engine);
 }
