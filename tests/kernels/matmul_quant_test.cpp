@@ -26,6 +26,7 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "kernels/internal/int8t_x.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx2.h"
 #include "kernels/internal/matmul_quant_avx512.h"
@@ -578,12 +579,11 @@ TEST(MatmulQuantAvx2, Int4SumsAtTheirBoundDoNotSaturate) {
   }
 }
 
-// The AVX2 activation rounding gives activation_q8_quantize's q and scales bit for bit: normal
+// One x row of 12 groups of 32 whose groups are each a case of the activation rounding: normal
 // values, ties at half (x * 127 / amax = k + 0.5), all-zero groups, groups with NaN or an
 // infinity, subnormal values, the largest floats, and groups too small for 127 / amax.
-TEST(MatmulQuantAvx2, ActivationQuantizeMatchesReferenceBitForBit) {
-  if (!have_avx2()) GTEST_SKIP() << "no AVX2";
-  const int64_t groups = 12, cols = groups * 32;
+std::vector<float> rounding_cases_x() {
+  const int64_t cols = 12 * 32;
   std::vector<float> x = random_x(1, cols, 77);
   for (int j = 0; j < 32; ++j) x[32 + j] = static_cast<float>(j - 16) + 0.5f;  // amax 16.5: not ties
   for (int j = 0; j < 32; ++j) x[64 + j] = j == 0 ? 127.0f : static_cast<float>(j % 9) - 4.5f;  // inv 1: ties
@@ -594,6 +594,15 @@ TEST(MatmulQuantAvx2, ActivationQuantizeMatchesReferenceBitForBit) {
   for (int j = 0; j < 32; ++j) x[224 + j] = (j % 2 ? -1.0f : 1.0f) * std::numeric_limits<float>::max() / static_cast<float>(j + 1);
   for (int j = 0; j < 32; ++j) x[256 + j] = static_cast<float>(j) * 1e-38f;  // 127 / amax overflows
   for (int j = 0; j < 32; ++j) x[288 + j] = j == 3 ? -2.0f : 0.0f;
+  return x;
+}
+
+// The AVX2 activation rounding gives activation_q8_quantize's q and scales bit for bit on every
+// case of rounding_cases_x.
+TEST(MatmulQuantAvx2, ActivationQuantizeMatchesReferenceBitForBit) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2";
+  const int64_t groups = 12, cols = groups * 32;
+  const std::vector<float> x = rounding_cases_x();
   std::vector<int8_t> q(static_cast<size_t>(cols)), q_ref(q.size());
   std::vector<float> s(static_cast<size_t>(groups)), s_ref(s.size());
   activation_q8_quantize(x.data(), cols, q_ref.data(), s_ref.data());
@@ -609,6 +618,51 @@ TEST(MatmulQuantAvx2, ActivationQuantizeMatchesReferenceBitForBit) {
   EXPECT_EQ(s[3], 0.0f);
   EXPECT_EQ(s[8], 0.0f);  // too small: zero, like an all-zero group
   EXPECT_EQ(q[288 + 3], -127);
+}
+
+// The AVX-512 preparation of the 16-row tile layouts (prepare_x_int8t) holds, for every row,
+// activation_q8_quantize's q and scales bit for bit and 128 x each group's sum of q, on every
+// case of rounding_cases_x; the padding rows of the last block are zero.
+TEST(MatmulQuantAvx512, PreparedTileActivationsMatchTheReference) {
+  if (!have_avx512()) GTEST_SKIP() << "no AVX-512";
+  const int64_t groups = 12, cols = groups * 32, n = 3;
+  QuantMatrix m = random_int8(16, cols, 78);
+  std::vector<uint8_t> storage;
+  const WeightView w = int8_group_tile16(m.view, testing::aligned_bytes(storage, int8_group_tile16_bytes(m.view)));
+  ASSERT_EQ(w.layout, WeightLayout::kInt8Tiles16);
+  std::vector<float> x = random_x(n, cols, 79);
+  const std::vector<float> cases = rounding_cases_x();
+  std::copy(cases.begin(), cases.end(), x.begin() + cols);  // row 1
+  std::vector<uint8_t> xp_storage;
+  const std::span<uint8_t> prepared =
+      testing::aligned_bytes(xp_storage, static_cast<size_t>(matmul_internal::matmul_quant_avx512_x_bytes(w, n)));
+  std::fill(prepared.begin(), prepared.end(), uint8_t{0xa5});  // the padding rows must be written
+  uint8_t* xp = prepared.data();
+  WorkerScratch ws;
+  matmul_internal::matmul_quant_avx512_prepare_rows(w, x.data(), n, 0, n, xp, ws);
+  const int64_t stride = matmul_internal::int8t_x_stride(cols);
+  for (int64_t i = 0; i < 16; ++i) {
+    SCOPED_TRACE("row " + std::to_string(i));
+    std::vector<int8_t> q_ref(static_cast<size_t>(cols), 0);
+    std::vector<float> s_ref(static_cast<size_t>(groups), 0.0f);
+    if (i < n) activation_q8_quantize(x.data() + i * cols, cols, q_ref.data(), s_ref.data());
+    const matmul_internal::Int8tXRow row = matmul_internal::int8t_x_row(xp, stride, cols, i);
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t sum = 0;
+      for (int j = 0; j < 32; ++j) {
+        const int8_t got = reinterpret_cast<const int8_t*>(row.q + 128 * g)[j];
+        ASSERT_EQ(got, q_ref[static_cast<size_t>(32 * g + j)]) << "group " << g << " element " << j;
+        sum += got;
+      }
+      const float want_s = s_ref[static_cast<size_t>(g)];
+      if (std::isnan(want_s)) {
+        EXPECT_TRUE(std::isnan(row.xs[g])) << "group " << g;
+      } else {
+        EXPECT_EQ(0, std::memcmp(&row.xs[g], &want_s, 4)) << "group " << g << ": " << row.xs[g] << " vs " << want_s;
+      }
+      EXPECT_EQ(row.xc[g], 128 * sum) << "group " << g;
+    }
+  }
 }
 
 // GEMMs take x in blocks that fit in L2 (~256 KiB of prepared x): with 8,192 columns a block

@@ -45,7 +45,7 @@ struct Tiles16AmxGroups {
 };
 
 // The VNNI kernel, for T x rows from i0 against 16-row tile `t16` (the decode GEMV is T = 1 with
-// kPrefetch; a GEMM's last rows T = 1 without; its blocks of rows run tiles16_vnni_gemm): per group, eight vpdpbusd of the group's unsigned codes (lane = weight
+// kPrefetch; a GEMM's rows run tiles16_vnni_gemm): per group, eight vpdpbusd of the group's unsigned codes (lane = weight
 // row) against x broadcast 4 bytes at a time, started from -(the layout's offset x sum(q)), then
 // tiles16_group_fma.
 template <int T, bool kPrefetch, class L>
@@ -229,7 +229,7 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_end();
 // Outputs of weight rows [r_begin, r_end) (whole 16-row tiles) for the n x rows of a.xp: the
 // decode GEMV on VNNI with its prefetch; GEMMs on AMX-INT8 where the weight may use it, for whole
 // blocks of 16 x rows and a last block of at least kTiles16AmxMinTail, the rest on VNNI in
-// blocks of kTiles16VnniRows (tiles16_vnni_gemm) and then one row at a time.
+// blocks of kTiles16VnniRows and one last block of fewer (tiles16_vnni_gemm).
 template <class L>
 DENSA_TARGET_AVX512_QUANT void tiles16_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   CHECK(r_begin % 16 == 0 && r_end % 16 == 0) << "16-row tiles: rows " << r_begin << ".." << r_end;
@@ -247,7 +247,13 @@ DENSA_TARGET_AVX512_QUANT void tiles16_rows(const Args& a, int64_t n, int64_t r_
       tiles16_amx<L>(a, t16, n_amx);
     }
     for (; i + kTiles16VnniRows <= n; i += kTiles16VnniRows) tiles16_vnni_gemm<kTiles16VnniRows, L>(a, t16, i);
-    for (; i < n; ++i) tiles16_vnni<1, false, L>(a, t16, i);
+    static_assert(kTiles16VnniRows == 4);
+    switch (n - i) {  // the last 1-3 rows (an MoE expert's routed tokens rarely come in fours)
+      case 3: tiles16_vnni_gemm<3, L>(a, t16, i); break;
+      case 2: tiles16_vnni_gemm<2, L>(a, t16, i); break;
+      case 1: tiles16_vnni_gemm<1, L>(a, t16, i); break;
+      default: break;
+    }
   }
   if (amx) tiles16_amx_end();
 }

@@ -134,22 +134,35 @@ void prepare_x_int8t_pad(int64_t cols, uint8_t* xp, int64_t n) {
   }
 }
 
+// One group at a time, written in place: quantize_x128's operations on 32 elements, then the
+// group's q stored at its slot of the block and 128 * their sum (exact: 32 terms of
+// |q| <= 127) taken from the int32 values before they are narrowed.
 DENSA_TARGET_AVX512_QUANT void prepare_x_int8t(const float* x, int64_t cols, uint8_t* xp, int64_t i) {
   const Int8tXRow row = int8t_x_row(xp, int8t_x_stride(cols), cols, i);
   auto* q = reinterpret_cast<int8_t*>(const_cast<int32_t*>(row.q));
   auto* sx = const_cast<float*>(row.xs);
   auto* corr = const_cast<int32_t*>(row.xc);
-  alignas(64) int8_t qrow[128];
-  for (int64_t k0 = 0; k0 < cols; k0 += 128) {
-    quantize_x128(x, cols, k0, qrow, sx + k0 / 32);
-    for (int64_t g = 0; g < 4; ++g) {
-      const __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(qrow + 32 * g));
-      const __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(qrow + 32 * g + 16));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + (k0 / 32 + g) * 512), lo);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + (k0 / 32 + g) * 512 + 16), hi);
-      const __m512i sum = _mm512_add_epi32(_mm512_cvtepi8_epi32(lo), _mm512_cvtepi8_epi32(hi));
-      corr[k0 / 32 + g] = 128 * _mm512_reduce_add_epi32(sum);  // exact: 32 terms of |q| <= 127
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  for (int64_t g = 0; g < cols / 32; ++g) {
+    int8_t* qg = q + g * 512;
+    const __m512 v0 = _mm512_loadu_ps(x + 32 * g), v1 = _mm512_loadu_ps(x + 32 * g + 16);
+    const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1);
+    const __mmask16 bad = _mm512_cmp_ps_mask(a0, inf, _CMP_NLT_UQ) | _mm512_cmp_ps_mask(a1, inf, _CMP_NLT_UQ);
+    const float m = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1)), inv_m = 127.0f / m;
+    if (bad != 0 || !std::isfinite(inv_m)) {  // as quantize_x128: NaN / inf, all zero or too small
+      sx[g] = bad != 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+      std::memset(qg, 0, 32);
+      corr[g] = 0;
+      continue;
     }
+    const __m512 inv = _mm512_set1_ps(inv_m);
+    sx[g] = m / 127.0f;
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    const __m512i q0 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)), hi), lo);
+    const __m512i q1 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv)), hi), lo);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qg), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qg + 16), _mm512_cvtepi32_epi8(q1));
+    corr[g] = 128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
   }
 }
 
