@@ -6,6 +6,13 @@
 //  - avx2: 12 independent vpmaddubsw + vpaddw chains on ymm registers (32 multiply-adds each,
 //    added in int16): the densest int8 form without AVX-512, the one the AVX2 INT4 tile kernel
 //    runs.
+// And the floating-point units the other formats' GEMMs run on, for their rooflines:
+//  - bf16_peak/avx512: 12 independent vdpbf16ps chains (32 bf16 multiply-adds each): FP8 and
+//    BF16 weights on AVX-512 without AMX;
+//  - fp32_peak/avx512: 12 independent vfmadd231ps chains (16 each): BF16 / F16 weights with
+//    fp32 activations;
+//  - bf16_peak/amx: 4 independent tdpbf16ps on full tiles (16 x 16 x 32 each), where AMX-BF16
+//    is granted.
 // GOPS counts a multiply-add as 2 operations; with ->Threads(2) the counter sums both threads.
 //
 //   ./build/int8_peak_bench --benchmark_min_time=1
@@ -55,6 +62,36 @@ __attribute__((target("avx2"), noinline)) int32_t avx2_loop(int64_t iters, int8_
   return _mm256_extract_epi16(s, 0);
 }
 
+__attribute__((target("avx512f,avx512bf16"), noinline)) float bf16_loop(int64_t iters, int8_t seed) {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  __m512i a = _mm512_set1_epi16(static_cast<int16_t>(0x3f80 + seed)), b = _mm512_set1_epi16(0x3f00);
+  __asm__ volatile("" : "+v"(a), "+v"(b));  // not constants to the compiler
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) {
+      acc[i] = _mm512_dpbf16_ps(acc[i], reinterpret_cast<const __m512bh&>(a), reinterpret_cast<const __m512bh&>(b));
+    }
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f"), noinline)) float fp32_loop(int64_t iters, int8_t seed) {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  __m512 a = _mm512_set1_ps(1.0f + static_cast<float>(seed) * 0x1p-20f), b = _mm512_set1_ps(0.5f);
+  __asm__ volatile("" : "+v"(a), "+v"(b));  // not constants to the compiler
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
 const kernels_internal::AmxTileConfig& full_tiles() {
   static const kernels_internal::AmxTileConfig cfg = [] {
     kernels_internal::AmxTileConfig c;
@@ -90,6 +127,32 @@ __attribute__((target("avx512f,amx-tile,amx-int8"), noinline)) int32_t amx_loop(
   return out[0];
 }
 
+__attribute__((target("avx512f,amx-tile,amx-bf16"), noinline)) float amx_bf16_loop(int64_t iters, int8_t seed) {
+  alignas(64) uint16_t src[512];
+  for (int i = 0; i < 512; ++i) src[i] = static_cast<uint16_t>(0x3f80 + (seed + i) % 7);
+  alignas(64) float out[256];
+  _tile_loadconfig(&full_tiles());
+  DENSA_MEMORY_BARRIER();
+  _tile_loadd(4, src, 64);
+  _tile_loadd(5, src, 64);
+  _tile_loadd(6, src, 64);
+  _tile_loadd(7, src, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t it = 0; it < iters; ++it) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  DENSA_MEMORY_BARRIER();
+  return out[0];
+}
+
 // Runs loop(iters, seed) per iteration, counting ops_per_iter operations per loop iteration, or
 // skips with `missing` where `available` is false.
 template <typename Loop>
@@ -117,6 +180,21 @@ void BM_amx(benchmark::State& state) {
            4 * 16 * 16 * 64 * 2);
 }
 
+void BM_bf16(benchmark::State& state) {
+  run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16),
+           "no AVX-512 BF16", bf16_loop, int64_t{1} << 16, kChains * 32 * 2);
+}
+
+void BM_fp32(benchmark::State& state) {
+  run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16), "no AVX-512",
+           fp32_loop, int64_t{1} << 16, kChains * 16 * 2);
+}
+
+void BM_amx_bf16(benchmark::State& state) {
+  run_peak(state, cpu_use_amx() && cpu_has_amx_bf16(), "no AMX-BF16 granted", amx_bf16_loop, int64_t{1} << 12,
+           4 * 16 * 16 * 32 * 2);
+}
+
 void BM_avx2(benchmark::State& state) {
   run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx2), "no AVX2", avx2_loop,
            int64_t{1} << 16, kChains * 32 * 2);
@@ -125,6 +203,9 @@ void BM_avx2(benchmark::State& state) {
 BENCHMARK(BM_vnni)->Name("int8_peak/vnni")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_avx2)->Name("int8_peak/avx2")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_amx)->Name("int8_peak/amx")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_bf16)->Name("bf16_peak/avx512")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_fp32)->Name("fp32_peak/avx512")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_amx_bf16)->Name("bf16_peak/amx")->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 }  // namespace densa

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 #include "core/check.h"
 #include "kernels/activation.h"
@@ -34,6 +35,15 @@ void route(const ModelConfig& cfg, const LayerWeights& lw, const float* logits, 
 }
 
 }  // namespace
+
+// fn(b, e) over the items [0, count), each about `work` floats of copying or adding: on the pool
+// when a prefill step has enough of them to share, else on this thread.
+void run_items(ThreadPool* pool, int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn) {
+  constexpr int64_t kMinShare = int64_t{1} << 15;
+  work = std::max<int64_t>(1, work);
+  if (pool == nullptr || pool->num_threads() == 1 || count * work < 2 * kMinShare) return fn(0, count);
+  pool->parallel_for(count, fn, std::max<int64_t>(1, kMinShare / work));
+}
 
 void swiglu_ffn(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w, const float* in,
                 int64_t n, float* gate, float* up, float* out, ThreadPool* pool) {
@@ -68,6 +78,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   const int64_t M = first[E];
   s.expert_rows.resize(M);
   s.expert_weight.resize(M);
+  s.expert_slot.resize(n * K);  // token t's k-th choice is row expert_slot[t * K + k]
   {
     std::vector<int64_t>& at = s.expert_fill;
     at.assign(first.begin(), first.end() - 1);
@@ -76,6 +87,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
         const int e = ids[t * K + k];
         s.expert_rows[at[e]] = static_cast<int32_t>(t);
         s.expert_weight[at[e]] = wts[t * K + k];
+        s.expert_slot[t * K + k] = at[e];
         ++at[e];
       }
     }
@@ -92,10 +104,16 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   }
   const int64_t Is = shared ? lw.shared_gate.rows : 0;
   float* in = grow(s.expert_in, M * H);
-  for (int e = 0; e < E; ++e) {
-    if (lw.expert_gate[e].empty()) continue;  // another rank's expert: its rows are not read here
-    for (int64_t j = first[e]; j < first[e + 1]; ++j) std::copy_n(xn + s.expert_rows[j] * H, H, in + j * H);
-  }
+  // Each routed row gets its token's x, tokens split over the pool (this copy and the weighted
+  // sum below ran on one thread while the others waited). Another rank's expert's rows are not
+  // read here.
+  run_items(pool, n, K * H, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int k = 0; k < K; ++k) {
+        if (!lw.expert_gate[ids[t * K + k]].empty()) std::copy_n(xn + t * H, H, in + s.expert_slot[t * K + k] * H);
+      }
+    }
+  });
   float* gate = grow(s.gate, M * I + n * Is);
   float* up = grow(s.up, M * I + n * Is);
   float* y = grow(s.expert_out, (M + (shared ? n : 0)) * H);
@@ -132,16 +150,25 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   if (s.time_experts)
     s.expert_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - gemm_begin).count();
 
-  std::fill_n(out, n * H, 0.0f);
-  for (int e = 0; e < E; ++e) {
-    if (lw.expert_down[e].empty()) continue;
-    for (int64_t j = first[e]; j < first[e + 1]; ++j) {
-      float* o = out + s.expert_rows[j] * H;
-      const float wj = s.expert_weight[j];
-      const float* yj = y + j * H;
-      for (int d = 0; d < H; ++d) o[d] += wj * yj[d];
+  // out[t] = 0 + the weight x y of each of token t's rows in ascending expert order. A token's
+  // rows ascend with their experts (rows are grouped by expert), so sorting its K row numbers
+  // gives that order; each token's sum is made in one place, so the split changes no bit.
+  run_items(pool, n, K * H, [&](int64_t t0, int64_t t1) {
+    std::vector<int64_t> rows(static_cast<size_t>(K));
+    for (int64_t t = t0; t < t1; ++t) {
+      rows.assign(s.expert_slot.begin() + t * K, s.expert_slot.begin() + (t + 1) * K);
+      std::sort(rows.begin(), rows.end());
+      float* o = out + t * H;
+      std::fill_n(o, H, 0.0f);
+      for (const int64_t j : rows) {
+        const auto e = std::upper_bound(first.begin(), first.end(), j) - first.begin() - 1;
+        if (lw.expert_down[e].empty()) continue;
+        const float wj = s.expert_weight[j];
+        const float* yj = y + j * H;
+        for (int d = 0; d < H; ++d) o[d] += wj * yj[d];
+      }
     }
-  }
+  });
   if (!shared) return;
   for (int64_t t = 0; t < n; ++t) {
     float g = 1.0f;

@@ -33,6 +33,7 @@ struct ForwardScratch {
   std::vector<int32_t> expert_rows;               // token indices grouped per expert
   std::vector<float> expert_weight;               // their routing weights
   std::vector<int64_t> expert_first, expert_fill;  // per expert: first row in expert_rows
+  std::vector<int64_t> expert_slot;                 // per (token, choice): its row in expert_rows
   std::vector<MatmulJob> expert_jobs;             // the grouped expert products
   std::vector<int32_t> topk_ids;                  // [num_tokens, top_k]
   std::vector<float> topk_weights;                // [num_tokens, top_k]

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kv/contiguous_kv_cache.h"
 #include "model/model_loader.h"
@@ -162,6 +163,24 @@ TEST(ForwardRouting, MixtralSelectedExpertsMatchGolden) {
     }
     EXPECT_EQ(mismatches, 0);
   }
+}
+
+// A 256-token prefill of the MoE fixture (enough routed rows that moe_ffn copies them and sums
+// the experts' outputs on the pool) gives the same logits, bit for bit, on one thread and on
+// two: every split over threads is over independent outputs.
+TEST(ForwardThreads, MixtralPrefillSameBitsOnOneAndTwoThreads) {
+  auto loaded = load_model(model_dir("tinystories-mixtral-3.6m") / "hf");
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  const ModelWeights& w = loaded.value();
+  std::vector<TokenId> tokens = testing::validation_ids("tinystories-mixtral-3.6m");
+  ASSERT_GE(tokens.size(), 256u);
+  tokens.resize(256);
+  ASSERT_GE(tokens.size() * w.config.num_experts_per_tok * w.config.hidden_size, 2u << 15);
+  ThreadPool two(2);
+  const std::vector<float> one_thread = prompt_logits(w, tokens, DType::kBF16, nullptr);
+  const std::vector<float> two_threads = prompt_logits(w, tokens, DType::kBF16, &two);
+  ASSERT_EQ(one_thread.size(), two_threads.size());
+  EXPECT_EQ(0, std::memcmp(one_thread.data(), two_threads.data(), one_thread.size() * sizeof(float)));
 }
 
 }  // namespace
