@@ -45,6 +45,31 @@ void run_items(ThreadPool* pool, int64_t count, int64_t work, const std::functio
   pool->parallel_for(count, fn, std::max<int64_t>(1, kMinShare / work));
 }
 
+// out[t] = 0 + the routing weight x y of each of token t's rows (s.expert_slot) in ascending
+// expert order, skipping experts another rank holds. A token's rows ascend with their experts
+// (rows are grouped by expert), so sorting its K row numbers gives that order; each token's sum
+// is made in one place, so splitting the tokens over the pool changes no bit.
+void sum_routed_rows(const LayerWeights& lw, const ForwardScratch& s, const float* y, int64_t n, int K, int64_t H,
+                     ThreadPool* pool, float* out) {
+  const std::vector<int64_t>& first = s.expert_first;
+  run_items(pool, n, K * H, [&](int64_t t0, int64_t t1) {
+    std::vector<int64_t> rows(static_cast<size_t>(K));
+    for (int64_t t = t0; t < t1; ++t) {
+      rows.assign(s.expert_slot.begin() + t * K, s.expert_slot.begin() + (t + 1) * K);
+      std::sort(rows.begin(), rows.end());
+      float* o = out + t * H;
+      std::fill_n(o, H, 0.0f);
+      for (const int64_t j : rows) {
+        const auto e = std::upper_bound(first.begin(), first.end(), j) - first.begin() - 1;
+        if (lw.expert_down[e].empty()) continue;
+        const float wj = s.expert_weight[j];
+        const float* yj = y + j * H;
+        for (int64_t d = 0; d < H; ++d) o[d] += wj * yj[d];
+      }
+    }
+  });
+}
+
 void swiglu_ffn(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w, const float* in,
                 int64_t n, float* gate, float* up, float* out, ThreadPool* pool) {
   const MatmulJob gate_up[2] = {{gate_w, in, n, gate}, {up_w, in, n, up}};
@@ -150,25 +175,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   if (s.time_experts)
     s.expert_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - gemm_begin).count();
 
-  // out[t] = 0 + the weight x y of each of token t's rows in ascending expert order. A token's
-  // rows ascend with their experts (rows are grouped by expert), so sorting its K row numbers
-  // gives that order; each token's sum is made in one place, so the split changes no bit.
-  run_items(pool, n, K * H, [&](int64_t t0, int64_t t1) {
-    std::vector<int64_t> rows(static_cast<size_t>(K));
-    for (int64_t t = t0; t < t1; ++t) {
-      rows.assign(s.expert_slot.begin() + t * K, s.expert_slot.begin() + (t + 1) * K);
-      std::sort(rows.begin(), rows.end());
-      float* o = out + t * H;
-      std::fill_n(o, H, 0.0f);
-      for (const int64_t j : rows) {
-        const auto e = std::upper_bound(first.begin(), first.end(), j) - first.begin() - 1;
-        if (lw.expert_down[e].empty()) continue;
-        const float wj = s.expert_weight[j];
-        const float* yj = y + j * H;
-        for (int d = 0; d < H; ++d) o[d] += wj * yj[d];
-      }
-    }
-  });
+  sum_routed_rows(lw, s, y, n, K, H, pool, out);
   if (!shared) return;
   for (int64_t t = 0; t < n; ++t) {
     float g = 1.0f;
