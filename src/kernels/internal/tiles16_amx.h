@@ -44,60 +44,7 @@ struct Tiles16AmxGroups {
   }
 };
 
-// The VNNI kernel, for T x rows from i0 against 16-row tile `t16` (the decode GEMV is T = 1 with
-// kPrefetch; a GEMM's rows run tiles16_vnni_gemm): per group, eight vpdpbusd of the group's unsigned codes (lane = weight
-// row) against x broadcast 4 bytes at a time, started from -(the layout's offset x sum(q)), then
-// tiles16_group_fma.
-template <int T, bool kPrefetch, class L>
-DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, int64_t i0) {
-  const WeightView& w = *a.w;
-  const uint8_t* tile = L::tile(w, t16);
-  const int64_t chunks = w.cols / 128;
-  const int32_t* xq[T];
-  const float* xs[T];
-  const int32_t* xc[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) {
-    const Int8tXRow row = int8t_x_row(a.xp, a.x_stride, w.cols, i0 + t);
-    xq[t] = row.q;
-    xs[t] = row.xs;
-    xc[t] = row.xc;
-  }
-  __m512 acc[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < chunks; ++c) {
-    const uint8_t* ch = tile + c * L::kChunkBytes;
-    if constexpr (kPrefetch) {
-      for (int64_t l = 0; l < L::kChunkBytes; l += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(ch + L::kPrefetchL1 + l), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(ch + L::kPrefetchL2 + l), _MM_HINT_T1);
-      }
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const int64_t gg = c * 4 + g;
-      __m512i wv[8];
-      L::codes(ch, g, wv);
-      const __m512 ws = L::scales(ch, g);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const int32_t* x4 = xq[t] + gg * 128;
-        __m512i s0 = _mm512_set1_epi32(-(xc[t][gg] >> L::kSumShift)), s1 = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          s0 = _mm512_dpbusd_epi32(s0, wv[j], _mm512_set1_epi32(x4[j]));
-          s1 = _mm512_dpbusd_epi32(s1, wv[j + 4], _mm512_set1_epi32(x4[j + 4]));
-        }
-        acc[t] = tiles16_group_fma(acc[t], _mm512_add_epi32(s0, s1), ws, xs[t][gg]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + t16 * 16, acc[t]);
-}
-
-// x rows per block of the VNNI GEMM (tiles16_vnni_gemm): 6 and 8 were measured slower (spilled
+// x rows per block of the VNNI GEMM (tiles16_vnni): 6 and 8 were measured slower (spilled
 // row pointers, longer dependency chains per group).
 inline constexpr int kTiles16VnniRows = 4;
 
@@ -109,14 +56,14 @@ DENSA_TARGET_AVX512_QUANT_INLINE __m512i dpbusd_bcast(__m512i acc, __m512i u, co
   return acc;
 }
 
-// The VNNI kernel for a block of T x rows from i0 against 16-row tile `t16`, for GEMMs: the same
-// int32 sums and epilogue as tiles16_vnni, so the same bits, in fewer instructions per group and
-// row: x is broadcast from memory inside each vpdpbusd, and the sums' starts
-// (-(xc >> kSumShift)) are computed for a chunk's 4 groups of a row at once, not one scalar
-// shift, negation and broadcast per group. Each group's weights are unpacked once for the T rows;
-// a row's sum is two chains of four vpdpbusd.
-template <int T, class L>
-DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni_gemm(const Args& a, int64_t t16, int64_t i0) {
+// The VNNI kernel, for T x rows from i0 against 16-row tile `t16` (every n; the decode GEMV is
+// T = 1 with kPrefetch, a GEMM's rows come in blocks of kTiles16VnniRows and one last block of
+// fewer): per group, eight vpdpbusd of the group's unsigned codes (lane = weight row) against x
+// broadcast 4 bytes at a time from memory, as two chains of four started from -(the layout's
+// offset x sum(q)), then tiles16_group_fma. Each group's weights are unpacked once for the T
+// rows; the sum starts of a chunk's 4 groups are computed for a row at once.
+template <int T, bool kPrefetch, class L>
+DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, int64_t i0) {
   static_assert(T <= 8);
   const WeightView& w = *a.w;
   const uint8_t* tile = L::tile(w, t16);
@@ -137,6 +84,12 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni_gemm(const Args& a, int64_t t
   alignas(64) int32_t start[T][4];  // the chunk's sum starts, row t group g at start[t][g]
   for (int64_t c = 0; c < chunks; ++c) {
     const uint8_t* ch = tile + c * L::kChunkBytes;
+    if constexpr (kPrefetch) {
+      for (int64_t l = 0; l < L::kChunkBytes; l += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(ch + L::kPrefetchL1 + l), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ch + L::kPrefetchL2 + l), _MM_HINT_T1);
+      }
+    }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xc[t] + 4 * c));
@@ -229,7 +182,7 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx_end();
 // Outputs of weight rows [r_begin, r_end) (whole 16-row tiles) for the n x rows of a.xp: the
 // decode GEMV on VNNI with its prefetch; GEMMs on AMX-INT8 where the weight may use it, for whole
 // blocks of 16 x rows and a last block of at least kTiles16AmxMinTail, the rest on VNNI in
-// blocks of kTiles16VnniRows and one last block of fewer (tiles16_vnni_gemm).
+// blocks of kTiles16VnniRows and one last block of fewer.
 template <class L>
 DENSA_TARGET_AVX512_QUANT void tiles16_rows(const Args& a, int64_t n, int64_t r_begin, int64_t r_end) {
   CHECK(r_begin % 16 == 0 && r_end % 16 == 0) << "16-row tiles: rows " << r_begin << ".." << r_end;
@@ -246,12 +199,12 @@ DENSA_TARGET_AVX512_QUANT void tiles16_rows(const Args& a, int64_t n, int64_t r_
       i = n_amx;
       tiles16_amx<L>(a, t16, n_amx);
     }
-    for (; i + kTiles16VnniRows <= n; i += kTiles16VnniRows) tiles16_vnni_gemm<kTiles16VnniRows, L>(a, t16, i);
+    for (; i + kTiles16VnniRows <= n; i += kTiles16VnniRows) tiles16_vnni<kTiles16VnniRows, false, L>(a, t16, i);
     static_assert(kTiles16VnniRows == 4);
     switch (n - i) {  // the last 1-3 rows (an MoE expert's routed tokens rarely come in fours)
-      case 3: tiles16_vnni_gemm<3, L>(a, t16, i); break;
-      case 2: tiles16_vnni_gemm<2, L>(a, t16, i); break;
-      case 1: tiles16_vnni_gemm<1, L>(a, t16, i); break;
+      case 3: tiles16_vnni<3, false, L>(a, t16, i); break;
+      case 2: tiles16_vnni<2, false, L>(a, t16, i); break;
+      case 1: tiles16_vnni<1, false, L>(a, t16, i); break;
       default: break;
     }
   }
