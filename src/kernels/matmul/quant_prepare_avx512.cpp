@@ -47,34 +47,47 @@ DENSA_TARGET_AVX512_QUANT void prepare_x_fp8(const float* x, int64_t cols, uint8
   }
 }
 
-// activation_q8_quantize (same fp32 operations, so the same q and scales) of the 128
-// elements from k0 (zeros past cols): q[128] and the four block scales sx[4].
-DENSA_TARGET_AVX512_QUANT_INLINE void quantize_x128(const float* x, int64_t cols, int64_t k0, int8_t* q, float* sx) {
+// activation_q8_quantize (same fp32 operations, so the same q and scales) of the 32 elements
+// from `at` (zeros past cols): their scale in *sx and, when it is a number other than zero, q in
+// q0 (elements 0-15) and q1 (16-31) as int32, returning true. A block with a NaN or an infinity
+// (scale NaN), all zeros or too small for 127 / amax (scale 0) returns false: its q are zero.
+DENSA_TARGET_AVX512_QUANT_INLINE bool quantize_x32(const float* x, int64_t cols, int64_t at, float* sx, __m512i& q0,
+                                                   __m512i& q1) {
   const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  const __m512 v0 = _mm512_maskz_loadu_ps(float_mask(cols - at), x + at);
+  const __m512 v1 = _mm512_maskz_loadu_ps(float_mask(cols - at - 16), x + at + 16);
+  const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1);
+  const __mmask16 bad = _mm512_cmp_ps_mask(a0, inf, _CMP_NLT_UQ) | _mm512_cmp_ps_mask(a1, inf, _CMP_NLT_UQ);
+  const float m = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1)), inv_m = 127.0f / m;
+  if (bad != 0 || !std::isfinite(inv_m)) {
+    *sx = bad != 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    return false;
+  }
+  const __m512 inv = _mm512_set1_ps(inv_m);
+  *sx = m / 127.0f;
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  q0 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)), hi), lo);  // half to even
+  q1 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv)), hi), lo);
+  return true;
+}
+
+// quantize_x32 as int8 at q (32 bytes, zeros for a block without a scale).
+DENSA_TARGET_AVX512_QUANT_INLINE bool quantize_x32_to(const float* x, int64_t cols, int64_t at, int8_t* q, float* sx,
+                                                      __m512i& q0, __m512i& q1) {
+  if (!quantize_x32(x, cols, at, sx, q0, q1)) {
+    std::memset(q, 0, 32);
+    return false;
+  }
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(q0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(q1));
+  return true;
+}
+
+// The 128 elements from k0 (zeros past cols): q[128] and the four block scales sx[4].
+DENSA_TARGET_AVX512_QUANT_INLINE void quantize_x128(const float* x, int64_t cols, int64_t k0, int8_t* q, float* sx) {
   for (int b = 0; b < 4; ++b) {
-    __m512 v[2];
-    __mmask16 bad = 0;
-    __m512 amax = _mm512_setzero_ps();
-    for (int h = 0; h < 2; ++h) {
-      const int64_t at = k0 + 32 * b + 16 * h;
-      v[h] = _mm512_maskz_loadu_ps(float_mask(cols - at), x + at);
-      const __m512 av = _mm512_abs_ps(v[h]);
-      bad |= _mm512_cmp_ps_mask(av, inf, _CMP_NLT_UQ);  // inf or NaN
-      amax = _mm512_max_ps(amax, av);
-    }
-    const float m = _mm512_reduce_max_ps(amax), inv_m = 127.0f / m;
-    if (bad != 0 || !std::isfinite(inv_m)) {  // NaN / inf in the block; all zero, or too small
-      sx[b] = bad != 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
-      std::memset(q + 32 * b, 0, 32);
-      continue;
-    }
-    const __m512 inv = _mm512_set1_ps(inv_m);
-    sx[b] = m / 127.0f;
-    for (int h = 0; h < 2; ++h) {
-      __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(v[h], inv));  // MXCSR default: half to even
-      qi = _mm512_max_epi32(_mm512_min_epi32(qi, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-      _mm_store_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16 * h), _mm512_cvtepi32_epi8(qi));
-    }
+    __m512i q0, q1;
+    quantize_x32_to(x, cols, k0 + 32 * b, q + 32 * b, sx + b, q0, q1);
   }
 }
 
@@ -134,35 +147,18 @@ void prepare_x_int8t_pad(int64_t cols, uint8_t* xp, int64_t n) {
   }
 }
 
-// One group at a time, written in place: quantize_x128's operations on 32 elements, then the
-// group's q stored at its slot of the block and 128 * their sum (exact: 32 terms of
-// |q| <= 127) taken from the int32 values before they are narrowed.
+// One group at a time, written in place: quantize_x32's q stored at the group's slot of the
+// block, and 128 * their sum (exact: 32 terms of |q| <= 127) taken from the int32 values.
 DENSA_TARGET_AVX512_QUANT void prepare_x_int8t(const float* x, int64_t cols, uint8_t* xp, int64_t i) {
   const Int8tXRow row = int8t_x_row(xp, int8t_x_stride(cols), cols, i);
   auto* q = reinterpret_cast<int8_t*>(const_cast<int32_t*>(row.q));
   auto* sx = const_cast<float*>(row.xs);
   auto* corr = const_cast<int32_t*>(row.xc);
-  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
   for (int64_t g = 0; g < cols / 32; ++g) {
-    int8_t* qg = q + g * 512;
-    const __m512 v0 = _mm512_loadu_ps(x + 32 * g), v1 = _mm512_loadu_ps(x + 32 * g + 16);
-    const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1);
-    const __mmask16 bad = _mm512_cmp_ps_mask(a0, inf, _CMP_NLT_UQ) | _mm512_cmp_ps_mask(a1, inf, _CMP_NLT_UQ);
-    const float m = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1)), inv_m = 127.0f / m;
-    if (bad != 0 || !std::isfinite(inv_m)) {  // as quantize_x128: NaN / inf, all zero or too small
-      sx[g] = bad != 0 ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
-      std::memset(qg, 0, 32);
-      corr[g] = 0;
-      continue;
-    }
-    const __m512 inv = _mm512_set1_ps(inv_m);
-    sx[g] = m / 127.0f;
-    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-    const __m512i q0 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)), hi), lo);
-    const __m512i q1 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv)), hi), lo);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qg), _mm512_cvtepi32_epi8(q0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qg + 16), _mm512_cvtepi32_epi8(q1));
-    corr[g] = 128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    __m512i q0, q1;
+    corr[g] = quantize_x32_to(x, cols, 32 * g, q + g * 512, sx + g, q0, q1)
+                  ? 128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1))
+                  : 0;
   }
 }
 
