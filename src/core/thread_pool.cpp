@@ -66,6 +66,12 @@ bool ThreadPool::spin_until(const Done& done) const {
   }
 }
 
+void parallel_for_elems(ThreadPool* pool, int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn) {
+  work = std::max<int64_t>(1, work);
+  if (pool == nullptr || pool->num_threads() == 1 || count * work < 2 * kMinElemsPerThread) return fn(0, count);
+  pool->parallel_for(count, fn, std::max<int64_t>(1, kMinElemsPerThread / work));
+}
+
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                               int64_t grain) {
   if (n <= 0) return;

@@ -20,6 +20,17 @@
 
 namespace densa {
 
+class ThreadPool;
+
+// Elementwise work (copies, norms, activations) worth splitting: at least this many elements
+// per thread, so the hand-off stays small next to the work.
+inline constexpr int64_t kMinElemsPerThread = int64_t{1} << 15;
+
+// fn(begin, end) over [0, count) items of about `work` elements each: on the pool in chunks of
+// at least kMinElemsPerThread elements when there are enough for two threads, else as one call
+// on this thread (also when pool is null or has one thread).
+void parallel_for_elems(ThreadPool* pool, int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn);
+
 class ThreadPool {
  public:
   static constexpr int kDefaultSpinUs = 2000;

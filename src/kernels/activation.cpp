@@ -31,16 +31,11 @@ void silu_mul(float* gate, const float* up, int64_t count) {
 }
 
 void silu_mul(float* gate, const float* up, int64_t count, ThreadPool* pool) {
-  constexpr int64_t kMinElemsPerThread = int64_t{1} << 15, kBlock = 64;
-  if (pool == nullptr || pool->num_threads() == 1 || count < 2 * kMinElemsPerThread) return silu_mul(gate, up, count);
-  const int64_t blocks = (count + kBlock - 1) / kBlock;
-  pool->parallel_for(
-      blocks,
-      [&](int64_t b, int64_t e) {
-        const int64_t begin = b * kBlock, end = std::min(count, e * kBlock);
-        silu_mul(gate + begin, up + begin, end - begin);
-      },
-      kMinElemsPerThread / kBlock);
+  constexpr int64_t kBlock = 64;  // chunks split on whole vectors
+  parallel_for_elems(pool, (count + kBlock - 1) / kBlock, kBlock, [&](int64_t b, int64_t e) {
+    const int64_t begin = b * kBlock, end = std::min(count, e * kBlock);
+    silu_mul(gate + begin, up + begin, end - begin);
+  });
 }
 
 // fp32 exponentials; the normalizing sum is accumulated in double.

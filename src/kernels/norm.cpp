@@ -28,12 +28,7 @@ void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, 
 }
 
 void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out, ThreadPool* pool) {
-  constexpr int64_t kMinElemsPerThread = int64_t{1} << 15;
-  if (pool == nullptr || pool->num_threads() == 1 || n * dim < 2 * kMinElemsPerThread) {
-    return rmsnorm(x, w, n, dim, eps, out);
-  }
-  pool->parallel_for(n, [&](int64_t b, int64_t e) { rmsnorm(x + b * dim, w, e - b, dim, eps, out + b * dim); },
-                     std::max<int64_t>(1, kMinElemsPerThread / dim));
+  parallel_for_elems(pool, n, dim, [&](int64_t b, int64_t e) { rmsnorm(x + b * dim, w, e - b, dim, eps, out + b * dim); });
 }
 
 }  // namespace densa

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <functional>
 
 #include "core/check.h"
 #include "kernels/activation.h"
@@ -34,16 +33,6 @@ void route(const ModelConfig& cfg, const LayerWeights& lw, const float* logits, 
   }
 }
 
-}  // namespace
-
-// fn(b, e) over the items [0, count), each about `work` floats of copying or adding: on the pool
-// when a prefill step has enough of them to share, else on this thread.
-void run_items(ThreadPool* pool, int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn) {
-  constexpr int64_t kMinShare = int64_t{1} << 15;
-  work = std::max<int64_t>(1, work);
-  if (pool == nullptr || pool->num_threads() == 1 || count * work < 2 * kMinShare) return fn(0, count);
-  pool->parallel_for(count, fn, std::max<int64_t>(1, kMinShare / work));
-}
 
 // out[t] = 0 + the routing weight x y of each of token t's rows (s.expert_slot) in ascending
 // expert order, skipping experts another rank holds. A token's rows ascend with their experts
@@ -52,7 +41,7 @@ void run_items(ThreadPool* pool, int64_t count, int64_t work, const std::functio
 void sum_routed_rows(const LayerWeights& lw, const ForwardScratch& s, const float* y, int64_t n, int K, int64_t H,
                      ThreadPool* pool, float* out) {
   const std::vector<int64_t>& first = s.expert_first;
-  run_items(pool, n, K * H, [&](int64_t t0, int64_t t1) {
+  parallel_for_elems(pool, n, K * H, [&](int64_t t0, int64_t t1) {
     std::vector<int64_t> rows(static_cast<size_t>(K));
     for (int64_t t = t0; t < t1; ++t) {
       rows.assign(s.expert_slot.begin() + t * K, s.expert_slot.begin() + (t + 1) * K);
@@ -69,6 +58,8 @@ void sum_routed_rows(const LayerWeights& lw, const ForwardScratch& s, const floa
     }
   });
 }
+
+}  // namespace
 
 void swiglu_ffn(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w, const float* in,
                 int64_t n, float* gate, float* up, float* out, ThreadPool* pool) {
@@ -132,7 +123,7 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
   // Each routed row gets its token's x, tokens split over the pool (this copy and the weighted
   // sum below ran on one thread while the others waited). Another rank's expert's rows are not
   // read here.
-  run_items(pool, n, K * H, [&](int64_t t0, int64_t t1) {
+  parallel_for_elems(pool, n, K * H, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       for (int k = 0; k < K; ++k) {
         if (!lw.expert_gate[ids[t * K + k]].empty()) std::copy_n(xn + t * H, H, in + s.expert_slot[t * K + k] * H);
