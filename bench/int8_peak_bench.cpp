@@ -62,30 +62,25 @@ __attribute__((target("avx2"), noinline)) int32_t avx2_loop(int64_t iters, int8_
   return _mm256_extract_epi16(s, 0);
 }
 
-__attribute__((target("avx512f,avx512bf16"), noinline)) float bf16_loop(int64_t iters, int8_t seed) {
+// 12 independent chains of vdpbf16ps (kBf16) or vfmadd231ps on zmm registers.
+template <bool kBf16>
+__attribute__((target("avx512f,avx512bf16"), noinline)) float float_loop(int64_t iters, int8_t seed) {
   __m512 acc[kChains];
   for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  __m512i a = _mm512_set1_epi16(static_cast<int16_t>(0x3f80 + seed)), b = _mm512_set1_epi16(0x3f00);
+  // bf16 1 + a little and 0.5 as 32 pairs (kBf16), or fp32 1 + a little and 0.5.
+  __m512i a = kBf16 ? _mm512_set1_epi16(static_cast<int16_t>(0x3f80 + seed))
+                    : _mm512_castps_si512(_mm512_set1_ps(1.0f + static_cast<float>(seed) * 0x1p-20f));
+  __m512i b = kBf16 ? _mm512_set1_epi16(0x3f00) : _mm512_castps_si512(_mm512_set1_ps(0.5f));
   __asm__ volatile("" : "+v"(a), "+v"(b));  // not constants to the compiler
   for (int64_t it = 0; it < iters; ++it) {
 #pragma GCC unroll 12
     for (int i = 0; i < kChains; ++i) {
-      acc[i] = _mm512_dpbf16_ps(acc[i], reinterpret_cast<const __m512bh&>(a), reinterpret_cast<const __m512bh&>(b));
+      if constexpr (kBf16) {
+        acc[i] = _mm512_dpbf16_ps(acc[i], reinterpret_cast<const __m512bh&>(a), reinterpret_cast<const __m512bh&>(b));
+      } else {
+        acc[i] = _mm512_fmadd_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), acc[i]);
+      }
     }
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
-}
-
-__attribute__((target("avx512f"), noinline)) float fp32_loop(int64_t iters, int8_t seed) {
-  __m512 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  __m512 a = _mm512_set1_ps(1.0f + static_cast<float>(seed) * 0x1p-20f), b = _mm512_set1_ps(0.5f);
-  __asm__ volatile("" : "+v"(a), "+v"(b));  // not constants to the compiler
-  for (int64_t it = 0; it < iters; ++it) {
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
   }
   __m512 s = acc[0];
   for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
@@ -101,9 +96,11 @@ const kernels_internal::AmxTileConfig& full_tiles() {
   return cfg;
 }
 
-__attribute__((target("avx512f,amx-tile,amx-int8"), noinline)) int32_t amx_loop(int64_t iters, int8_t seed) {
-  alignas(64) int8_t src[1024];
-  for (int i = 0; i < 1024; ++i) src[i] = static_cast<int8_t>(seed + i % 7);
+// 4 independent tile products on full tiles: tdpbf16ps (kBf16) or tdpbssd.
+template <bool kBf16>
+__attribute__((target("avx512f,amx-tile,amx-int8,amx-bf16"), noinline)) int32_t amx_loop(int64_t iters, int8_t seed) {
+  alignas(64) uint16_t src[512];  // bf16 near 1, or int8 bytes
+  for (int i = 0; i < 512; ++i) src[i] = static_cast<uint16_t>(0x3f80 + (seed + i) % 7);
   alignas(64) int32_t out[256];
   _tile_loadconfig(&full_tiles());
   DENSA_MEMORY_BARRIER();
@@ -116,36 +113,17 @@ __attribute__((target("avx512f,amx-tile,amx-int8"), noinline)) int32_t amx_loop(
   _tile_zero(2);
   _tile_zero(3);
   for (int64_t it = 0; it < iters; ++it) {
-    _tile_dpbssd(0, 4, 6);
-    _tile_dpbssd(1, 4, 7);
-    _tile_dpbssd(2, 5, 6);
-    _tile_dpbssd(3, 5, 7);
-  }
-  _tile_stored(0, out, 64);
-  _tile_release();
-  DENSA_MEMORY_BARRIER();
-  return out[0];
-}
-
-__attribute__((target("avx512f,amx-tile,amx-bf16"), noinline)) float amx_bf16_loop(int64_t iters, int8_t seed) {
-  alignas(64) uint16_t src[512];
-  for (int i = 0; i < 512; ++i) src[i] = static_cast<uint16_t>(0x3f80 + (seed + i) % 7);
-  alignas(64) float out[256];
-  _tile_loadconfig(&full_tiles());
-  DENSA_MEMORY_BARRIER();
-  _tile_loadd(4, src, 64);
-  _tile_loadd(5, src, 64);
-  _tile_loadd(6, src, 64);
-  _tile_loadd(7, src, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  for (int64_t it = 0; it < iters; ++it) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    if constexpr (kBf16) {
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    } else {
+      _tile_dpbssd(0, 4, 6);
+      _tile_dpbssd(1, 4, 7);
+      _tile_dpbssd(2, 5, 6);
+      _tile_dpbssd(3, 5, 7);
+    }
   }
   _tile_stored(0, out, 64);
   _tile_release();
@@ -176,22 +154,22 @@ void BM_vnni(benchmark::State& state) {
 }
 
 void BM_amx(benchmark::State& state) {
-  run_peak(state, cpu_use_amx() && cpu_has_amx_int8(), "no AMX-INT8 granted", amx_loop, int64_t{1} << 12,
+  run_peak(state, cpu_use_amx() && cpu_has_amx_int8(), "no AMX-INT8 granted", amx_loop<false>, int64_t{1} << 12,
            4 * 16 * 16 * 64 * 2);
 }
 
 void BM_bf16(benchmark::State& state) {
   run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16),
-           "no AVX-512 BF16", bf16_loop, int64_t{1} << 16, kChains * 32 * 2);
+           "no AVX-512 BF16", float_loop<true>, int64_t{1} << 16, kChains * 32 * 2);
 }
 
 void BM_fp32(benchmark::State& state) {
   run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16), "no AVX-512",
-           fp32_loop, int64_t{1} << 16, kChains * 16 * 2);
+           float_loop<false>, int64_t{1} << 16, kChains * 16 * 2);
 }
 
 void BM_amx_bf16(benchmark::State& state) {
-  run_peak(state, cpu_use_amx() && cpu_has_amx_bf16(), "no AMX-BF16 granted", amx_bf16_loop, int64_t{1} << 12,
+  run_peak(state, cpu_use_amx() && cpu_has_amx_bf16(), "no AMX-BF16 granted", amx_loop<true>, int64_t{1} << 12,
            4 * 16 * 16 * 32 * 2);
 }
 
