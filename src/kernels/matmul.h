@@ -27,6 +27,14 @@ struct MatmulJob {
   // w.amx were AmxUse::kOff: for the MoE router, whose expert choice is the decision most
   // sensitive to rounding and whose matrix is small. Other dtypes run as w.amx says.
   bool f32_x = false;
+  // When set, row i of this product's x is row x_rows[i] of x, which then holds x_rows_of rows
+  // (each x_rows[i] < x_rows_of): an MoE expert's routed tokens, read in place. matmul_many
+  // rounds such an x once for all the products that share it (x, x_rows_of and the layout)
+  // and copies each product's rows out of that, so a token routed to K experts is quantized
+  // once, not K times; the results are those of the same product on the rows copied out in
+  // fp32, bit for bit. Layouts whose prepared rows cannot be copied get the fp32 rows copied.
+  const int32_t* x_rows = nullptr;
+  int64_t x_rows_of = 0;
 };
 
 // Several independent products in one pass over the pool (e.g. Q, K and V of a layer, gate

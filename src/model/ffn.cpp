@@ -119,17 +119,6 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
     }
   }
   const int64_t Is = shared ? lw.shared_gate.rows : 0;
-  float* in = grow(s.expert_in, M * H);
-  // Each routed row gets its token's x, tokens split over the pool (this copy and the weighted
-  // sum below ran on one thread while the others waited). Another rank's expert's rows are not
-  // read here.
-  parallel_for_elems(pool, n, K * H, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      for (int k = 0; k < K; ++k) {
-        if (!lw.expert_gate[ids[t * K + k]].empty()) std::copy_n(xn + t * H, H, in + s.expert_slot[t * K + k] * H);
-      }
-    }
-  });
   float* gate = grow(s.gate, M * I + n * Is);
   float* up = grow(s.up, M * I + n * Is);
   float* y = grow(s.expert_out, (M + (shared ? n : 0)) * H);
@@ -146,8 +135,10 @@ void moe_ffn(const ModelConfig& cfg, const LayerWeights& lw, const float* xn, in
     const int64_t m = first[e + 1] - first[e];
     if (m == 0 || lw.expert_gate[e].empty()) continue;
     CHECK(lw.expert_gate[e].rows == I) << "expert " << e << " intermediate size";
-    jobs.push_back({lw.expert_gate[e], in + first[e] * H, m, gate + first[e] * I});
-    jobs.push_back({lw.expert_up[e], in + first[e] * H, m, up + first[e] * I});
+    // The expert's tokens read in place: each token's x is rounded once for all its experts.
+    const int32_t* rows = s.expert_rows.data() + first[e];
+    jobs.push_back({.w = lw.expert_gate[e], .x = xn, .n = m, .y = gate + first[e] * I, .x_rows = rows, .x_rows_of = n});
+    jobs.push_back({.w = lw.expert_up[e], .x = xn, .n = m, .y = up + first[e] * I, .x_rows = rows, .x_rows_of = n});
   }
   if (shared) {
     jobs.push_back({lw.shared_gate, xn, n, shared_gate});

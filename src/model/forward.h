@@ -29,7 +29,7 @@ struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, attn, proj;  // [num_tokens, *]
   std::vector<float> gate, up;                    // [num_tokens, intermediate]
   std::vector<float> router;                      // [num_tokens, num_experts]
-  std::vector<float> expert_in, expert_out;       // [tokens routed to one expert, *]
+  std::vector<float> expert_out;                  // [tokens routed to one expert, hidden]
   std::vector<int32_t> expert_rows;               // token indices grouped per expert
   std::vector<float> expert_weight;               // their routing weights
   std::vector<int64_t> expert_first, expert_fill;  // per expert: first row in expert_rows

@@ -39,7 +39,10 @@
 #include "quant/fp8_block.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
+#include "quant/affine_tiles.h"
+#include "quant/ggml_blocks.h"
 #include "test_util.h"
+#include "affine_matrices.h"
 
 namespace densa {
 namespace {
@@ -952,6 +955,111 @@ TEST(MatmulMany, Avx2SharedXAndParallelPreparationChangeNoResult) {
   const WeightView views[5] = {ta, tb, c.view, d.view, e.view};
   const float* xs[5] = {x.data(), x.data(), x.data(), x2.data(), x.data()};
   expect_many_equals_single(CpuIsa::kAvx2, views, xs, n);
+}
+
+// MatmulJob::x_rows: products that read their rows of a shared x in place (an MoE layer's
+// experts) give the products of those rows copied out in fp32, bit for bit, on every path this
+// CPU runs: the layouts whose prepared rows are copied (16-row INT8 / INT4 tiles, row-major INT4,
+// FP8 and affine rows on AVX-512, the tiles on AVX2) and the ones that take fp32 copies (BF16,
+// the scalar kernels and, where AMX-BF16 is granted, FP8 on AMX). Two products share each row
+// list (gate and up), one product reads x whole (a shared expert: its preparation also serves the
+// gathered ones), rows repeat and come in any order, and a list may hold one row or all of them.
+TEST(MatmulMany, GatheredRowsEqualTheirCopy) {
+  const int64_t src_rows = 40, cols = 512;
+  const QuantMatrix i4 = random_int4_f16(64, cols, 32, 91), i8 = random_int8(48, cols, 92);
+  const QuantMatrix i4rows = random_int4(32, cols, 32, 93), f8 = random_fp8(32, cols, 94);
+  std::vector<uint8_t> s4, s8, sa;
+  const WeightView t4 = int4_group_tile16(i4.view, testing::aligned_bytes(s4, int4_group_tile8_bytes(i4.view)));
+  const WeightView t8 = int8_group_tile16(i8.view, testing::aligned_bytes(s8, int8_group_tile16_bytes(i8.view)));
+  const testing::AffineMatrix q4k = testing::affine_matrix(ggml_type::kQ4_K, 32, cols, 95, AffineWidth::kPacked);
+  std::optional<WeightView> q4k_tiles;
+  if (affine_tileable(q4k.view)) {
+    q4k_tiles = affine_tile16(q4k.view, testing::aligned_bytes(sa, static_cast<size_t>(q4k.view.rows * q4k.view.row_bytes())));
+  }
+  std::vector<uint16_t> bf(static_cast<size_t>(24 * cols));
+  {
+    std::mt19937 rng(96);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& h : bf) h = f32_to_bf16(normal(rng));
+  }
+  WeightView b16;
+  b16.dtype = DType::kBF16;
+  b16.rows = 24;
+  b16.cols = cols;
+  b16.data = bf.data();
+  std::vector<WeightView> views = {t4, t8, i4rows.view, q4k.view, b16};
+  if (q4k_tiles) views.push_back(*q4k_tiles);
+  const std::vector<float> x = random_x(src_rows, cols, 97);
+  const std::vector<std::vector<int32_t>> lists = {{7}, {3, 3, 39, 0, 12, 5, 21, 21, 30, 1, 8, 16, 17, 2, 33, 4, 9}};
+  std::vector<int32_t> all(src_rows);
+  for (int32_t i = 0; i < src_rows; ++i) all[i] = src_rows - 1 - i;
+  std::vector<CpuIsa> isas = {CpuIsa::kScalar};
+  if (have_avx2()) isas.push_back(CpuIsa::kAvx2);
+  if (have_avx512()) isas.push_back(CpuIsa::kAvx512Bf16);
+  for (CpuIsa isa : isas) {
+    for (bool amx : fp8_amx_modes()) {
+      std::vector<WeightView> ws = views;
+      if (isa != CpuIsa::kAvx512Bf16 || have_fp8_kernel()) ws.push_back(with_amx(f8.view, testing::amx_use(amx)));
+      for (const WeightView& w : ws) {
+        SCOPED_TRACE(std::string(cpu_isa_name(isa)) + " " + std::string(dtype_name(w.dtype)) + (amx ? " amx" : ""));
+        // Per row list, two products (the same weight twice, as gate and up read one x); then
+        // one product over x whole.
+        std::vector<const int32_t*> rows;
+        std::vector<int64_t> ns;
+        for (const auto& l : {lists[0], lists[1], all}) {
+          rows.push_back(nullptr);
+          ns.push_back(static_cast<int64_t>(l.size()));
+        }
+        rows[0] = lists[0].data();
+        rows[1] = lists[1].data();
+        rows[2] = all.data();
+        std::vector<std::vector<float>> want, got;
+        std::vector<MatmulJob> jobs;
+        for (size_t k = 0; k < rows.size(); ++k) {
+          std::vector<float> copy(static_cast<size_t>(ns[k] * cols));
+          for (int64_t i = 0; i < ns[k]; ++i) std::copy_n(x.data() + rows[k][i] * cols, cols, copy.data() + i * cols);
+          want.emplace_back(static_cast<size_t>(ns[k] * w.rows));
+          matmul_internal::matmul_with_isa(isa, w, copy.data(), ns[k], want.back().data(), nullptr);
+        }
+        want.emplace_back(static_cast<size_t>(src_rows * w.rows));
+        matmul_internal::matmul_with_isa(isa, w, x.data(), src_rows, want.back().data(), nullptr);
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          got.clear();
+          jobs.clear();
+          for (size_t k = 0; k < rows.size(); ++k) {
+            for (int twice = 0; twice < 2; ++twice) got.emplace_back(want[k].size(), -7.0f);
+          }
+          got.emplace_back(want.back().size(), -7.0f);
+          for (size_t k = 0; k < rows.size(); ++k) {
+            for (int twice = 0; twice < 2; ++twice) {
+              jobs.push_back({.w = w, .x = x.data(), .n = ns[k], .y = got[2 * k + twice].data(), .x_rows = rows[k],
+                              .x_rows_of = src_rows});
+            }
+          }
+          jobs.push_back({.w = w, .x = x.data(), .n = src_rows, .y = got.back().data()});
+          matmul_internal::matmul_many_with_isa(isa, jobs, &pool);
+          for (size_t k = 0; k < rows.size(); ++k) {
+            for (int twice = 0; twice < 2; ++twice) {
+              ASSERT_EQ(0, std::memcmp(got[2 * k + twice].data(), want[k].data(), want[k].size() * 4))
+                  << "threads " << threads << " list " << k << " copy " << twice;
+            }
+          }
+          ASSERT_EQ(0, std::memcmp(got.back().data(), want.back().data(), want.back().size() * 4)) << "threads " << threads;
+        }
+      }
+    }
+  }
+}
+
+// A row index outside x (MatmulJob::x_rows_of) is refused by name, not read.
+TEST(MatmulManyDeathTest, GatheredRowOutsideXIsRefused) {
+  const QuantMatrix i4 = random_int4(16, 256, 32, 98);
+  const std::vector<float> x = random_x(4, 256, 99);
+  std::vector<float> y(16 * 2);
+  const int32_t rows[2] = {1, 4};
+  const MatmulJob job{.w = i4.view, .x = x.data(), .n = 2, .y = y.data(), .x_rows = rows, .x_rows_of = 4};
+  EXPECT_DEATH(matmul_many(std::span<const MatmulJob>(&job, 1), nullptr), "x row 4 of 4");
 }
 
 }  // namespace

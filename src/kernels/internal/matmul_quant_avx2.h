@@ -27,6 +27,9 @@ bool matmul_quant_avx2_tiles_supported();
 int64_t matmul_quant_avx2_x_bytes(const WeightView& w, int64_t n);
 void matmul_quant_avx2_prepare_rows(const WeightView& w, const float* x, int64_t n, int64_t i_begin, int64_t i_end,
                                     uint8_t* xp);
+// As matmul_quant_avx512_gather_rows for these layouts (kernels/internal/int8t_x.h).
+void matmul_quant_avx2_gather_rows(const WeightView& w, const uint8_t* src, const int32_t* rows, int64_t n,
+                                   int64_t i_begin, int64_t i_end, uint8_t* dst);
 // Columns [r_begin, r_end) of y ([n, w.rows]; tiles: whole 16-row tiles) from the prepared xp.
 void matmul_quant_avx2_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,
                             int64_t r_end);

@@ -45,6 +45,16 @@ void matmul_quant_avx512_prepare(const WeightView& w, const float* x, int64_t n,
 // cover [0, n) may run on different threads and give the buffer prepare gives.
 void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64_t n, int64_t i_begin, int64_t i_end,
                                       uint8_t* xp, WorkerScratch& ws);
+// Whether a preparation's rows can be copied out of a preparation of more rows of the same x
+// (matmul_quant_avx512_gather_rows): every layout but the AMX FP8 / BF16 one, whose tokens
+// interleave within its B tiles.
+bool matmul_quant_avx512_gathers(const WeightView& w);
+// Rows [i_begin, i_end) of dst (the preparation of n rows) as rows rows[i] of src, a preparation
+// of the same layout (matmul_quant_avx512_same_x_layout): the bytes prepare_rows would write for
+// those x rows. The call that ends at n writes the padding prepare_rows writes. Disjoint ranges
+// may run on different threads.
+void matmul_quant_avx512_gather_rows(const WeightView& w, const uint8_t* src, const int32_t* rows, int64_t n,
+                                     int64_t i_begin, int64_t i_end, uint8_t* dst);
 // Whether two products' prepared activations are the same bytes when they share x and n.
 bool matmul_quant_avx512_same_x_layout(const WeightView& a, const WeightView& b);
 void matmul_quant_avx512_rows(const WeightView& w, const uint8_t* xp, int64_t n, float* y, int64_t r_begin,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/thread_pool.h"
 #include "kernels/internal/align.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx2.h"
@@ -107,6 +108,7 @@ struct RowsJob {
   enum class Kind { kPlain, kQuantAvx512, kQuantAvx2, kQuantFallback } kind = Kind::kPlain;
   MatmulRowsFn fn = nullptr;       // kPlain
   const uint8_t* xp = nullptr;     // kQuantAvx512, kQuantAvx2: prepared activations
+  int64_t xp_at = 0;               // their offset in the call's buffer, until it exists
   int64_t xp_bytes = 0;            // their size, rounded up to 64 bytes
   int64_t row_cost = 1;            // byte-equivalents per output row (see run_jobs)
 
@@ -188,32 +190,46 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
 constexpr int64_t kMinPrepareElems = 64 * 1024;
 constexpr int64_t kPrepareRows = 16;
 
+// One preparation: x's n rows rounded into xp for w's layout, or (rows set) rows[i] of the
+// preparation src copied out as row i.
 struct PrepareJob {
-  const MatmulJob* job;
-  uint8_t* xp;
+  const WeightView* w;
+  const float* x;
+  int64_t n;
   bool avx2;  // the AVX2 tile kernels' preparation, else the AVX-512 kernels'
+  const int32_t* rows = nullptr;
+  const uint8_t* src = nullptr;
+  int64_t xp_at = 0, src_at = 0;  // offsets of xp and src in the call's buffer, until it exists
+  uint8_t* xp = nullptr;
+
+  void run(int64_t i0, int64_t i1, WorkerScratch& ws) const {
+    if (rows != nullptr) {
+      if (avx2) return matmul_quant_avx2_gather_rows(*w, src, rows, n, i0, i1, xp);
+      return matmul_quant_avx512_gather_rows(*w, src, rows, n, i0, i1, xp);
+    }
+    if (avx2) return matmul_quant_avx2_prepare_rows(*w, x, n, i0, i1, xp);
+    matmul_quant_avx512_prepare_rows(*w, x, n, i0, i1, xp, ws);
+  }
 };
 
+// Runs the jobs over runs of kPrepareRows rows, split over the pool when they are prefill-sized
+// (rows times columns summed over the jobs >= kMinPrepareElems); the bytes are the same either
+// way.
 void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
   int64_t elems = 0, units = 0;
   for (const PrepareJob& p : jobs) {
-    elems += p.job->n * p.job->w.cols;
-    units += (p.job->n + kPrepareRows - 1) / kPrepareRows;
+    elems += p.n * p.w->cols;
+    units += (p.n + kPrepareRows - 1) / kPrepareRows;
   }
+  if (units == 0) return;
   WorkerScratch own;
   auto run_units = [&](int worker, int64_t u_begin, int64_t u_end) {
     WorkerScratch& ws = kernels_internal::scratch_of(pool, worker, own);
     int64_t u = 0;
     for (const PrepareJob& p : jobs) {
-      const MatmulJob& j = *p.job;
-      const int64_t count = (j.n + kPrepareRows - 1) / kPrepareRows;
+      const int64_t count = (p.n + kPrepareRows - 1) / kPrepareRows;
       for (int64_t k = std::max(u_begin - u, int64_t{0}); k < std::min(count, u_end - u); ++k) {
-        const int64_t i0 = k * kPrepareRows, i1 = std::min(j.n, (k + 1) * kPrepareRows);
-        if (p.avx2) {
-          matmul_quant_avx2_prepare_rows(j.w, j.x, j.n, i0, i1, p.xp);
-        } else {
-          matmul_quant_avx512_prepare_rows(j.w, j.x, j.n, i0, i1, p.xp, ws);
-        }
+        p.run(k * kPrepareRows, std::min(p.n, (k + 1) * kPrepareRows), ws);
       }
       u += count;
     }
@@ -260,76 +276,164 @@ bool matmul_bf16_on_amx(AmxUse use) {
 
 namespace matmul_internal {
 
+namespace {
+
+// How product j runs at `isa`: its kernel, its cost per output row and its prepared bytes.
+RowsJob rows_job(CpuIsa isa, const MatmulJob& j) {
+  const WeightView& w = j.w;
+  RowsJob r;
+  r.job = &j;
+  if (matmul_quant_fallback_supports(w.dtype)) {
+    // FP8 / INT4 / INT8 / affine weights: the AVX-512 kernel where it applies, the AVX2 one
+    // for the 16-row tile layouts (the same bits), else the reference-decoding fallback.
+    if (isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
+      r.kind = RowsJob::Kind::kQuantAvx512;
+      r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
+      r.xp_bytes = (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
+    } else if (isa >= CpuIsa::kAvx2 && matmul_quant_avx2_supports(w)) {
+      r.kind = RowsJob::Kind::kQuantAvx2;
+      r.row_cost = matmul_quant_avx2_row_cost(w, j.n);
+      r.xp_bytes = (matmul_quant_avx2_x_bytes(w, j.n) + 63) / 64 * 64;
+    } else {
+      r.kind = RowsJob::Kind::kQuantFallback;
+      r.row_cost = matmul_quant_fallback_row_cost(w, j.n);
+    }
+  } else if ((w.dtype == DType::kBF16 || w.dtype == DType::kF16) && !j.f32_x && isa == CpuIsa::kAvx512Bf16 &&
+             matmul_quant_avx512_supports(w)) {
+    // BF16 / F16 on AMX tiles (matmul_quant_bf16_amx): the FP8 AMX kernel, x rounded to bf16.
+    r.kind = RowsJob::Kind::kQuantAvx512;
+    r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
+    r.xp_bytes = (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
+  } else {
+    CHECK(matmul_supports(w.dtype)) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
+    CHECK(w.cols % dtype_block_elems(w.dtype) == 0) << "matmul: cols " << w.cols;
+    r.fn = rows_fn(isa);
+    // Its weight bytes plus n * cols multiply-adds (one multiply-add takes about as long as
+    // streaming one weight byte on one core).
+    r.row_cost = w.row_bytes() + j.n * w.cols;
+  }
+  r.row_cost = std::max<int64_t>(1, r.row_cost);
+  return r;
+}
+
+// Products with gathered rows (MatmulJob::x_rows) on a path that cannot copy prepared rows: each
+// becomes a product of its rows copied out in fp32 into `buf`, which it owns from here on.
+struct Fp32Copies {
+  std::vector<MatmulJob> jobs;  // reserved up front: the RowsJobs point into it
+  std::vector<const MatmulJob*> from;
+  std::vector<int64_t> at;
+  int64_t bytes = 0;
+  std::unique_ptr<uint8_t[]> buf;
+
+  explicit Fp32Copies(size_t capacity) { jobs.reserve(capacity); }
+  const MatmulJob* add(const MatmulJob& j) {
+    MatmulJob own = j;
+    own.x_rows = nullptr;
+    own.x_rows_of = 0;
+    jobs.push_back(own);
+    from.push_back(&j);
+    at.push_back(bytes);
+    bytes += (j.n * j.w.cols * static_cast<int64_t>(sizeof(float)) + 63) / 64 * 64;
+    return &jobs.back();
+  }
+  void copy(ThreadPool* pool) {
+    if (bytes == 0) return;
+    buf.reset(new uint8_t[static_cast<size_t>(bytes + 64)]);
+    uint8_t* base = kernels_internal::align64(buf.get());
+    for (size_t c = 0; c < jobs.size(); ++c) {
+      MatmulJob& own = jobs[c];
+      const int32_t* rows = from[c]->x_rows;
+      float* dst = reinterpret_cast<float*>(base + at[c]);
+      const int64_t cols = own.w.cols;
+      parallel_for_elems(pool, own.n, cols, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) std::copy_n(own.x + rows[i] * cols, cols, dst + i * cols);
+      });
+      own.x = dst;
+    }
+  }
+};
+
+// Where each quantized product's activations come from, as offsets into one buffer (returns its
+// size): products of the same x in the same layout (Q, K and V; gate and up) share one
+// preparation, and products whose rows are gathered from one x round that x once (`prepare`)
+// and copy their rows out of it (`gather`).
+int64_t plan_preparations(std::vector<RowsJob>& run, std::vector<PrepareJob>& prepare, std::vector<PrepareJob>& gather) {
+  int64_t bytes = 0;
+  auto same_layout = [](const PrepareJob& p, const RowsJob& r, bool avx2) {
+    return p.avx2 == avx2 && (avx2 ? p.w->cols == r.job->w.cols : matmul_quant_avx512_same_x_layout(*p.w, r.job->w));
+  };
+  for (RowsJob& r : run) {
+    const bool avx2 = r.kind == RowsJob::Kind::kQuantAvx2;
+    if (r.kind != RowsJob::Kind::kQuantAvx512 && !avx2) continue;
+    const MatmulJob& j = *r.job;
+    std::vector<PrepareJob>& list = j.x_rows != nullptr ? gather : prepare;
+    const PrepareJob* shared = nullptr;
+    for (const PrepareJob& p : list) {
+      if (p.x == j.x && p.n == j.n && p.rows == j.x_rows && same_layout(p, r, avx2)) shared = &p;
+    }
+    if (shared != nullptr) {
+      r.xp_at = shared->xp_at;
+      continue;
+    }
+    r.xp_at = bytes;
+    bytes += r.xp_bytes;
+    list.push_back({.w = &j.w, .x = j.x, .n = j.n, .avx2 = avx2, .rows = j.x_rows, .xp_at = r.xp_at});
+    if (j.x_rows == nullptr) continue;
+    PrepareJob& g = list.back();
+    const PrepareJob* source = nullptr;
+    for (const PrepareJob& p : prepare) {
+      if (p.x == j.x && p.n == j.x_rows_of && p.rows == nullptr && same_layout(p, r, avx2)) source = &p;
+    }
+    if (source == nullptr) {
+      const int64_t n = j.x_rows_of;
+      const int64_t x_bytes = avx2 ? matmul_quant_avx2_x_bytes(j.w, n) : matmul_quant_avx512_x_bytes(j.w, n);
+      prepare.push_back({.w = &j.w, .x = j.x, .n = n, .avx2 = avx2, .xp_at = bytes});
+      bytes += (x_bytes + 63) / 64 * 64;
+      source = &prepare.back();
+    }
+    g.src_at = source->xp_at;
+  }
+  return bytes;
+}
+
+}  // namespace
+
 void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPool* pool) {
   CHECK(static_cast<int>(isa) <= static_cast<int>(cpu_isa_hardware())) << "matmul: isa " << cpu_isa_name(isa);
   std::vector<RowsJob> run;
   run.reserve(jobs.size());
-  int64_t x_bytes = 0;
+  Fp32Copies copies(jobs.size());
   for (const MatmulJob& j : jobs) {
-    const WeightView& w = j.w;
-    if (j.n <= 0 || w.rows <= 0) continue;
-    RowsJob r;
-    r.job = &j;
-    if (matmul_quant_fallback_supports(w.dtype)) {
-      // FP8 / INT4 / INT8 / affine weights: the AVX-512 kernel where it applies, the AVX2 one
-      // for the 16-row tile layouts (the same bits), else the reference-decoding fallback.
-      if (isa == CpuIsa::kAvx512Bf16 && matmul_quant_avx512_supports(w)) {
-        r.kind = RowsJob::Kind::kQuantAvx512;
-        r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
-        r.xp_bytes = (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
-      } else if (isa >= CpuIsa::kAvx2 && matmul_quant_avx2_supports(w)) {
-        r.kind = RowsJob::Kind::kQuantAvx2;
-        r.row_cost = matmul_quant_avx2_row_cost(w, j.n);
-        r.xp_bytes = (matmul_quant_avx2_x_bytes(w, j.n) + 63) / 64 * 64;
-      } else {
-        r.kind = RowsJob::Kind::kQuantFallback;
-        r.row_cost = matmul_quant_fallback_row_cost(w, j.n);
-      }
-    } else if ((w.dtype == DType::kBF16 || w.dtype == DType::kF16) && !j.f32_x && isa == CpuIsa::kAvx512Bf16 &&
-               matmul_quant_avx512_supports(w)) {
-      // BF16 / F16 on AMX tiles (matmul_quant_bf16_amx): the FP8 AMX kernel, x rounded to bf16.
-      r.kind = RowsJob::Kind::kQuantAvx512;
-      r.row_cost = matmul_quant_avx512_row_cost(w, j.n);
-      r.xp_bytes = (matmul_quant_avx512_x_bytes(w, j.n) + 63) / 64 * 64;
-    } else {
-      CHECK(matmul_supports(w.dtype)) << "matmul: unsupported weight dtype " << dtype_name(w.dtype);
-      CHECK(w.cols % dtype_block_elems(w.dtype) == 0) << "matmul: cols " << w.cols;
-      r.fn = rows_fn(isa);
-      // Its weight bytes plus n * cols multiply-adds (one multiply-add takes about as long as
-      // streaming one weight byte on one core).
-      r.row_cost = w.row_bytes() + j.n * w.cols;
+    if (j.n <= 0 || j.w.rows <= 0) continue;
+    for (int64_t i = 0; j.x_rows != nullptr && i < j.n; ++i) {
+      CHECK(j.x_rows[i] >= 0 && j.x_rows[i] < j.x_rows_of) << "matmul: x row " << j.x_rows[i] << " of " << j.x_rows_of;
     }
-    r.row_cost = std::max<int64_t>(1, r.row_cost);
-    x_bytes += r.xp_bytes;
+    RowsJob r = rows_job(isa, j);
+    const bool copies_prepared = r.kind == RowsJob::Kind::kQuantAvx2 ||
+                                 (r.kind == RowsJob::Kind::kQuantAvx512 && matmul_quant_avx512_gathers(j.w));
+    if (j.x_rows != nullptr && !copies_prepared) r.job = copies.add(j);
     run.push_back(r);
   }
   if (run.empty()) return;
-  // The one allocation: every quantized job's activations, rounded once for all its rows.
-  // Products of the same x in the same layout (Q, K and V; gate and up) share one copy.
+  copies.copy(pool);
+  std::vector<PrepareJob> prepare, gather;
+  const int64_t bytes = plan_preparations(run, prepare, gather);
   std::unique_ptr<uint8_t[]> buf;
-  if (x_bytes > 0) {
-    buf.reset(new uint8_t[static_cast<size_t>(x_bytes + 64)]);
-    uint8_t* at = kernels_internal::align64(buf.get());
-    std::vector<PrepareJob> to_prepare;
-    for (RowsJob& r : run) {
-      const bool avx2 = r.kind == RowsJob::Kind::kQuantAvx2;
-      if (r.kind != RowsJob::Kind::kQuantAvx512 && !avx2) continue;
-      for (const PrepareJob& p : to_prepare) {
-        // The AVX2 kernels' layouts all read one preparation (kernels/internal/int8t_x.h).
-        const bool same = avx2 ? p.avx2 && p.job->w.cols == r.job->w.cols
-                               : !p.avx2 && matmul_quant_avx512_same_x_layout(p.job->w, r.job->w);
-        if (p.job->x == r.job->x && p.job->n == r.job->n && same) {
-          r.xp = p.xp;
-          break;
-        }
-      }
-      if (r.xp != nullptr) continue;
-      to_prepare.push_back({r.job, at, avx2});
-      r.xp = at;
-      at += r.xp_bytes;
-    }
-    prepare_x(to_prepare, pool);
+  uint8_t* base = nullptr;
+  if (bytes > 0) {
+    buf.reset(new uint8_t[static_cast<size_t>(bytes + 64)]);
+    base = kernels_internal::align64(buf.get());
   }
+  for (PrepareJob& p : prepare) p.xp = base + p.xp_at;
+  for (PrepareJob& g : gather) {
+    g.xp = base + g.xp_at;
+    g.src = base + g.src_at;
+  }
+  for (RowsJob& r : run) {
+    if (r.kind == RowsJob::Kind::kQuantAvx512 || r.kind == RowsJob::Kind::kQuantAvx2) r.xp = base + r.xp_at;
+  }
+  prepare_x(prepare, pool);
+  prepare_x(gather, pool);
   run_jobs(run, pool);
 }
 

@@ -21,6 +21,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <cmath>
+#include <cstring>
 
 #include "kernels/internal/matmul_quant_avx512_kernels.h"
 
@@ -137,15 +138,6 @@ DENSA_TARGET_AVX512_QUANT void prepare_x_int8(const float* x, int64_t cols, uint
 
 // quantize_x128 (the same q and scales as every other W8A8 / W4A8 path) as row i of the 16-row
 // tiles' blocks (int8t_x_row). cols % 128 == 0 (int8_group_tileable).
-// Rows [n, the end of n's block) as zeros: q, x scales and sums.
-void prepare_x_int8t_pad(int64_t cols, uint8_t* xp, int64_t n) {
-  for (int64_t i = n; i % 16 != 0; ++i) {
-    const Int8tXRow row = int8t_x_row(xp, int8t_x_stride(cols), cols, i);
-    for (int64_t g = 0; g < cols / 32; ++g) std::memset(reinterpret_cast<uint8_t*>(const_cast<int32_t*>(row.q + 128 * g)), 0, 32);
-    std::memset(const_cast<float*>(row.xs), 0, static_cast<size_t>(cols / 32) * 4);
-    std::memset(const_cast<int32_t*>(row.xc), 0, static_cast<size_t>(cols / 32) * 4);
-  }
-}
 
 // One group at a time, written in place: quantize_x32's q stored at the group's slot of the
 // block, and 128 * their sum (exact: 32 terms of |q| <= 127) taken from the int32 values.
@@ -236,13 +228,25 @@ void matmul_quant_avx512_prepare_rows(const WeightView& w, const float* x, int64
       affine_prepare_x(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
     } else if (w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16) {
       prepare_x_int8t(x + i * w.cols, w.cols, xp, i);
-      if (i + 1 == n) prepare_x_int8t_pad(w.cols, xp, n);
+      if (i + 1 == n) int8t_x_pad(w.cols, xp, n);
     } else if (w.dtype == DType::kI8) {
       prepare_x_int8(x + i * w.cols, w.cols, xp + i * stride);
     } else {
       prepare_x_int4(x + i * w.cols, w.cols, xp + i * stride);
     }
   }
+}
+
+bool matmul_quant_avx512_gathers(const WeightView& w) { return !quant_on_amx(w); }
+
+void matmul_quant_avx512_gather_rows(const WeightView& w, const uint8_t* src, const int32_t* rows, int64_t n,
+                                     int64_t i_begin, int64_t i_end, uint8_t* dst) {
+  CHECK(matmul_quant_avx512_gathers(w)) << "matmul avx512 quant: the AMX layout's rows are not gathered";
+  if (w.layout == WeightLayout::kInt8Tiles16 || w.layout == WeightLayout::kInt4Tiles16) {
+    return int8t_x_gather(src, w.cols, rows, n, i_begin, i_end, dst);
+  }
+  const int64_t stride = x_stride(w);
+  for (int64_t i = i_begin; i < i_end; ++i) std::memcpy(dst + i * stride, src + rows[i] * stride, static_cast<size_t>(stride));
 }
 
 }  // namespace densa::matmul_internal

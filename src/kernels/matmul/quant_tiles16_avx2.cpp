@@ -380,6 +380,11 @@ void matmul_quant_avx2_prepare_rows(const WeightView& w, const float* x, int64_t
   for (int64_t i = i_begin; i < i_end; ++i) prepare_row(x + i * w.cols, w.cols, xp, i);
 }
 
+void matmul_quant_avx2_gather_rows(const WeightView& w, const uint8_t* src, const int32_t* rows, int64_t n,
+                                   int64_t i_begin, int64_t i_end, uint8_t* dst) {
+  int8t_x_gather(src, w.cols, rows, n, i_begin, i_end, dst);
+}
+
 DENSA_TARGET_AVX2_F16C void activation_q8_quantize_avx2(const float* x, int64_t cols, int8_t* q, float* sx) {
   CHECK(cols % 32 == 0) << "activation_q8_quantize_avx2: cols " << cols;
   for (int64_t g = 0; g < cols / 32; ++g) quantize_group(x + 32 * g, q + 32 * g, sx + g);
