@@ -22,6 +22,11 @@ enum ScratchSlot : int {
   // Activation preparation for AMX tiles: one x row, and its single copy when F16 repeats it.
   kSlotPrepareRow = 1,
   kSlotPrepareOnce = 2,
+  // matmul_many's buffers, on the calling thread (worker 0) and read by every worker while the
+  // products run, so apart from the kernels' slots: the prepared activations of all products,
+  // and the fp32 copies of gathered rows for the paths that read fp32 x.
+  kSlotMatmulCopies = 5,
+  kSlotMatmulX = 6,
   // Paged attention, one work item (attend_run): scaled q, accumulators, scores, softmax max
   // and sum, decoded V rows.
   kSlotAttnQs = 0,

@@ -5,12 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "core/check.h"
 #include "core/thread_pool.h"
-#include "kernels/internal/align.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx2.h"
 #include "kernels/internal/matmul_quant_avx512.h"
@@ -317,13 +315,12 @@ RowsJob rows_job(CpuIsa isa, const MatmulJob& j) {
 }
 
 // Products with gathered rows (MatmulJob::x_rows) on a path that cannot copy prepared rows: each
-// becomes a product of its rows copied out in fp32 into `buf`, which it owns from here on.
+// becomes a product of its rows copied out in fp32 into the calling thread's scratch.
 struct Fp32Copies {
   std::vector<MatmulJob> jobs;  // reserved up front: the RowsJobs point into it
   std::vector<const MatmulJob*> from;
   std::vector<int64_t> at;
   int64_t bytes = 0;
-  std::unique_ptr<uint8_t[]> buf;
 
   explicit Fp32Copies(size_t capacity) { jobs.reserve(capacity); }
   const MatmulJob* add(const MatmulJob& j) {
@@ -336,10 +333,9 @@ struct Fp32Copies {
     bytes += (j.n * j.w.cols * static_cast<int64_t>(sizeof(float)) + 63) / 64 * 64;
     return &jobs.back();
   }
-  void copy(ThreadPool* pool) {
+  void copy(ThreadPool* pool, WorkerScratch& caller) {
     if (bytes == 0) return;
-    buf.reset(new uint8_t[static_cast<size_t>(bytes + 64)]);
-    uint8_t* base = kernels_internal::align64(buf.get());
+    uint8_t* base = caller.bytes(kernels_internal::kSlotMatmulCopies, static_cast<size_t>(bytes));
     for (size_t c = 0; c < jobs.size(); ++c) {
       MatmulJob& own = jobs[c];
       const int32_t* rows = from[c]->x_rows;
@@ -415,15 +411,14 @@ void matmul_many_with_isa(CpuIsa isa, std::span<const MatmulJob> jobs, ThreadPoo
     run.push_back(r);
   }
   if (run.empty()) return;
-  copies.copy(pool);
+  // The buffers live in the calling thread's scratch (its pool slot, or this thread's own without
+  // a pool), so a warm caller allocates nothing; the workers read them while the products run.
+  thread_local WorkerScratch no_pool;
+  WorkerScratch& caller = pool != nullptr ? pool->scratch(0) : no_pool;
+  copies.copy(pool, caller);
   std::vector<PrepareJob> prepare, gather;
   const int64_t bytes = plan_preparations(run, prepare, gather);
-  std::unique_ptr<uint8_t[]> buf;
-  uint8_t* base = nullptr;
-  if (bytes > 0) {
-    buf.reset(new uint8_t[static_cast<size_t>(bytes + 64)]);
-    base = kernels_internal::align64(buf.get());
-  }
+  uint8_t* base = bytes > 0 ? caller.bytes(kernels_internal::kSlotMatmulX, static_cast<size_t>(bytes)) : nullptr;
   for (PrepareJob& p : prepare) p.xp = base + p.xp_at;
   for (PrepareJob& g : gather) {
     g.xp = base + g.xp_at;
