@@ -56,17 +56,32 @@ DENSA_TARGET_AVX512_QUANT_INLINE __m512i dpbusd_bcast(__m512i acc, __m512i u, co
   return acc;
 }
 
-// The VNNI kernel, for T x rows from i0 against 16-row tile `t16` (every n; the decode GEMV is
-// T = 1 with kPrefetch, a GEMM's rows come in blocks of kTiles16VnniRows and one last block of
-// fewer): per group, eight vpdpbusd of the group's unsigned codes (lane = weight row) against x
-// broadcast 4 bytes at a time from memory, as two chains of four started from -(the layout's
-// offset x sum(q)), then tiles16_group_fma. Each group's weights are unpacked once for the T
-// rows; the sum starts of a chunk's 4 groups are computed for a row at once.
-template <int T, bool kPrefetch, class L>
+// One 32-bit value broadcast to every lane straight from memory, into a register two vpdpbusd
+// share (one load for both).
+DENSA_TARGET_AVX512_QUANT_INLINE __m512i broadcast_from_memory(const int32_t* p) {
+  __m512i r;
+  asm("vpbroadcastd %1, %0" : "=v"(r) : "m"(*p));
+  return r;
+}
+
+// The VNNI kernel, for T x rows from i0 against the NT 16-row tiles from `t16` (every n; the
+// decode GEMV is T = 1, NT = 1 with kPrefetch, a GEMM's rows come in blocks of kTiles16VnniRows
+// and one last block of fewer, its tiles in pairs): per group, eight vpdpbusd per tile of the
+// group's unsigned codes (lane = weight row) against x broadcast 4 bytes at a time, as two chains
+// of four started from -(the layout's offset x sum(q)), then tiles16_group_fma. Each group's
+// weights are unpacked once for the T rows; the sum starts of a chunk's 4 groups are computed
+// for a row at once. One tile takes x broadcast from memory inside each vpdpbusd; two tiles
+// share each broadcast register. The loop is bound by its loads (on EPYC-Z5 about two a cycle,
+// a broadcast counting as one), and two tiles issue 0.5 x loads per vpdpbusd instead of 1; a
+// product's int32 sums are exact and its fp32 steps per group the same, so both give the same
+// bits.
+template <int T, int NT, bool kPrefetch, class L>
 DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, int64_t i0) {
-  static_assert(T <= 8);
+  static_assert(T <= 8 && (NT == 1 || NT == 2));
   const WeightView& w = *a.w;
-  const uint8_t* tile = L::tile(w, t16);
+  const uint8_t* tile[NT];
+#pragma GCC unroll 2
+  for (int k = 0; k < NT; ++k) tile[k] = L::tile(w, t16 + k);
   const int64_t chunks = w.cols / 128;
   const int32_t* xq[T];
   const float* xs[T];
@@ -78,13 +93,15 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, i
     xs[t] = row.xs;
     xc[t] = row.xc;
   }
-  __m512 acc[T];
+  __m512 acc[T][NT];
 #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int t = 0; t < T; ++t)
+#pragma GCC unroll 2
+    for (int k = 0; k < NT; ++k) acc[t][k] = _mm512_setzero_ps();
   alignas(64) int32_t start[T][4];  // the chunk's sum starts, row t group g at start[t][g]
   for (int64_t c = 0; c < chunks; ++c) {
-    const uint8_t* ch = tile + c * L::kChunkBytes;
     if constexpr (kPrefetch) {
+      const uint8_t* ch = tile[0] + c * L::kChunkBytes;
       for (int64_t l = 0; l < L::kChunkBytes; l += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(ch + L::kPrefetchL1 + l), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(ch + L::kPrefetchL2 + l), _MM_HINT_T1);
@@ -98,24 +115,47 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, i
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
       const int64_t gg = c * 4 + g;
-      __m512i wv[8];
-      L::codes(ch, g, wv);
-      const __m512 ws = L::scales(ch, g);
+      __m512i wv[NT][8];
+      __m512 ws[NT];
+#pragma GCC unroll 2
+      for (int k = 0; k < NT; ++k) {
+        const uint8_t* ch = tile[k] + c * L::kChunkBytes;
+        L::codes(ch, g, wv[k]);
+        ws[k] = L::scales(ch, g);
+      }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const int32_t* x4 = xq[t] + gg * 128;
-        __m512i s0 = _mm512_set1_epi32(start[t][g]), s1 = _mm512_setzero_si512();
+        if constexpr (NT == 1) {
+          __m512i s0 = _mm512_set1_epi32(start[t][g]), s1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          s0 = dpbusd_bcast(s0, wv[j], x4 + j);
-          s1 = dpbusd_bcast(s1, wv[j + 4], x4 + j + 4);
+          for (int j = 0; j < 4; ++j) {
+            s0 = dpbusd_bcast(s0, wv[0][j], x4 + j);
+            s1 = dpbusd_bcast(s1, wv[0][j + 4], x4 + j + 4);
+          }
+          acc[t][0] = tiles16_group_fma(acc[t][0], _mm512_add_epi32(s0, s1), ws[0], xs[t][gg]);
+        } else {
+          const __m512i s = _mm512_set1_epi32(start[t][g]);
+          __m512i s0[2] = {s, s}, s1[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) {
+            const __m512i b0 = broadcast_from_memory(x4 + j), b1 = broadcast_from_memory(x4 + j + 4);
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; ++k) {
+              s0[k] = _mm512_dpbusd_epi32(s0[k], wv[k][j], b0);
+              s1[k] = _mm512_dpbusd_epi32(s1[k], wv[k][j + 4], b1);
+            }
+          }
+#pragma GCC unroll 2
+          for (int k = 0; k < 2; ++k) acc[t][k] = tiles16_group_fma(acc[t][k], _mm512_add_epi32(s0[k], s1[k]), ws[k], xs[t][gg]);
         }
-        acc[t] = tiles16_group_fma(acc[t], _mm512_add_epi32(s0, s1), ws, xs[t][gg]);
       }
     }
   }
 #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + t16 * 16, acc[t]);
+  for (int t = 0; t < T; ++t)
+#pragma GCC unroll 2
+    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(a.y + (i0 + t) * w.rows + (t16 + k) * 16, acc[t][k]);
 }
 
 // A last block of x rows at least this full runs on AMX with its padding rows (zeros, which
@@ -173,6 +213,20 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx(const Args& a, int64_t t16, 
   }
 }
 
+// x rows [i, n) against the NT tiles from t16 on VNNI: blocks of kTiles16VnniRows, then the last
+// 1-3 rows (an MoE expert's routed tokens rarely come in fours).
+template <int NT, class L>
+DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni_rows(const Args& a, int64_t t16, int64_t i, int64_t n) {
+  for (; i + kTiles16VnniRows <= n; i += kTiles16VnniRows) tiles16_vnni<kTiles16VnniRows, NT, false, L>(a, t16, i);
+  static_assert(kTiles16VnniRows == 4);
+  switch (n - i) {
+    case 3: tiles16_vnni<3, NT, false, L>(a, t16, i); break;
+    case 2: tiles16_vnni<2, NT, false, L>(a, t16, i); break;
+    case 1: tiles16_vnni<1, NT, false, L>(a, t16, i); break;
+    default: break;
+  }
+}
+
 // C tiles 0, 1: 16 x rows x 16 weight rows (int32); A tiles 2, 3: 16 x rows x 32 q (one
 // contiguous 512-byte tile of the prepared block: rows 32 bytes apart); B tiles 4,
 // 5: 8 x (16 weight rows x 4 codes). Loads it (ldtilecfg); tiles16_amx_end releases the tiles.
@@ -188,27 +242,23 @@ DENSA_TARGET_AVX512_QUANT void tiles16_rows(const Args& a, int64_t n, int64_t r_
   CHECK(r_begin % 16 == 0 && r_end % 16 == 0) << "16-row tiles: rows " << r_begin << ".." << r_end;
   const bool amx = n >= kTiles16AmxMinTail && matmul_quant_int8_amx_usable(a.w->amx);
   const int64_t n_amx = !amx ? 0 : n % 16 >= kTiles16AmxMinTail ? n : n / 16 * 16;
-  if (amx) tiles16_amx_begin();
-  for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) {
-    if (n == 1) {
-      tiles16_vnni<1, true, L>(a, t16, 0);
-      continue;
-    }
-    int64_t i = 0;
-    if (amx) {
-      i = n_amx;
-      tiles16_amx<L>(a, t16, n_amx);
-    }
-    for (; i + kTiles16VnniRows <= n; i += kTiles16VnniRows) tiles16_vnni<kTiles16VnniRows, false, L>(a, t16, i);
-    static_assert(kTiles16VnniRows == 4);
-    switch (n - i) {  // the last 1-3 rows (an MoE expert's routed tokens rarely come in fours)
-      case 3: tiles16_vnni<3, false, L>(a, t16, i); break;
-      case 2: tiles16_vnni<2, false, L>(a, t16, i); break;
-      case 1: tiles16_vnni<1, false, L>(a, t16, i); break;
-      default: break;
+  if (n == 1) {
+    for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) tiles16_vnni<1, 1, true, L>(a, t16, 0);
+    return;
+  }
+  if (amx) {
+    tiles16_amx_begin();
+    for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) tiles16_amx<L>(a, t16, n_amx);
+    tiles16_amx_end();
+  }
+  // The rows AMX left, on VNNI: tiles in pairs (a last odd one alone).
+  for (int64_t t16 = r_begin / 16; t16 < r_end / 16; t16 += 2) {
+    if (t16 + 1 < r_end / 16) {
+      tiles16_vnni_rows<2, L>(a, t16, n_amx, n);
+    } else {
+      tiles16_vnni_rows<1, L>(a, t16, n_amx, n);
     }
   }
-  if (amx) tiles16_amx_end();
 }
 
 }  // namespace densa::matmul_internal
