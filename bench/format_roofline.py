@@ -18,10 +18,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lla
 from roofline import info_ops  # noqa: E402
 
 NAMES = {"q4_0": "Q4_0 (GGUF)", "int4": "INT4 g32 (HF)", "q8_0": "Q8_0 (GGUF)", "fp8": "FP8 128x128 (HF)",
-         "bf16": "BF16 (GGUF)"}
+         "bf16": "BF16 (GGUF)", "q4_k": "Q4_K (GGUF, llama-quantize --pure)",
+         "q6_k": "Q6_K (GGUF, llama-quantize --pure)", "iq4_xs": "IQ4_XS (GGUF, llama-quantize --pure)",
+         "mxfp4": "MXFP4 (GGUF, llama-quantize --pure)"}
 # The version line of each format's kernels.
+AFFINE = "gguf k-quant / iq4 / mxfp4 weights"
 LINE = {"q4_0": "int4 / q4_0 weights", "int4": "int4 / q4_0 weights", "q8_0": "int8 / q8_0 weights",
-        "fp8": "fp8 weights", "bf16": "bf16 / f16 weights"}
+        "fp8": "fp8 weights", "bf16": "bf16 / f16 weights", "q4_k": AFFINE, "q6_k": AFFINE, "iq4_xs": AFFINE,
+        "mxfp4": AFFINE}
 PEAK_NAMES = {"amx-int8": "int8_peak/amx", "vnni": "int8_peak/vnni", "avx2": "int8_peak/avx2",
               "amx-bf16": "bf16_peak/amx", "vdpbf16ps": "bf16_peak/avx512", "fp32 fma": "fp32_peak/avx512"}
 

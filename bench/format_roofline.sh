@@ -8,6 +8,11 @@
 # The formats run in turn, the order rotating every round; GOPS is the median tok/s times 2 x
 # the linear weights a token multiplies (bench/llamacpp/roofline.py's count).
 #
+# With LLAMA_QUANTIZE naming a llama-quantize binary (llama.cpp's or ik_llama.cpp's, built outside
+# the repo), the BF16 file is also quantized with it, every tensor alike (--pure), to the GGUF
+# formats gen-model does not write: Q4_K, Q6_K, IQ4_XS and MXFP4, which densa repacks at load
+# into affine rows in 16-row tiles (int8 products, the INT8 tiles' units).
+#
 # Usage: bench/format_roofline.sh DENSA OUT_DIR [ROUNDS] [--quick]
 #   MODEL_DIR (default /tmp/densa-perf-models): the files, written once (bench/perf_common.sh).
 #   PEAK (default int8_peak_bench beside DENSA). THREADS (default 2). --quick: tiny shapes, a
@@ -35,6 +40,17 @@ M[bf16]=$(perf_gen "$DENSA" "$MD" "$QUICK" dense bf16 gguf)
 M[int4]=$(perf_gen "$DENSA" "$MD" "$QUICK" dense int4 hf)
 M[fp8]=$(perf_gen "$DENSA" "$MD" "$QUICK" dense fp8 hf)
 formats=(q4_0 int4 q8_0 fp8 bf16)
+if [ -n "${LLAMA_QUANTIZE:-}" ]; then
+  for t in Q4_K Q6_K IQ4_XS MXFP4; do
+    f=${M[bf16]%.gguf}-${t,,}.gguf
+    if [ ! -s "$f" ]; then
+      "$LLAMA_QUANTIZE" --pure "${M[bf16]}" "$f.tmp" "$t" > "$f.log" 2>&1
+      mv "$f.tmp" "$f"
+    fi
+    M[${t,,}]=$f
+    formats+=("${t,,}")
+  done
+fi
 PROMPT=512
 [ "$QUICK" = 1 ] && PROMPT=64
 

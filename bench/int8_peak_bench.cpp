@@ -13,6 +13,8 @@
 //    fp32 activations;
 //  - bf16_peak/amx: 4 independent tdpbf16ps on full tiles (16 x 16 x 32 each), where AMX-BF16
 //    is granted.
+// And vnni_group/*: the VNNI GEMM's group step in four forms (see vnni_group_loop), for what bounds
+// that kernel (docs/performance/kernels.md).
 // GOPS counts a multiply-add as 2 operations; with ->Threads(2) the counter sums both threads.
 //
 //   ./build/int8_peak_bench --benchmark_min_time=1
@@ -131,6 +133,86 @@ __attribute__((target("avx512f,amx-tile,amx-int8,amx-bf16"), noinline)) int32_t 
   return out[0];
 }
 
+// The VNNI GEMM's group step (kernels/internal/tiles16_amx.h, INT8 tiles) on data in L1, to see
+// what bounds it. Per group: each tile's 8 code vectors and 16 f16 scales loaded, then per x row
+// (4 rows) 8 vpdpbusd of x 4 bytes at a time in two chains, and the conversion, the multiply of
+// the scales by the row's x scale and the fma. kMode:
+//   0 one tile, x broadcast from memory inside each vpdpbusd (the one-tile kernel);
+//   1 as 0 with one more broadcast load per row and group (one load more, nothing else);
+//   2 one tile, x from one 16-byte load per 4 columns' chunk of 4 and vpshufd (shuffles, not loads);
+//   3 two tiles, each x broadcast loaded once into a register that both tiles' vpdpbusd read.
+// GOPS counts 2 per multiply-add of the vpdpbusd.
+constexpr int kGroupRows = 4, kGroupSteps = 64;
+alignas(64) uint8_t g_group_codes[2][kGroupSteps][512];
+alignas(64) uint16_t g_group_scales[2][kGroupSteps][16];
+alignas(64) int32_t g_group_x[kGroupSteps][kGroupRows][8];
+alignas(64) float g_group_xs[kGroupSteps][kGroupRows];
+
+template <int kMode>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"), noinline)) float vnni_group_loop(int64_t iters,
+                                                                                                      int8_t seed) {
+  constexpr int NT = kMode == 3 ? 2 : 1;
+  __m512 acc[kGroupRows][NT];
+  for (int t = 0; t < kGroupRows; ++t)
+    for (int k = 0; k < NT; ++k) acc[t][k] = _mm512_set1_ps(static_cast<float>(seed));
+  for (int64_t it = 0; it < iters; ++it) {
+    const int64_t g = it % kGroupSteps;
+    __m512i w[NT][8];
+    __m512 ws[NT];
+    for (int k = 0; k < NT; ++k) {
+      for (int j = 0; j < 8; ++j) w[k][j] = _mm512_load_si512(g_group_codes[k][g] + 64 * j);
+      ws[k] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(g_group_scales[k][g])));
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < kGroupRows; ++t) {
+      const int32_t* x = g_group_x[g][t];
+      __m512i s0[NT], s1[NT];
+      for (int k = 0; k < NT; ++k) s0[k] = s1[k] = _mm512_setzero_si512();
+      if constexpr (kMode == 2) {
+        const __m512i lo = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(x)));
+        const __m512i hi = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(x + 4)));
+        s0[0] = _mm512_dpbusd_epi32(s0[0], w[0][0], _mm512_shuffle_epi32(lo, _MM_PERM_AAAA));
+        s1[0] = _mm512_dpbusd_epi32(s1[0], w[0][4], _mm512_shuffle_epi32(hi, _MM_PERM_AAAA));
+        s0[0] = _mm512_dpbusd_epi32(s0[0], w[0][1], _mm512_shuffle_epi32(lo, _MM_PERM_BBBB));
+        s1[0] = _mm512_dpbusd_epi32(s1[0], w[0][5], _mm512_shuffle_epi32(hi, _MM_PERM_BBBB));
+        s0[0] = _mm512_dpbusd_epi32(s0[0], w[0][2], _mm512_shuffle_epi32(lo, _MM_PERM_CCCC));
+        s1[0] = _mm512_dpbusd_epi32(s1[0], w[0][6], _mm512_shuffle_epi32(hi, _MM_PERM_CCCC));
+        s0[0] = _mm512_dpbusd_epi32(s0[0], w[0][3], _mm512_shuffle_epi32(lo, _MM_PERM_DDDD));
+        s1[0] = _mm512_dpbusd_epi32(s1[0], w[0][7], _mm512_shuffle_epi32(hi, _MM_PERM_DDDD));
+      } else {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          if constexpr (NT == 1) {
+            __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s0[0]) : "v"(w[0][j]), "m"(x[j]));
+            __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s1[0]) : "v"(w[0][j + 4]), "m"(x[j + 4]));
+          } else {
+            __m512i b0, b1;
+            __asm__("vpbroadcastd %1, %0" : "=v"(b0) : "m"(x[j]));
+            __asm__("vpbroadcastd %1, %0" : "=v"(b1) : "m"(x[j + 4]));
+            for (int k = 0; k < NT; ++k) {
+              s0[k] = _mm512_dpbusd_epi32(s0[k], w[k][j], b0);
+              s1[k] = _mm512_dpbusd_epi32(s1[k], w[k][j + 4], b1);
+            }
+          }
+        }
+      }
+      if constexpr (kMode == 1) {
+        __m512i extra;
+        __asm__("vpbroadcastd %1, %0" : "=v"(extra) : "m"(x[1]));
+        s1[0] = _mm512_add_epi32(s1[0], extra);
+      }
+      const __m512 xs = _mm512_set1_ps(g_group_xs[g][t]);
+      for (int k = 0; k < NT; ++k) {
+        acc[t][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0[k], s1[k])), _mm512_mul_ps(ws[k], xs), acc[t][k]);
+      }
+    }
+  }
+  __m512 s = _mm512_setzero_ps();
+  for (int t = 0; t < kGroupRows; ++t)
+    for (int k = 0; k < NT; ++k) s = _mm512_add_ps(s, acc[t][k]);
+  return _mm512_reduce_add_ps(s);
+}
+
 // Runs loop(iters, seed) per iteration, counting ops_per_iter operations per loop iteration, or
 // skips with `missing` where `available` is false.
 template <typename Loop>
@@ -178,12 +260,22 @@ void BM_avx2(benchmark::State& state) {
            int64_t{1} << 16, kChains * 32 * 2);
 }
 
+template <int kMode>
+void BM_vnni_group(benchmark::State& state) {
+  run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16),
+           "no AVX-512 VNNI", vnni_group_loop<kMode>, int64_t{1} << 14, (kMode == 3 ? 2 : 1) * kGroupRows * 8 * 64 * 2);
+}
+
 BENCHMARK(BM_vnni)->Name("int8_peak/vnni")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_avx2)->Name("int8_peak/avx2")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_amx)->Name("int8_peak/amx")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_bf16)->Name("bf16_peak/avx512")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_fp32)->Name("fp32_peak/avx512")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_amx_bf16)->Name("bf16_peak/amx")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_vnni_group<0>)->Name("vnni_group/tiles:1")->Threads(1)->UseRealTime();
+BENCHMARK(BM_vnni_group<1>)->Name("vnni_group/tiles:1/one_more_load")->Threads(1)->UseRealTime();
+BENCHMARK(BM_vnni_group<2>)->Name("vnni_group/tiles:1/x_by_vpshufd")->Threads(1)->UseRealTime();
+BENCHMARK(BM_vnni_group<3>)->Name("vnni_group/tiles:2")->Threads(1)->UseRealTime();
 
 }  // namespace
 }  // namespace densa
