@@ -10,6 +10,7 @@
 //                           codes stored + 128, 4 for nibbles stored + 8);
 //   tile(w, t)              where 16-row tile t starts;
 //   codes(chunk, g, wv)     the chunk's group g as the eight unsigned vpdpbusd operands;
+//   codes_pair(chunk, g, m, lo, hi)  operands m and m + 4 of them alone;
 //   scales(chunk, g)        its 16 row scales as fp32;
 //   signed_codes(tile, g0, count, out)  groups [g0, g0 + count) as signed B tiles, 512 bytes each.
 // The AMX GEMM makes a chunk of groups signed once, then every block of 16 x rows runs
@@ -115,39 +116,45 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, i
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
       const int64_t gg = c * 4 + g;
-      __m512i wv[NT][8];
-      __m512 ws[NT];
-#pragma GCC unroll 2
-      for (int k = 0; k < NT; ++k) {
-        const uint8_t* ch = tile[k] + c * L::kChunkBytes;
-        L::codes(ch, g, wv[k]);
-        ws[k] = L::scales(ch, g);
-      }
+      if constexpr (NT == 1) {
+        __m512i wv[8];
+        L::codes(tile[0] + c * L::kChunkBytes, g, wv);
+        const __m512 ws = L::scales(tile[0] + c * L::kChunkBytes, g);
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const int32_t* x4 = xq[t] + gg * 128;
-        if constexpr (NT == 1) {
+        for (int t = 0; t < T; ++t) {
+          const int32_t* x4 = xq[t] + gg * 128;
           __m512i s0 = _mm512_set1_epi32(start[t][g]), s1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
           for (int j = 0; j < 4; ++j) {
-            s0 = dpbusd_bcast(s0, wv[0][j], x4 + j);
-            s1 = dpbusd_bcast(s1, wv[0][j + 4], x4 + j + 4);
+            s0 = dpbusd_bcast(s0, wv[j], x4 + j);
+            s1 = dpbusd_bcast(s1, wv[j + 4], x4 + j + 4);
           }
-          acc[t][0] = tiles16_group_fma(acc[t][0], _mm512_add_epi32(s0, s1), ws[0], xs[t][gg]);
-        } else {
-          const __m512i s = _mm512_set1_epi32(start[t][g]);
-          __m512i s0[2] = {s, s}, s1[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+          acc[t][0] = tiles16_group_fma(acc[t][0], _mm512_add_epi32(s0, s1), ws, xs[t][gg]);
+        }
+      } else {
+        // One chain per (row, tile), fed code vector by code vector: two tiles' vectors m and
+        // m + 4 live at a time instead of both tiles' whole groups.
+        __m512i sum[T][2];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) sum[t][0] = sum[t][1] = _mm512_set1_epi32(start[t][g]);
 #pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) {
-            const __m512i b0 = broadcast_from_memory(x4 + j), b1 = broadcast_from_memory(x4 + j + 4);
+        for (int m = 0; m < 4; ++m) {
+          __m512i lo[2], hi[2];
 #pragma GCC unroll 2
-            for (int k = 0; k < 2; ++k) {
-              s0[k] = _mm512_dpbusd_epi32(s0[k], wv[k][j], b0);
-              s1[k] = _mm512_dpbusd_epi32(s1[k], wv[k][j + 4], b1);
-            }
+          for (int k = 0; k < 2; ++k) L::codes_pair(tile[k] + c * L::kChunkBytes, g, m, lo[k], hi[k]);
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) {
+            const int32_t* x4 = xq[t] + gg * 128;
+            const __m512i b0 = broadcast_from_memory(x4 + m), b1 = broadcast_from_memory(x4 + m + 4);
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; ++k) sum[t][k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum[t][k], lo[k], b0), hi[k], b1);
           }
+        }
 #pragma GCC unroll 2
-          for (int k = 0; k < 2; ++k) acc[t][k] = tiles16_group_fma(acc[t][k], _mm512_add_epi32(s0[k], s1[k]), ws[k], xs[t][gg]);
+        for (int k = 0; k < 2; ++k) {
+          const __m512 ws = L::scales(tile[k] + c * L::kChunkBytes, g);
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) acc[t][k] = tiles16_group_fma(acc[t][k], sum[t][k], ws, xs[t][gg]);
         }
       }
     }

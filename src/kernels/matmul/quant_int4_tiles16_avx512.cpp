@@ -50,6 +50,13 @@ struct Int4t16Layout {
   DENSA_TARGET_AVX512_QUANT_INLINE static void codes(const uint8_t* chunk, int g, __m512i (&wv)[8]) {
     group_nibbles(chunk + g * kInt4Tile16GroupBytes, wv);
   }
+  // Vectors m and m + 4 of codes() alone: one 64-byte load's low and high nibbles.
+  DENSA_TARGET_AVX512_QUANT_INLINE static void codes_pair(const uint8_t* chunk, int g, int m, __m512i& lo, __m512i& hi) {
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    const __m512i p = _mm512_load_si512(chunk + g * kInt4Tile16GroupBytes + 64 * m);
+    lo = _mm512_and_si512(p, low);
+    hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), low);
+  }
   DENSA_TARGET_AVX512_QUANT_INLINE static __m512 scales(const uint8_t* chunk, int g) {
     return tiles16_load_scales<kF16>(chunk + 4 * kInt4Tile16GroupBytes + 32 * g);
   }

@@ -41,6 +41,11 @@ struct Int8tLayout {
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) wv[j] = _mm512_load_si512(chunk + g * kInt8TileGroupBytes + 64 * j);
   }
+  // Vectors m and m + 4 of codes() alone.
+  DENSA_TARGET_AVX512_QUANT_INLINE static void codes_pair(const uint8_t* chunk, int g, int m, __m512i& lo, __m512i& hi) {
+    lo = _mm512_load_si512(chunk + g * kInt8TileGroupBytes + 64 * m);
+    hi = _mm512_load_si512(chunk + g * kInt8TileGroupBytes + 64 * (m + 4));
+  }
   DENSA_TARGET_AVX512_QUANT_INLINE static __m512 scales(const uint8_t* chunk, int g) {
     return tiles16_load_scales<true>(chunk + 4 * kInt8TileGroupBytes + 32 * g);
   }
