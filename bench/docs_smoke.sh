@@ -80,6 +80,7 @@ if want kernels; then
   run mla_absorb 'deepseek-v3' "$BUILD/mla_absorb_bench" --rounds 1
   run dsa_decode '^ +4096 ' "$BUILD/dsa_decode_bench" --rounds 1 --max-context 4096 --threads 2
   run dsa_decode_avx2 '^ +4096 ' env DENSA_ISA=avx2 "$BUILD/dsa_decode_bench" --rounds 1 --max-context 4096
+  run vnni_group '^vnni_group/tiles:2' "$BUILD/int8_peak_bench" --benchmark_filter='vnni_group' --benchmark_min_time=0.01
   run format_roofline '^\| Q4_0 \(GGUF\) \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| (amx-int8|vnni|avx2) \(' \
     env MODEL_DIR="$MD" "$ROOT/bench/format_roofline.sh" "$DENSA" "$OUT/format_roofline" 1 --quick
 fi
