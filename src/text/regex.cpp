@@ -1,5 +1,7 @@
 #include "text/regex.h"
 
+#include "core/check.h"
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -37,7 +39,14 @@ Result<Regex> Regex::compile(std::string_view pattern) {
 
 void Regex::for_each_match(std::string_view text, const std::function<void(size_t, size_t)>& on_match) const {
   // One match-data block per thread and pattern size is plenty: the patterns have few groups.
-  thread_local pcre2_match_data* md = pcre2_match_data_create(32, nullptr);
+  // Freed when its thread exits (HTTP worker threads come and go with a server's load).
+  struct MatchData {
+    pcre2_match_data* md = pcre2_match_data_create(32, nullptr);
+    ~MatchData() { pcre2_match_data_free(md); }
+  };
+  thread_local const MatchData match_data;
+  pcre2_match_data* md = match_data.md;
+  CHECK(md != nullptr) << "regex: out of memory for PCRE2 match data";
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
   while (pos <= text.size()) {
