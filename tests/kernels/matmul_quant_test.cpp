@@ -965,7 +965,7 @@ TEST(MatmulMany, Avx2SharedXAndParallelPreparationChangeNoResult) {
 // list (gate and up), one product reads x whole (a shared expert: its preparation also serves the
 // gathered ones), rows repeat and come in any order, and a list may hold one row or all of them.
 TEST(MatmulMany, GatheredRowsEqualTheirCopy) {
-  const int64_t src_rows = 40, cols = 512;
+  const int64_t src_rows = 80, cols = 1024;  // the fp32 copies of the three lists: enough to split over the pool
   const QuantMatrix i4 = random_int4_f16(64, cols, 32, 91), i8 = random_int8(48, cols, 92);
   const QuantMatrix i4rows = random_int4(32, cols, 32, 93), f8 = random_fp8(32, cols, 94);
   std::vector<uint8_t> s4, s8, sa;

@@ -317,35 +317,51 @@ RowsJob rows_job(CpuIsa isa, const MatmulJob& j) {
 // Products with gathered rows (MatmulJob::x_rows) on a path that cannot copy prepared rows: each
 // becomes a product of its rows copied out in fp32 into the calling thread's scratch.
 struct Fp32Copies {
+  // One copy of rows of an x, shared by the products that read the same rows (an expert's gate
+  // and up): its place in the scratch and its first row in the concatenation of all copies.
+  struct Copy {
+    const float* x;
+    const int32_t* rows;
+    int64_t n, cols, at, first;
+  };
   std::vector<MatmulJob> jobs;  // reserved up front: the RowsJobs point into it
-  std::vector<const MatmulJob*> from;
-  std::vector<int64_t> at;
-  int64_t bytes = 0;
+  std::vector<size_t> copy_of;  // per product, its copy
+  std::vector<Copy> copies;
+  int64_t bytes = 0, rows = 0, cols_max = 1;
 
   explicit Fp32Copies(size_t capacity) { jobs.reserve(capacity); }
   const MatmulJob* add(const MatmulJob& j) {
+    size_t c = 0;
+    while (c < copies.size() && !(copies[c].x == j.x && copies[c].rows == j.x_rows && copies[c].n == j.n &&
+                                  copies[c].cols == j.w.cols)) {
+      ++c;
+    }
+    if (c == copies.size()) {
+      copies.push_back({.x = j.x, .rows = j.x_rows, .n = j.n, .cols = j.w.cols, .at = bytes, .first = rows});
+      bytes += (j.n * j.w.cols * static_cast<int64_t>(sizeof(float)) + 63) / 64 * 64;
+      rows += j.n;
+      cols_max = std::max(cols_max, j.w.cols);
+    }
     MatmulJob own = j;
     own.x_rows = nullptr;
     own.x_rows_of = 0;
     jobs.push_back(own);
-    from.push_back(&j);
-    at.push_back(bytes);
-    bytes += (j.n * j.w.cols * static_cast<int64_t>(sizeof(float)) + 63) / 64 * 64;
+    copy_of.push_back(c);
     return &jobs.back();
   }
+  // Every copy in one pass over the pool, split by rows of the concatenation.
   void copy(ThreadPool* pool, WorkerScratch& caller) {
     if (bytes == 0) return;
     uint8_t* base = caller.bytes(kernels_internal::kSlotMatmulCopies, static_cast<size_t>(bytes));
-    for (size_t c = 0; c < jobs.size(); ++c) {
-      MatmulJob& own = jobs[c];
-      const int32_t* rows = from[c]->x_rows;
-      float* dst = reinterpret_cast<float*>(base + at[c]);
-      const int64_t cols = own.w.cols;
-      parallel_for_elems(pool, own.n, cols, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) std::copy_n(own.x + rows[i] * cols, cols, dst + i * cols);
-      });
-      own.x = dst;
-    }
+    parallel_for_elems(pool, rows, cols_max, [&](int64_t r0, int64_t r1) {
+      for (const Copy& c : copies) {
+        float* dst = reinterpret_cast<float*>(base + c.at);
+        for (int64_t i = std::max(r0, c.first) - c.first; i < std::min(r1, c.first + c.n) - c.first; ++i) {
+          std::copy_n(c.x + c.rows[i] * c.cols, c.cols, dst + i * c.cols);
+        }
+      }
+    });
+    for (size_t k = 0; k < jobs.size(); ++k) jobs[k].x = reinterpret_cast<const float*>(base + copies[copy_of[k]].at);
   }
 };
 
