@@ -68,8 +68,9 @@ DENSA_TARGET_AVX512_QUANT_INLINE __m512i broadcast_from_memory(const int32_t* p)
 // The VNNI kernel, for T x rows from i0 against the NT 16-row tiles from `t16` (every n; the
 // decode GEMV is T = 1, NT = 1 with kPrefetch, a GEMM's rows come in blocks of kTiles16VnniRows
 // and one last block of fewer, its tiles in pairs): per group, eight vpdpbusd per tile of the
-// group's unsigned codes (lane = weight row) against x broadcast 4 bytes at a time, as two chains
-// of four started from -(the layout's offset x sum(q)), then tiles16_group_fma. Each group's
+// group's unsigned codes (lane = weight row) against x broadcast 4 bytes at a time, started from
+// -(the layout's offset x sum(q)) (one tile: two chains of four; two tiles: one chain of eight
+// per row and tile), then tiles16_group_fma. Each group's
 // weights are unpacked once for the T rows; the sum starts of a chunk's 4 groups are computed
 // for a row at once. One tile takes x broadcast from memory inside each vpdpbusd; two tiles
 // share each broadcast register. The loop is bound by its loads (on EPYC-Z5 about two a cycle,
