@@ -33,7 +33,6 @@ void route(const ModelConfig& cfg, const LayerWeights& lw, const float* logits, 
   }
 }
 
-
 // out[t] = 0 + the routing weight x y of each of token t's rows (s.expert_slot) in ascending
 // expert order, skipping experts another rank holds. A token's rows ascend with their experts
 // (rows are grouped by expert), so sorting its K row numbers gives that order; each token's sum

@@ -152,6 +152,24 @@ std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
   return x;
 }
 
+// A BF16 matrix of N(0, 1) values.
+struct Bf16Matrix {
+  std::vector<uint16_t> bits;
+  WeightView view;
+};
+Bf16Matrix random_bf16(int64_t rows, int64_t cols, uint32_t seed) {
+  Bf16Matrix m;
+  m.bits.resize(static_cast<size_t>(rows * cols));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& h : m.bits) h = f32_to_bf16(normal(rng));
+  m.view.dtype = DType::kBF16;
+  m.view.rows = rows;
+  m.view.cols = cols;
+  m.view.data = m.bits.data();
+  return m;
+}
+
 // Checks accuracy against the twin and the exact reference, and invariance over n and threads
 // on the AVX-512 path.
 void check_matrix(const WeightView& w, int64_t n = 37) {
@@ -861,18 +879,8 @@ TEST(MatmulMany, EqualsOneMatmulPerJob) {
   const QuantMatrix a = random_int4(300, 2048, 32, 11);
   const QuantMatrix b = random_fp8(200, 1024, 12);
   const QuantMatrix c = random_int4(5, 256, 128, 13);  // smaller than one row tile
-  std::vector<uint16_t> bf(static_cast<size_t>(77 * 512));
-  {
-    std::mt19937 rng(14);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (auto& h : bf) h = f32_to_bf16(normal(rng));
-  }
-  WeightView d;
-  d.dtype = DType::kBF16;
-  d.rows = 77;
-  d.cols = 512;
-  d.data = bf.data();
-  const WeightView views[4] = {a.view, b.view, c.view, d};
+  const Bf16Matrix d = random_bf16(77, 512, 14);
+  const WeightView views[4] = {a.view, b.view, c.view, d.view};
   const int64_t ns[4] = {1, 3, 7, 2};
   for (CpuIsa isa : {CpuIsa::kScalar, cpu_isa()}) {
     if (isa == CpuIsa::kAvx512Bf16 && !have_fp8_kernel()) continue;  // FP8 needs VBMI there
@@ -976,18 +984,8 @@ TEST(MatmulMany, GatheredRowsEqualTheirCopy) {
   if (affine_tileable(q4k.view)) {
     q4k_tiles = affine_tile16(q4k.view, testing::aligned_bytes(sa, static_cast<size_t>(q4k.view.rows * q4k.view.row_bytes())));
   }
-  std::vector<uint16_t> bf(static_cast<size_t>(24 * cols));
-  {
-    std::mt19937 rng(96);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (auto& h : bf) h = f32_to_bf16(normal(rng));
-  }
-  WeightView b16;
-  b16.dtype = DType::kBF16;
-  b16.rows = 24;
-  b16.cols = cols;
-  b16.data = bf.data();
-  std::vector<WeightView> views = {t4, t8, i4rows.view, q4k.view, b16};
+  const Bf16Matrix b16 = random_bf16(24, cols, 96);
+  std::vector<WeightView> views = {t4, t8, i4rows.view, q4k.view, b16.view};
   if (q4k_tiles) views.push_back(*q4k_tiles);
   const std::vector<float> x = random_x(src_rows, cols, 97);
   const std::vector<std::vector<int32_t>> lists = {{7}, {3, 3, 39, 0, 12, 5, 21, 21, 30, 1, 8, 16, 17, 2, 33, 4, 9}};
@@ -1004,15 +1002,9 @@ TEST(MatmulMany, GatheredRowsEqualTheirCopy) {
         SCOPED_TRACE(std::string(cpu_isa_name(isa)) + " " + std::string(dtype_name(w.dtype)) + (amx ? " amx" : ""));
         // Per row list, two products (the same weight twice, as gate and up read one x); then
         // one product over x whole.
-        std::vector<const int32_t*> rows;
-        std::vector<int64_t> ns;
-        for (const auto& l : {lists[0], lists[1], all}) {
-          rows.push_back(nullptr);
-          ns.push_back(static_cast<int64_t>(l.size()));
-        }
-        rows[0] = lists[0].data();
-        rows[1] = lists[1].data();
-        rows[2] = all.data();
+        const std::vector<const int32_t*> rows = {lists[0].data(), lists[1].data(), all.data()};
+        const std::vector<int64_t> ns = {static_cast<int64_t>(lists[0].size()), static_cast<int64_t>(lists[1].size()),
+                                         src_rows};
         std::vector<std::vector<float>> want, got;
         std::vector<MatmulJob> jobs;
         for (size_t k = 0; k < rows.size(); ++k) {

@@ -324,13 +324,15 @@ struct Fp32Copies {
     const int32_t* rows;
     int64_t n, cols, at, first;
   };
-  std::vector<MatmulJob> jobs;  // reserved up front: the RowsJobs point into it
+  std::vector<MatmulJob> jobs;  // reserved at the first add: the RowsJobs point into it
   std::vector<size_t> copy_of;  // per product, its copy
   std::vector<Copy> copies;
+  size_t capacity;  // the most products a call adds
   int64_t bytes = 0, rows = 0, cols_max = 1;
 
-  explicit Fp32Copies(size_t capacity) { jobs.reserve(capacity); }
+  explicit Fp32Copies(size_t max_products) : capacity(max_products) {}
   const MatmulJob* add(const MatmulJob& j) {
+    if (jobs.empty()) jobs.reserve(capacity);  // no allocation for the calls that copy nothing
     size_t c = 0;
     while (c < copies.size() && !(copies[c].x == j.x && copies[c].rows == j.x_rows && copies[c].n == j.n &&
                                   copies[c].cols == j.w.cols)) {
