@@ -9,7 +9,8 @@
 // DENSA_BENCH_SAME_LAYER=1 makes BM_DecodeAttention read layer 0 every time instead
 // (cache-resident: the compute alone). DENSA_BENCH_SCATTER=1 gives the sequence its pages in a
 // random order, as a long-running server's free list does, instead of in address order.
-// DENSA_BENCH_PAGE=N stores N tokens per page instead of 16.
+// DENSA_BENCH_PAGE=N stores N tokens per page instead of 16. BM_PrefillAttention: a 512-token
+// prompt's attention, all its queries in one call (cache-resident; the compute alone).
 //
 //   ./build/attention_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -196,6 +197,29 @@ void BM_PathsInterleaved(benchmark::State& state) {
   state.SetLabel(setup_label(c.setup));
 }
 
+// A prompt's attention: `ctx` queries at positions 0 .. ctx-1 of one sequence, each over the
+// rows up to its own (causal), as one prefill step's call, on layer 0 (cache-resident after the
+// first call: the compute, not DRAM). Reports prompt tokens per second.
+void BM_PrefillAttention(benchmark::State& state) {
+  DecodeCase c(state);
+  const int n = c.ctx;
+  std::vector<float> q(static_cast<size_t>(n) * c.shape.heads * c.shape.head_dim), out(q.size());
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& x : q) x = nd(rng);
+  std::vector<int32_t> seq(static_cast<size_t>(n), 0), pos(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) pos[i] = i;
+  const KvView kv = c.cache.view();
+  const float scale = 1.0f / std::sqrt(float(c.shape.head_dim));
+  for (auto _ : state) {
+    paged_attention(kv, 0, q.data(), c.shape.heads, scale, seq, pos, out.data(), &c.pool);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["tok_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()) * n, benchmark::Counter::kIsRate);
+  state.SetLabel(setup_label(c.setup));
+}
+
 // Args: context tokens, setup (0 bf16, 1 fp8 static, 2 fp8 dynamic), threads (0 = all),
 // head shape (kShapes).
 BENCHMARK(BM_DecodeAttention)
@@ -204,6 +228,13 @@ BENCHMARK(BM_DecodeAttention)
     ->ArgsProduct({{128}, {0, 1}, {1, 0}, {1}})
     ->ArgNames({"ctx", "kv", "threads", "shape"})
     ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Args as above; the context is the prompt.
+BENCHMARK(BM_PrefillAttention)
+    ->ArgsProduct({{512}, {0, 2}, {1}, {0, 1}})
+    ->ArgNames({"ctx", "kv", "threads", "shape"})
+    ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 // Args as above.

@@ -276,6 +276,15 @@ void register_quant(const std::vector<int>& thread_counts) {
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
+    // The same GEMM at a shallow depth (K = 512): a tile pair's weights stay in L1 across the
+    // x rows, so against the row above it shows what the weights' trips from L2 cost.
+    for (int t : thread_counts) {
+      constexpr Shape kShallow{7168, 512, "7168x512"};
+      const std::string name = std::string("gemm/n:512/") + q.name + "/" + kShallow.note + "/threads:" + std::to_string(t);
+      benchmark::RegisterBenchmark(name.c_str(), run_quant_matmul, best, q.dtype, q.group, kShallow, 512, t, q.f16, q.tiled, false)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
     // The decode-to-buffer fallback (every ISA below AVX-512) against the AVX-512 kernel.
     for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
       if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;

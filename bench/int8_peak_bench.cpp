@@ -140,18 +140,21 @@ __attribute__((target("avx512f,amx-tile,amx-int8,amx-bf16"), noinline)) int32_t 
 //   0 one tile, x broadcast from memory inside each vpdpbusd (the one-tile kernel);
 //   1 as 0 with one more broadcast load per row and group (one load more, nothing else);
 //   2 one tile, x from one 16-byte load per 4 columns' chunk of 4 and vpshufd (shuffles, not loads);
-//   3 two tiles, each x broadcast loaded once into a register that both tiles' vpdpbusd read.
+//   3 two tiles, each x broadcast loaded once into a register that both tiles' vpdpbusd read;
+//   4 as 3 with one chain of 8 per (row, tile) started from a broadcast sum start, as the
+//     kernel's pair runs (against 3: what the chains' shape and the starts cost).
 // GOPS counts 2 per multiply-add of the vpdpbusd.
 constexpr int kGroupRows = 4, kGroupSteps = 64;
 alignas(64) uint8_t g_group_codes[2][kGroupSteps][512];
 alignas(64) uint16_t g_group_scales[2][kGroupSteps][16];
 alignas(64) int32_t g_group_x[kGroupSteps][kGroupRows][8];
 alignas(64) float g_group_xs[kGroupSteps][kGroupRows];
+alignas(64) int32_t g_group_start[kGroupSteps][kGroupRows];
 
 template <int kMode>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"), noinline)) float vnni_group_loop(int64_t iters,
                                                                                                       int8_t seed) {
-  constexpr int NT = kMode == 3 ? 2 : 1;
+  constexpr int NT = kMode >= 3 ? 2 : 1;
   __m512 acc[kGroupRows][NT];
   for (int t = 0; t < kGroupRows; ++t)
     for (int k = 0; k < NT; ++k) acc[t][k] = _mm512_set1_ps(static_cast<float>(seed));
@@ -168,7 +171,16 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"), noinline)) f
       const int32_t* x = g_group_x[g][t];
       __m512i s0[NT], s1[NT];
       for (int k = 0; k < NT; ++k) s0[k] = s1[k] = _mm512_setzero_si512();
-      if constexpr (kMode == 2) {
+      if constexpr (kMode == 4) {
+        for (int k = 0; k < NT; ++k) s0[k] = _mm512_set1_epi32(g_group_start[g][t]);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          __m512i b0, b1;
+          __asm__("vpbroadcastd %1, %0" : "=v"(b0) : "m"(x[j]));
+          __asm__("vpbroadcastd %1, %0" : "=v"(b1) : "m"(x[j + 4]));
+          for (int k = 0; k < NT; ++k) s0[k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s0[k], w[k][j], b0), w[k][j + 4], b1);
+        }
+      } else if constexpr (kMode == 2) {
         const __m512i lo = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(x)));
         const __m512i hi = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(x + 4)));
         s0[0] = _mm512_dpbusd_epi32(s0[0], w[0][0], _mm512_shuffle_epi32(lo, _MM_PERM_AAAA));
@@ -203,7 +215,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"), noinline)) f
       }
       const __m512 xs = _mm512_set1_ps(g_group_xs[g][t]);
       for (int k = 0; k < NT; ++k) {
-        acc[t][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0[k], s1[k])), _mm512_mul_ps(ws[k], xs), acc[t][k]);
+        const __m512i sum = kMode == 4 ? s0[k] : _mm512_add_epi32(s0[k], s1[k]);
+        acc[t][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(ws[k], xs), acc[t][k]);
       }
     }
   }
@@ -263,7 +276,7 @@ void BM_avx2(benchmark::State& state) {
 template <int kMode>
 void BM_vnni_group(benchmark::State& state) {
   run_peak(state, static_cast<int>(cpu_isa_hardware()) >= static_cast<int>(CpuIsa::kAvx512Bf16),
-           "no AVX-512 VNNI", vnni_group_loop<kMode>, int64_t{1} << 14, (kMode == 3 ? 2 : 1) * kGroupRows * 8 * 64 * 2);
+           "no AVX-512 VNNI", vnni_group_loop<kMode>, int64_t{1} << 14, (kMode >= 3 ? 2 : 1) * kGroupRows * 8 * 64 * 2);
 }
 
 BENCHMARK(BM_vnni)->Name("int8_peak/vnni")->Threads(1)->Threads(2)->UseRealTime();
@@ -276,6 +289,7 @@ BENCHMARK(BM_vnni_group<0>)->Name("vnni_group/tiles:1")->Threads(1)->UseRealTime
 BENCHMARK(BM_vnni_group<1>)->Name("vnni_group/tiles:1/one_more_load")->Threads(1)->UseRealTime();
 BENCHMARK(BM_vnni_group<2>)->Name("vnni_group/tiles:1/x_by_vpshufd")->Threads(1)->UseRealTime();
 BENCHMARK(BM_vnni_group<3>)->Name("vnni_group/tiles:2")->Threads(1)->UseRealTime();
+BENCHMARK(BM_vnni_group<4>)->Name("vnni_group/tiles:2/one_chain_from_start")->Threads(1)->UseRealTime();
 
 }  // namespace
 }  // namespace densa

@@ -153,42 +153,6 @@ DENSA_TARGET_AVX512_BF16 void softmax_update_avx512(float* s, int group, int n, 
   }
 }
 
-// acc[g][d0 .. d0 + 16 NV) += sum_t w[g][t] * v[t][same], NV accumulators in registers, t in
-// order 0 .. num_rows-1 per lane.
-template <int NV>
-DENSA_TARGET_AVX512_BF16_INLINE void accumulate_block(const float* wg, const float* v, int num_rows,
-                                                      int head_dim, float* ag) {
-  __m512 a[NV];
-  for (int j = 0; j < NV; ++j) a[j] = _mm512_loadu_ps(ag + 16 * j);
-  for (int t = 0; t < num_rows; ++t) {
-    const __m512 w = _mm512_set1_ps(wg[t]);
-    const float* vt = v + static_cast<int64_t>(t) * head_dim;
-    for (int j = 0; j < NV; ++j) a[j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vt + 16 * j), a[j]);
-  }
-  for (int j = 0; j < NV; ++j) _mm512_storeu_ps(ag + 16 * j, a[j]);
-}
-
-DENSA_TARGET_AVX512_BF16 void accumulate_avx512(const float* w, int group, const float* v, int num_rows,
-                                                int head_dim, float* acc) {
-  for (int d0 = 0; d0 < head_dim; d0 += 128) {
-    const int nv = std::min(8, (head_dim - d0) / 16);
-    for (int g = 0; g < group; ++g) {
-      const float* wg = w + g * kAttnTile;
-      float* ag = acc + static_cast<int64_t>(g) * head_dim + d0;
-      const float* vd = v + d0;
-      switch (nv) {
-        case 8: accumulate_block<8>(wg, vd, num_rows, head_dim, ag); break;
-        case 7: accumulate_block<7>(wg, vd, num_rows, head_dim, ag); break;
-        case 6: accumulate_block<6>(wg, vd, num_rows, head_dim, ag); break;
-        case 5: accumulate_block<5>(wg, vd, num_rows, head_dim, ag); break;
-        case 4: accumulate_block<4>(wg, vd, num_rows, head_dim, ag); break;
-        case 3: accumulate_block<3>(wg, vd, num_rows, head_dim, ag); break;
-        case 2: accumulate_block<2>(wg, vd, num_rows, head_dim, ag); break;
-        default: accumulate_block<1>(wg, vd, num_rows, head_dim, ag); break;
-      }
-    }
-  }
-}
 
 // acc[g][d0 .. d0 + 16 NV) += sum_t w[g][t] * v[t][same] for G heads at once: each value row
 // is decoded in registers once and feeds G x NV accumulators; t in order per lane.
@@ -239,6 +203,16 @@ DENSA_TARGET_AVX512_BF16 void accumulate_rows_avx512(const float* w, int group, 
       default: accumulate_rows_g<8>(wg, rows, num_rows, head_dim, dtype, ag); break;
     }
   }
+}
+
+// The prefill's decoded fp32 value tile runs the same kernel as the decode path's value rows:
+// each row loaded once for up to 8 heads (one pass per head read every row G times and left
+// 4 FMA chains at head_dim 64, a latency bound), every lane summed over t in order.
+DENSA_TARGET_AVX512_BF16 void accumulate_avx512(const float* w, int group, const float* v, int num_rows,
+                                                int head_dim, float* acc) {
+  const uint8_t* rows[kAttnTile];
+  for (int t = 0; t < num_rows; ++t) rows[t] = reinterpret_cast<const uint8_t*>(v + static_cast<int64_t>(t) * head_dim);
+  accumulate_rows_avx512(w, group, rows, num_rows, head_dim, DType::kF32, acc);
 }
 
 }  // namespace
