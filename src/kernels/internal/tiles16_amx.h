@@ -114,7 +114,9 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, i
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xc[t] + 4 * c));
       _mm_store_si128(reinterpret_cast<__m128i*>(start[t]), _mm_sub_epi32(_mm_setzero_si128(), _mm_srai_epi32(v, L::kSumShift)));
     }
-#pragma GCC unroll 4
+    // A loop, not unrolled: it measured 1.03-1.04x faster than the four groups as one body, in
+    // prefill and decode alike (a smaller body for the front end).
+#pragma GCC unroll 1
     for (int g = 0; g < 4; ++g) {
       const int64_t gg = c * 4 + g;
       if constexpr (NT == 1) {
