@@ -425,6 +425,44 @@ TEST(AttentionTileOps, Fp8RowsDecodeEveryCode) {
   }
 }
 
+// A group's scores are each head's scores alone, bit for bit (the AVX-512 path takes heads in
+// pairs, and a pair's rows in halves of 8), for partial tiles too; entries past n stay as they
+// were.
+TEST(AttentionTileOps, ScoresOfAGroupAreEachHeadsAlone) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const auto* ops : tile_ops()) {
+    for (int hd : {16, 48, 64, 128}) {
+      for (int group : {1, 2, 3, 5}) {
+        for (int n : {16, 9, 8, 3, 1}) {
+          std::vector<float> q(static_cast<size_t>(group) * hd), k(static_cast<size_t>(kAttnTileForTest) * hd);
+          std::vector<float> ks(kAttnTileForTest);
+          for (auto& x : q) x = nd(rng);
+          for (auto& x : k) x = nd(rng);
+          for (auto& x : ks) x = 0.25f + std::fabs(nd(rng));
+          constexpr float kUntouched = 12345.0f;
+          std::vector<float> all(static_cast<size_t>(group) * kAttnTileForTest, kUntouched), one = all;
+          ops->scores(q.data(), group, k.data(), n, hd, ks.data(), all.data());
+          for (int g = 0; g < group; ++g) {
+            ops->scores(q.data() + static_cast<size_t>(g) * hd, 1, k.data(), n, hd, ks.data(),
+                        one.data() + static_cast<size_t>(g) * kAttnTileForTest);
+          }
+          for (int g = 0; g < group; ++g) {
+            for (int t = 0; t < kAttnTileForTest; ++t) {
+              const size_t i = static_cast<size_t>(g) * kAttnTileForTest + t;
+              if (t >= n) {
+                ASSERT_EQ(all[i], kUntouched) << "entry past n written: g " << g << " t " << t;
+              } else {
+                ASSERT_EQ(all[i], one[i]) << "hd " << hd << " group " << group << " n " << n << " g " << g << " t " << t;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // accumulate_rows (V decoded in registers) gives bit-identically what decode_rows + accumulate
 // give, for every dtype, group size (including > 8, two register passes) and head_dim with a
 // 16-lane tail, with partial tiles.

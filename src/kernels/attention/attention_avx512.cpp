@@ -104,26 +104,64 @@ DENSA_TARGET_AVX512_BF16_INLINE __m512 transpose_reduce16(__m512* x) {
 }
 
 // The 16 scores of a tile for one query head as one vector: 16 independent accumulators (one
-// per row, FMAs over head_dim), then one transpose-reduce. Rows >= num_rows are computed from
-// whatever the tile buffer holds and masked off at the store.
+// per row, FMAs over head_dim), then one transpose-reduce.
+DENSA_TARGET_AVX512_BF16_INLINE __m512 scores_one_head(const float* qg, const float* k, int head_dim) {
+  __m512 acc[kAttnTile];
+  for (int u = 0; u < kAttnTile; ++u) acc[u] = _mm512_setzero_ps();
+  for (int d = 0; d < head_dim; d += 16) {
+    const __m512 qd = _mm512_loadu_ps(qg + d);
+    for (int u = 0; u < kAttnTile; ++u) {
+      const int row = 4 * (u % 4) + u / 4;
+      acc[u] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + static_cast<int64_t>(row) * head_dim + d), acc[u]);
+    }
+  }
+  return transpose_reduce16(acc);
+}
+
+// Rows [k0, k0 + 8) for two query heads as one vector: lanes 0-7 head a's, lanes 8-15 head b's.
+// Each row is loaded once for both heads. transpose_reduce16 sums every slot's 16 lanes by the
+// same tree, so each score has the bits of scores_one_head's.
+DENSA_TARGET_AVX512_BF16_INLINE __m512 scores_two_heads(const float* qa, const float* qb, const float* k, int k0,
+                                                        int head_dim) {
+  __m512 acc[kAttnTile];
+  for (int u = 0; u < kAttnTile; ++u) acc[u] = _mm512_setzero_ps();
+  for (int d = 0; d < head_dim; d += 16) {
+    const __m512 qad = _mm512_loadu_ps(qa + d), qbd = _mm512_loadu_ps(qb + d);
+    for (int j = 0; j < 8; ++j) {
+      const __m512 kr = _mm512_loadu_ps(k + static_cast<int64_t>(k0 + j) * head_dim + d);
+      // The slot whose sum lands at position p is 4 (p % 4) + p / 4.
+      constexpr auto slot = [](int p) { return 4 * (p % 4) + p / 4; };
+      acc[slot(j)] = _mm512_fmadd_ps(qad, kr, acc[slot(j)]);
+      acc[slot(8 + j)] = _mm512_fmadd_ps(qbd, kr, acc[slot(8 + j)]);
+    }
+  }
+  return transpose_reduce16(acc);
+}
+
+// Heads in pairs (scores_two_heads, one or two halves of the tile as num_rows needs), a last
+// odd head alone. Rows >= num_rows are computed from whatever the tile buffer holds and masked
+// off at the store.
 DENSA_TARGET_AVX512_BF16 void scores_avx512(const float* q, int group, const float* k, int num_rows,
                                             int head_dim, const float* kscale, float* s) {
   const __mmask16 mask = num_rows >= kAttnTile ? static_cast<__mmask16>(0xffff)
                                                : static_cast<__mmask16>((1u << num_rows) - 1);
   const __m512 ksv = _mm512_maskz_loadu_ps(mask, kscale);
-  for (int g = 0; g < group; ++g) {
-    const float* qg = q + static_cast<int64_t>(g) * head_dim;
-    __m512 acc[kAttnTile];
-    for (int u = 0; u < kAttnTile; ++u) acc[u] = _mm512_setzero_ps();
-    for (int d = 0; d < head_dim; d += 16) {
-      const __m512 qd = _mm512_loadu_ps(qg + d);
-      for (int u = 0; u < kAttnTile; ++u) {
-        const int row = 4 * (u % 4) + u / 4;
-        acc[u] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + static_cast<int64_t>(row) * head_dim + d),
-                                 acc[u]);
-      }
+  int g = 0;
+  for (; g + 1 < group; g += 2) {
+    const float* qa = q + static_cast<int64_t>(g) * head_dim;
+    const float* qb = qa + head_dim;
+    for (int k0 = 0; k0 < num_rows; k0 += 8) {
+      const __mmask16 half = static_cast<__mmask16>((mask >> k0) & 0xff);
+      // Lanes 0-7 and 8-15 both scaled by rows [k0, k0 + 8)'s scales.
+      const __m512 ks = k0 == 0 ? _mm512_shuffle_f32x4(ksv, ksv, 0x44) : _mm512_shuffle_f32x4(ksv, ksv, 0xEE);
+      const __m512 r = _mm512_mul_ps(scores_two_heads(qa, qb, k, k0, head_dim), ks);
+      _mm512_mask_storeu_ps(s + g * kAttnTile + k0, half, r);
+      _mm512_mask_storeu_ps(s + (g + 1) * kAttnTile + k0 - 8, static_cast<__mmask16>(half << 8), r);
     }
-    _mm512_mask_storeu_ps(s + g * kAttnTile, mask, _mm512_mul_ps(transpose_reduce16(acc), ksv));
+  }
+  if (g < group) {
+    const __m512 r = _mm512_mul_ps(scores_one_head(q + static_cast<int64_t>(g) * head_dim, k, head_dim), ksv);
+    _mm512_mask_storeu_ps(s + g * kAttnTile, mask, r);
   }
 }
 
