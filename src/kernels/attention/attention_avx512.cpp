@@ -191,7 +191,6 @@ DENSA_TARGET_AVX512_BF16 void softmax_update_avx512(float* s, int group, int n, 
   }
 }
 
-
 // acc[g][d0 .. d0 + 16 NV) += sum_t w[g][t] * v[t][same] for G heads at once: each value row
 // is decoded in registers once and feeds G x NV accumulators; t in order per lane.
 template <int G, int NV>
