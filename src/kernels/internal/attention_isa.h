@@ -29,7 +29,8 @@ struct AttnTileOps {
   // values divided by fp8_unit (the caller multiplies fp8_unit into the row scale).
   void (*decode_rows)(const uint8_t* const* rows, int num_rows, int head_dim, DType dtype,
                       float* dst);
-  // s[g * kAttnTile + t] = dot(q[g], k[t]) * kscale[t], for g < group, t < num_rows.
+  // s[g * kAttnTile + t] = dot(q[g], k[t]) * kscale[t], for g < group, t < num_rows; each
+  // head's scores have the bits they have with group = 1 (however an ISA groups the heads).
   void (*scores)(const float* q, int group, const float* k, int num_rows, int head_dim,
                  const float* kscale, float* s);
   // The online-softmax step of one tile, for each g < group: m[g] = max(m[g], s[g][t < n]);
