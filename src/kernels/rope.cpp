@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/thread_pool.h"
 
 namespace densa {
 
@@ -34,9 +35,12 @@ void rope_table_build(RopeTable& t, const int32_t* positions, int64_t n, int hea
   }
 }
 
-void rope_neox_apply(float* x, const RopeTable& t, int num_heads) {
+namespace {
+
+// Tokens [i0, i1) of x.
+void rope_neox_rows(float* x, const RopeTable& t, int num_heads, int64_t i0, int64_t i1) {
   const int half = t.half;
-  for (int64_t i = 0; i < t.n; ++i) {
+  for (int64_t i = i0; i < i1; ++i) {
     const float* cos_v = t.cos.data() + i * half;
     const float* sin_v = t.sin.data() + i * half;
     for (int h = 0; h < num_heads; ++h) {
@@ -48,6 +52,15 @@ void rope_neox_apply(float* x, const RopeTable& t, int num_heads) {
       }
     }
   }
+}
+
+}  // namespace
+
+void rope_neox_apply(float* x, const RopeTable& t, int num_heads) { rope_neox_rows(x, t, num_heads, 0, t.n); }
+
+void rope_neox_apply(float* x, const RopeTable& t, int num_heads, ThreadPool* pool) {
+  parallel_for_elems(pool, t.n, static_cast<int64_t>(num_heads) * t.head_dim,
+                     [&](int64_t i0, int64_t i1) { rope_neox_rows(x, t, num_heads, i0, i1); });
 }
 
 void rope_neox(float* x, const int32_t* positions, int64_t n, int num_heads, int head_dim,

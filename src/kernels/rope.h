@@ -11,6 +11,8 @@
 
 namespace densa {
 
+class ThreadPool;
+
 void rope_neox(float* x, const int32_t* positions, int64_t n, int num_heads, int head_dim,
                float theta, int rotary_dim = 0);
 
@@ -27,5 +29,8 @@ void rope_table_build(RopeTable& t, const int32_t* positions, int64_t n, int hea
                       int rotary_dim = 0);
 // x: [t.n, num_heads, t.head_dim], rotated in place.
 void rope_neox_apply(float* x, const RopeTable& t, int num_heads);
+// The same with the tokens split over the pool when there are enough of them (a prefill step);
+// a token's rotation does not depend on the split.
+void rope_neox_apply(float* x, const RopeTable& t, int num_heads, ThreadPool* pool);
 
 }  // namespace densa

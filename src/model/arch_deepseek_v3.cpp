@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "core/check.h"
+#include "kernels/activation.h"
 #include "kernels/dsa_attention.h"
 #include "kernels/matmul.h"
 #include "kernels/mla_attention.h"
@@ -201,7 +202,7 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
     rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
     mla_attention(cfg, lw, l, xn, n, batch, kv, inv_freq, attn_factor, scale, s, pool, proj);
     s.sum_over_tp(proj, n * H);
-    for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
+    add_into(x, proj, n * H, pool);
 
     ffn_sublayer(cfg, lw, l, x, xn, proj, n, s, selected + static_cast<int64_t>(l) * n * top_k, pool);
   }

@@ -182,7 +182,7 @@ void ffn_sublayer(const ModelConfig& cfg, const LayerWeights& lw, int l, float* 
     swiglu_ffn(lw.w_gate, lw.w_up, lw.w_down, xn, n, grow(s.gate, n * I), grow(s.up, n * I), proj, pool);
     s.sum_over_tp(proj, n * H);
   }
-  for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
+  add_into(x, proj, n * H, pool);
 }
 
 void final_logits(const ModelWeights& w, const ForwardBatch& batch, const float* x, int64_t n, ForwardScratch& s,

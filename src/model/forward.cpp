@@ -96,13 +96,13 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
       rmsnorm(q, lw.q_norm.data(), n * cfg.num_heads, hd, cfg.rms_norm_eps, q, pool);
       rmsnorm(k, lw.k_norm.data(), n * cfg.num_kv_heads, hd, cfg.rms_norm_eps, k, pool);
     }
-    rope_neox_apply(q, s.rope, cfg.num_heads);
-    rope_neox_apply(k, s.rope, cfg.num_kv_heads);
+    rope_neox_apply(q, s.rope, cfg.num_heads, pool);
+    rope_neox_apply(k, s.rope, cfg.num_kv_heads, pool);
     kv_store(kv, l, k, v, batch.seq_idx, batch.positions);
     paged_attention(kv, l, q, cfg.num_heads, attn_scale, batch.seq_idx, batch.positions, attn, pool);
     matmul(lw.wo, attn, n, proj, pool);
     s.sum_over_tp(proj, n * H);
-    for (int64_t i = 0; i < n * H; ++i) x[i] += proj[i];
+    add_into(x, proj, n * H, pool);
 
     // The next layer's K / V rows, asked for now so they arrive while this FFN's weights stream
     // (at short context attention otherwise waits on DRAM for each page in turn).

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/internal/activation_isa.h"
 #include "kernels/reference/activation_ref.h"
 
@@ -101,6 +102,22 @@ TEST(ActivationTest, SiluMulIsPositionInvariant) {
       for (int64_t k = 0; k < len; ++k) {
         ASSERT_EQ(part[k], whole[begin + k]) << "begin " << begin << " len " << len << " k " << k;
       }
+    }
+  }
+}
+
+// The residual add over a pool adds every element once, in place.
+TEST(ActivationTest, AddIntoOverAPoolAddsEveryElementOnce) {
+  for (int64_t count : {int64_t{1}, int64_t{63}, int64_t{200000}}) {
+    std::vector<float> x(count), y(count);
+    for (int64_t i = 0; i < count; ++i) {
+      x[i] = static_cast<float>(i % 1000) * 0.5f;
+      y[i] = 1.0f + static_cast<float>(i % 7);
+    }
+    ThreadPool pool(3);
+    add_into(x.data(), y.data(), count, &pool);
+    for (int64_t i = 0; i < count; ++i) {
+      ASSERT_EQ(x[i], static_cast<float>(i % 1000) * 0.5f + (1.0f + static_cast<float>(i % 7))) << "count " << count << " i " << i;
     }
   }
 }

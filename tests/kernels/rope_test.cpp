@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/reference/rope_ref.h"
 
 namespace densa {
@@ -66,6 +67,28 @@ TEST(RopeTest, TableAppliedToManyTensorsEqualsRopeNeox) {
       ASSERT_NE(got[0], x[0]);
     }
   }
+}
+
+// Split over a pool (a prefill's token count), the rotation gives the bits of one thread.
+TEST(RopeTest, ApplyOverAPoolEqualsOneThread) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int64_t kTokens = 300;
+  constexpr int kHeads = 4, kHeadDim = 64;
+  std::vector<int32_t> positions(kTokens);
+  for (int64_t i = 0; i < kTokens; ++i) positions[i] = static_cast<int32_t>(7 * i);
+  RopeTable table;
+  rope_table_build(table, positions.data(), kTokens, kHeadDim, 10000.0f);
+  std::vector<float> x(kTokens * kHeads * kHeadDim);
+  for (float& v : x) v = normal(rng);
+  std::vector<float> one = x, pooled = x;
+  rope_neox_apply(one.data(), table, kHeads);
+  ThreadPool pool(3);
+  rope_neox_apply(pooled.data(), table, kHeads, &pool);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(pooled[i]), std::bit_cast<uint32_t>(one[i])) << "i " << i;
+  }
+  ASSERT_NE(one.back(), x.back());  // the last token was rotated too
 }
 
 TEST(RopeTest, PositionZeroIsIdentity) {
