@@ -44,7 +44,7 @@ mkdir -p "$MD"
 start=$(date +%s)
 
 targets=(densa)
-want kernels && targets+=(gemv_bench membw_bench mla_absorb_bench dsa_decode_bench int8_peak_bench)
+want kernels && targets+=(gemv_bench membw_bench mla_absorb_bench dsa_decode_bench int8_peak_bench attention_bench)
 want parallel && targets+=(allreduce_bench)
 want kv && targets+=(kv_accuracy_bench)
 want disagg && targets+=(kv_transfer_bench)
@@ -81,6 +81,8 @@ if want kernels; then
   run dsa_decode '^ +4096 ' "$BUILD/dsa_decode_bench" --rounds 1 --max-context 4096 --threads 2
   run dsa_decode_avx2 '^ +4096 ' env DENSA_ISA=avx2 "$BUILD/dsa_decode_bench" --rounds 1 --max-context 4096
   run vnni_group '^vnni_group/tiles:2' "$BUILD/int8_peak_bench" --benchmark_filter='vnni_group' --benchmark_min_time=0.01
+  run prefill_attention 'BM_PrefillAttention/ctx:512/kv:0/threads:1/shape:1.*tok_per_s' "$BUILD/attention_bench" \
+    --benchmark_filter='BM_PrefillAttention/ctx:512/kv:0/threads:1/shape:1' --benchmark_min_time=0.01
   run format_roofline '^\| Q4_0 \(GGUF\) \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| (amx-int8|vnni|avx2) \(' \
     env MODEL_DIR="$MD" "$ROOT/bench/format_roofline.sh" "$DENSA" "$OUT/format_roofline" 1 --quick
 fi
