@@ -39,10 +39,8 @@ void silu_mul(float* gate, const float* up, int64_t count, ThreadPool* pool) {
 }
 
 void add_into(float* x, const float* y, int64_t count, ThreadPool* pool) {
-  constexpr int64_t kBlock = 64;
-  parallel_for_elems(pool, (count + kBlock - 1) / kBlock, kBlock, [&](int64_t b, int64_t e) {
-    const int64_t end = std::min(count, e * kBlock);
-    for (int64_t i = b * kBlock; i < end; ++i) x[i] += y[i];
+  parallel_for_elems(pool, count, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] += y[i];
   });
 }
 

@@ -134,9 +134,9 @@ DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni(const Args& a, int64_t t16, i
         }
       }
     } else {
-      // The pair's four groups as a loop, not one unrolled body: the loop measured 1.03-1.04x
-      // faster in prefill (a quarter of the instructions for the front end). The one-tile
-      // kernel (the decode GEMV's) stays unrolled: rolled, decode measured no clear gain.
+      // The pair's four groups as a loop, not one unrolled body: a quarter of the instructions
+      // for the front end, measured faster in prefill (docs/performance/kernels.md). The
+      // one-tile kernel (the decode GEMV's) stays unrolled: rolled, decode gained nothing clear.
 #pragma GCC unroll 1
       for (int g = 0; g < 4; ++g) {
         const int64_t gg = c * 4 + g;
@@ -231,8 +231,8 @@ DENSA_TARGET_AVX512_QUANT_AMX_INT8 void tiles16_amx(const Args& a, int64_t t16, 
 // x rows [i, n) against the NT tiles from t16 on VNNI: blocks of kTiles16VnniRows, then the last
 // 1-3 rows (an MoE expert's routed tokens rarely come in fours). The next_tiles tiles after them
 // (the thread's next pair) are fetched into L2 meanwhile, a share before each block: a pair's
-// first block otherwise waits on DRAM for all its weights (gemv_bench's cold 7168 x 512 GEMM:
-// 1.03-1.07x), since the stream prefetcher starts afresh at each pair.
+// first block otherwise waits on DRAM for all its weights, since the stream prefetcher starts
+// afresh at each pair (measured in docs/performance/kernels.md).
 template <int NT, class L>
 DENSA_TARGET_AVX512_QUANT_INLINE void tiles16_vnni_rows(const Args& a, int64_t t16, int64_t i, int64_t n, int64_t next_tiles) {
   const uint8_t* next = next_tiles > 0 ? L::tile(*a.w, t16 + NT) : nullptr;
