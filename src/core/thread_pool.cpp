@@ -66,10 +66,35 @@ bool ThreadPool::spin_until(const Done& done) const {
   }
 }
 
+namespace {
+// Rounds of parts parallel_for_elems splits its items into, at most.
+constexpr int64_t kElemRoundsMax = 4;
+}  // namespace
+
 void parallel_for_elems(ThreadPool* pool, int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn) {
   work = std::max<int64_t>(1, work);
   if (pool == nullptr || pool->num_threads() == 1 || count * work < 2 * kMinElemsPerThread) return fn(0, count);
-  pool->parallel_for(count, fn, std::max<int64_t>(1, kMinElemsPerThread / work));
+  // Claimed dynamically in rounds of one part per thread, each round's parts half the size of
+  // the round before (the last two rounds alike), while the smallest keeps kMinElemsPerThread
+  // elements: a thread that falls behind leaves the small last parts to the others.
+  const int64_t threads = pool->num_threads();
+  int64_t rounds = 1;
+  while (rounds < kElemRoundsMax && count * work / (threads << rounds) >= kMinElemsPerThread) ++rounds;
+  const int64_t all = int64_t{1} << (rounds - 1);  // a round's weight: 2^(rounds-2), ..., 1, 1
+  auto weight = [&](int64_t r) { return r + 1 >= rounds ? int64_t{1} : int64_t{1} << (rounds - 2 - r); };
+  // Item where claim k starts: claims before it weigh `before` of threads * all.
+  auto start = [&](int64_t k) {
+    int64_t before = 0;
+    for (int64_t r = 0; r < k / threads; ++r) before += threads * weight(r);
+    if (k / threads < rounds) before += k % threads * weight(k / threads);
+    return static_cast<int64_t>(static_cast<__int128>(count) * before / (threads * all));
+  };
+  pool->parallel_for_dynamic(threads * rounds, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t b = start(k), e = start(k + 1);
+      if (b < e) fn(b, e);
+    }
+  });
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,

@@ -28,7 +28,9 @@ inline constexpr int64_t kMinElemsPerThread = int64_t{1} << 15;
 
 // fn(begin, end) over [0, count) items of about `work` elements each: on the pool in chunks of
 // at least kMinElemsPerThread elements when there are enough for two threads, else as one call
-// on this thread (also when pool is null or has one thread).
+// on this thread (also when pool is null or has one thread). The chunks are claimed dynamically,
+// the largest first, so which thread runs which items differs from call to call: for work whose
+// every item's result is made whole in one call of fn.
 void parallel_for_elems(ThreadPool* pool, int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn);
 
 class ThreadPool {

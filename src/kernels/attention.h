@@ -9,9 +9,11 @@
 namespace densa {
 
 // Writes K and V rows of n tokens into their slots. k, v: [n, num_kv_heads * head_dim];
-// token i goes to sequence seq_idx[i] at position positions[i] (its page must be mapped).
+// token i goes to sequence seq_idx[i] at position positions[i] (its page must be mapped). Tokens
+// in ascending (sequence, position) order are split over the pool (each writes its own slot);
+// otherwise they are stored in order on this thread, so of two tokens on one slot the later wins.
 void kv_store(const KvView& kv, int layer, const float* k, const float* v,
-              std::span<const int32_t> seq_idx, std::span<const int32_t> positions);
+              std::span<const int32_t> seq_idx, std::span<const int32_t> positions, ThreadPool* pool = nullptr);
 
 // out[i] = softmax(q[i] . K[0..pos_i]^T * scale) . V[0..pos_i] per query head, for token i of
 // sequence seq_idx[i] at position positions[i]; keys at positions <= pos_i must be stored.

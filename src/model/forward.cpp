@@ -98,7 +98,7 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
     }
     rope_neox_apply(q, s.rope, cfg.num_heads, pool);
     rope_neox_apply(k, s.rope, cfg.num_kv_heads, pool);
-    kv_store(kv, l, k, v, batch.seq_idx, batch.positions);
+    kv_store(kv, l, k, v, batch.seq_idx, batch.positions, pool);
     paged_attention(kv, l, q, cfg.num_heads, attn_scale, batch.seq_idx, batch.positions, attn, pool);
     matmul(lw.wo, attn, n, proj, pool);
     s.sum_over_tp(proj, n * H);

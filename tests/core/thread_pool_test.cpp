@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -156,6 +158,42 @@ TEST(ThreadPool, DynamicBalancesAroundASlowThread) {
   });
   EXPECT_EQ(by_caller.load() + by_worker.load(), 32);
   EXPECT_GE(by_worker.load(), 24) << "the worker did not take over the slowed caller's share";
+}
+
+// parallel_for_elems covers every item once, in parts of at least kMinElemsPerThread elements
+// (but the rounding of a part to whole items), the first part claimed the largest (to an item)
+// and the last
+// ones smaller; work too small for two threads runs as one call on the caller.
+TEST(ThreadPool, ElemsCoverEveryItemOnceLargestPartsFirst) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads, 5000);
+    for (auto [count, work] : {std::pair<int64_t, int64_t>{512, 1024}, {4096, 1}, {1000, 1000}, {100000, 7},
+                               {3, 40000}, {10, 10}}) {
+      std::mutex mu;
+      std::vector<std::pair<int64_t, int64_t>> parts;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+      parallel_for_elems(&pool, count, work, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+        std::lock_guard<std::mutex> lock(mu);
+        parts.emplace_back(b, e);
+      });
+      for (int64_t i = 0; i < count; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << count << " x " << work;
+      if (count * work < 2 * kMinElemsPerThread) {
+        EXPECT_EQ(parts.size(), 1u) << count << " x " << work;
+        continue;
+      }
+      std::sort(parts.begin(), parts.end());
+      const int64_t first = parts.front().second - parts.front().first;
+      const int64_t last = parts.back().second - parts.back().first;
+      EXPECT_GE(static_cast<int64_t>(parts.size()), threads) << count << " x " << work;
+      for (auto [b, e] : parts) EXPECT_GE((e - b + 1) * work, kMinElemsPerThread) << count << " x " << work;
+      EXPECT_GE(first + 1, last) << count << " x " << work;  // one item of rounding
+      // With four rounds of parts (weights 4, 2, 1, 1) the last is about a quarter of the first.
+      if (count * work / (threads * 8) >= kMinElemsPerThread && count >= 8 * threads * 8) {
+        EXPECT_LE(last * 3, first) << count << " x " << work;
+      }
+    }
+  }
 }
 
 TEST(ThreadPool, SingleThreadRunsInline) {

@@ -395,6 +395,53 @@ TEST(PagedAttentionPrefetch, CountsTheRowsAttentionReadsAndChangesNothing) {
   }
 }
 
+// kv_store over a pool writes the bytes of the serial store for a batch in ascending (sequence,
+// position) order (split over the threads), and for any other order keeps the serial order: of
+// two tokens on one slot the later one's row is stored.
+TEST(KvStore, APoolStoresTheSerialBytesAndTheLaterOfTwoOnOneSlot) {
+  ThreadPool pool(2, 5000);
+  for (auto [dtype, mode] : {std::pair{DType::kBF16, KvScaleMode::kNone}, {DType::kFP8E4M3, KvScaleMode::kDynamic},
+                             {DType::kFP8E4M3, KvScaleMode::kStatic}}) {
+    const int kvh = 2, hd = 64, layers = 2;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    // Two sequences' prefill chunks (300 and 200 tokens) in one batch: ascending.
+    std::vector<int32_t> seq, pos;
+    for (int i = 0; i < 300; ++i) seq.push_back(0), pos.push_back(i);
+    for (int i = 0; i < 200; ++i) seq.push_back(1), pos.push_back(i);
+    const size_t n = seq.size();
+    std::vector<float> k(n * kvh * hd), v(k.size());
+    for (auto& x : k) x = nd(rng);
+    for (auto& x : v) x = nd(rng);
+    std::mt19937 rng_a(7), rng_b(7);  // the same page order for both caches
+    TestCache serial(KvLayout{layers, kvh, hd, 16, dtype, mode}, {300, 200}, rng_a);
+    TestCache pooled(KvLayout{layers, kvh, hd, 16, dtype, mode}, {300, 200}, rng_b);
+    const int64_t bytes = serial.layout.page_bytes() * static_cast<int64_t>(serial.table.size());
+    std::fill_n(serial.bytes.get(), bytes, uint8_t{0xAB});
+    std::fill_n(pooled.bytes.get(), bytes, uint8_t{0xAB});
+    kv_store(serial.view(), 1, k.data(), v.data(), seq, pos);
+    kv_store(pooled.view(), 1, k.data(), v.data(), seq, pos, &pool);
+    ASSERT_EQ(0, std::memcmp(serial.bytes.get(), pooled.bytes.get(), bytes)) << dtype_name(dtype);
+
+    // Not ascending, with slot (0, 5) written twice: the second token's row must be the one kept.
+    const std::vector<int32_t> seq2 = {1, 0, 0, 0}, pos2 = {3, 5, 4, 5};
+    kv_store(pooled.view(), 0, k.data(), v.data(), seq2, pos2, &pool);
+    const std::vector<int32_t> seq3 = {0}, pos3 = {5};
+    const int64_t row = static_cast<int64_t>(kvh) * hd;
+    kv_store(serial.view(), 0, k.data() + 3 * row, v.data() + 3 * row, seq3, pos3);
+    const int32_t page = serial.table[serial.offsets[0] + 5 / 16];
+    const uint8_t* a = serial.bytes.get() + page * serial.layout.page_bytes();
+    const uint8_t* b = pooled.bytes.get() + page * pooled.layout.page_bytes();
+    for (int which = 0; which < 2; ++which) {
+      for (int h = 0; h < kvh; ++h) {
+        const int64_t off = serial.layout.data_offset(0, which, h, 5);
+        EXPECT_EQ(0, std::memcmp(a + off, b + off, static_cast<size_t>(hd * serial.layout.elem_bytes())))
+            << dtype_name(dtype) << " which " << which << " head " << h;
+      }
+    }
+  }
+}
+
 // ---- Tile primitives, each ISA against the scalar twin. ----
 
 std::vector<const attention_internal::AttnTileOps*> tile_ops() {

@@ -906,6 +906,35 @@ TEST(MatmulMany, EqualsOneMatmulPerJob) {
   }
 }
 
+// A prefill-sized GEMM is split into parts whose sizes halve per thread, claimed dynamically:
+// over 1-4 threads the parts cover every row of two products (the first not a whole number of
+// 32-row parts) once, writing nothing past them, with the one-thread bits.
+TEST(MatmulMany, GemmPartsCoverEveryRowOnceOnAnyThreadCount) {
+  if (!matmul_internal::matmul_quant_avx512_int8_tiles_supported()) GTEST_SKIP() << "no AVX-512 VNNI";
+  const QuantMatrix a = random_int8(1040, 1024, 31);  // 65 tiles of 16 rows
+  const QuantMatrix b = random_int8(48, 1024, 32);
+  std::vector<uint8_t> sa, sb;
+  const WeightView ta = int8_group_tile16(a.view, testing::aligned_bytes(sa, int8_group_tile16_bytes(a.view)));
+  const WeightView tb = int8_group_tile16(b.view, testing::aligned_bytes(sb, int8_group_tile16_bytes(b.view)));
+  const int64_t n = 80;
+  const std::vector<float> x = random_x(n, 1024, 33);
+  std::vector<float> want_a(static_cast<size_t>(n * ta.rows)), want_b(static_cast<size_t>(n * tb.rows));
+  matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, ta, x.data(), n, want_a.data(), nullptr);
+  matmul_internal::matmul_with_isa(CpuIsa::kAvx512Bf16, tb, x.data(), n, want_b.data(), nullptr);
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 3; ++round) {
+      std::vector<float> ya(want_a.size() + 16, -7.0f), yb(want_b.size() + 16, -7.0f);  // 16 guard floats
+      const MatmulJob jobs[2] = {{ta, x.data(), n, ya.data()}, {tb, x.data(), n, yb.data()}};
+      matmul_internal::matmul_many_with_isa(CpuIsa::kAvx512Bf16, jobs, &pool);
+      ASSERT_EQ(0, std::memcmp(ya.data(), want_a.data(), want_a.size() * 4)) << "threads " << threads;
+      ASSERT_EQ(0, std::memcmp(yb.data(), want_b.data(), want_b.size() * 4)) << "threads " << threads;
+      for (size_t g = want_a.size(); g < ya.size(); ++g) ASSERT_EQ(ya[g], -7.0f) << "guard a, threads " << threads;
+      for (size_t g = want_b.size(); g < yb.size(); ++g) ASSERT_EQ(yb[g], -7.0f) << "guard b, threads " << threads;
+    }
+  }
+}
+
 // matmul_many over the 5 products (views[j] . xs[j], n rows each) on 1, 2 and 3 threads gives
 // each one's one-product, one-thread matmul bit for bit, at `isa`.
 void expect_many_equals_single(CpuIsa isa, const WeightView (&views)[5], const float* const (&xs)[5], int64_t n) {

@@ -322,9 +322,12 @@ void paged_attention_with_path(AttnPath path, const KvView& kv, int layer, const
   run_begin[num_runs] = static_cast<int64_t>(positions.size());
   const int64_t items = num_runs * L.num_kv_heads;
   const int64_t q_stride = static_cast<int64_t>(num_heads) * hd;
+  // Items are claimed last run first: a prefill chunk's later runs read more of the context, so
+  // the cheapest items come last and the threads finish close together.
   auto run = [&](int worker, int64_t begin, int64_t end) {
     WorkerScratch& ws = kernels_internal::scratch_of(pool, worker, own);
-    for (int64_t item = begin; item < end; ++item) {
+    for (int64_t claim = begin; claim < end; ++claim) {
+      const int64_t item = items - 1 - claim;
       const int64_t r = item / L.num_kv_heads;
       const int kvh = static_cast<int>(item % L.num_kv_heads);
       const int64_t i = run_begin[r];
@@ -388,16 +391,28 @@ void store_row(const KvView& kv, int layer, int which, int seq, int head, int32_
 }  // namespace
 
 void kv_store(const KvView& kv, int layer, const float* k, const float* v,
-              std::span<const int32_t> seq_idx, std::span<const int32_t> positions) {
+              std::span<const int32_t> seq_idx, std::span<const int32_t> positions, ThreadPool* pool) {
   attention_internal::check_view(kv);
   const KvLayout& L = kv.layout;
   const int64_t row = static_cast<int64_t>(L.num_kv_heads) * L.head_dim;
-  for (size_t i = 0; i < positions.size(); ++i) {
-    for (int h = 0; h < L.num_kv_heads; ++h) {
-      store_row(kv, layer, 0, seq_idx[i], h, positions[i], k + i * row + h * L.head_dim);
-      store_row(kv, layer, 1, seq_idx[i], h, positions[i], v + i * row + h * L.head_dim);
+  const int64_t n = static_cast<int64_t>(positions.size());
+  auto store = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      for (int h = 0; h < L.num_kv_heads; ++h) {
+        store_row(kv, layer, 0, seq_idx[i], h, positions[i], k + i * row + h * L.head_dim);
+        store_row(kv, layer, 1, seq_idx[i], h, positions[i], v + i * row + h * L.head_dim);
+      }
     }
+  };
+  // Tokens in ascending (sequence, position) order write distinct slots, so they can be split
+  // over the pool; any other order (two tokens on one slot, where the later must win) stays on
+  // this thread in order.
+  bool ascending = true;
+  for (int64_t i = 1; i < n && ascending; ++i) {
+    ascending = seq_idx[i] > seq_idx[i - 1] || (seq_idx[i] == seq_idx[i - 1] && positions[i] > positions[i - 1]);
   }
+  if (!ascending) return store(0, n);
+  parallel_for_elems(pool, n, 2 * row, store);
 }
 
 bool paged_attention_prefetch(const KvView& kv, int layer, std::span<const int32_t> seq_idx,

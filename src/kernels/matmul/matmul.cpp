@@ -24,9 +24,14 @@ namespace {
 // A thread task should cost at least this many byte-equivalents (see row_cost below) so that
 // the hand-off cost of the pool stays small next to the work.
 constexpr int64_t kMinTaskBytes = 256 * 1024;
-constexpr int64_t kPartsPerThread = 4;
-// Row tiles of the SIMD kernels are at most 8 rows; keep chunks whole tiles.
-constexpr int64_t kRowTile = 16;  // whole INT4 8-row and INT8 16-row tiles
+// A GEMM splits each thread's share into up to this many parts whose sizes halve (see
+// part_weight), so the parts claimed last are small.
+constexpr int64_t kPartsPerThread = 5;
+// Parts are whole row tiles: 16 rows (INT4 8-row and INT8 16-row tiles) for a decode GEMV's
+// one part per thread, 32 rows for a GEMM's parts (the VNNI GEMM runs 16-row tiles in pairs,
+// and a part with an odd tile runs that one alone).
+constexpr int64_t kRowTile = 16;
+constexpr int64_t kGemmRowTile = 32;
 
 bool matmul_supports(DType t) {
   switch (t) {
@@ -122,16 +127,27 @@ struct RowsJob {
   }
 };
 
-// Where part p of `parts` equal shares of the jobs' total cost starts: (job, row), rows
-// rounded to whole row tiles inside a job. Monotone in p, so the parts tile all rows once.
-std::pair<size_t, int64_t> part_start(const std::vector<RowsJob>& jobs, int64_t total, int64_t parts, int64_t p) {
-  if (p >= parts) return {jobs.size(), 0};
-  // total * p / parts without overflow for any realistic total (< 2^62 / parts).
-  int64_t target = static_cast<int64_t>(static_cast<__int128>(total) * p / parts);
+// The parts of one thread's share: `per` parts weighing 2^(per-2), ..., 2, 1, 1 (a lone part
+// weighs 1), out of part_weights_total(per) = 2^(per-1).
+int64_t part_weight(int64_t per, int64_t i) { return i + 1 >= per ? 1 : int64_t{1} << (per - 2 - i); }
+int64_t part_weights_total(int64_t per) { return int64_t{1} << (per - 1); }
+
+// Where part p starts: (job, row). Thread t's share is the t-th of `threads` equal shares of the
+// jobs' total cost, and its parts t * per .. t * per + per - 1 follow in row order with the
+// weights of part_weight. Rows are rounded to whole multiples of `tile` inside a job. Monotone in
+// p, so the parts tile all rows once.
+std::pair<size_t, int64_t> part_start(const std::vector<RowsJob>& jobs, int64_t total, int64_t threads, int64_t per,
+                                      int64_t tile, int64_t p) {
+  if (p >= threads * per) return {jobs.size(), 0};
+  int64_t before = 0;  // weight of thread p / per's parts before p
+  for (int64_t i = 0; i < p % per; ++i) before += part_weight(per, i);
+  const int64_t all = part_weights_total(per);
+  // total * (p / per * all + before) / (threads * all) without overflow for any realistic total.
+  int64_t target = static_cast<int64_t>(static_cast<__int128>(total) * (p / per * all + before) / (threads * all));
   for (size_t j = 0; j < jobs.size(); ++j) {
     const int64_t rows = jobs[j].job->w.rows, cost = jobs[j].row_cost * rows;
     if (target < cost) {
-      int64_t r = (target / jobs[j].row_cost + kRowTile / 2) / kRowTile * kRowTile;
+      int64_t r = (target / jobs[j].row_cost + tile / 2) / tile * tile;
       if (r >= rows) return {j + 1, 0};
       return {j, r};
     }
@@ -146,34 +162,37 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   for (const RowsJob& j : jobs) total += j.row_cost * j.job->w.rows;
   const int threads = pool == nullptr ? 1 : pool->num_threads();
   // Split over output rows only: each y[i, r] is computed whole by one thread, so which thread
-  // takes which part changes no result. Equal shares of cost, kPartsPerThread per thread for
-  // GEMMs (as long as each gets kMinTaskBytes), claimed dynamically: a thread that falls behind (an
-  // interrupt, a slower share of bandwidth) takes fewer parts instead of holding up the step.
-  // Parts come in whole multiples of the thread count: 3 parts on 2 threads would leave one
-  // thread alone for the last third (a batch-1 QKV projection of the preset shapes did).
+  // takes which part changes no result. Each thread gets an equal share of the cost; a GEMM
+  // splits a share into up to kPartsPerThread parts whose sizes halve (half, a quarter, ...,
+  // and two of the smallest), as long as the smallest keeps kMinTaskBytes. The parts are claimed
+  // dynamically, largest first: a thread that falls behind (an interrupt, a slower share of
+  // bandwidth) leaves its later, small parts to the others, so the threads finish within about
+  // one small part of each other instead of one part of an equal split.
   // Decode GEMVs (every job n = 1) take one part per thread, so each thread streams one run of
   // rows per product with one claim (interleaved A/Bs on the preset shapes ran batch-1 decode
-  // faster than with four parts). Prefill keeps four.
+  // faster than with four parts).
   bool gemv = true;
   for (const RowsJob& j : jobs) gemv = gemv && j.job->n == 1;
-  const int64_t max_parts = threads == 1 ? 1 : threads * (gemv ? 1 : kPartsPerThread);
-  int64_t parts = std::clamp<int64_t>(total / kMinTaskBytes, 1, max_parts);
-  if (parts > 1) parts = std::min(max_parts, (parts + threads - 1) / threads * threads);
-  if (parts == 1) {
+  int64_t per = 1;
+  if (threads > 1 && !gemv) {
+    while (per < kPartsPerThread && total / (threads * part_weights_total(per + 1)) >= kMinTaskBytes) ++per;
+  }
+  if (threads == 1 || total < 2 * kMinTaskBytes) {
     for (const RowsJob& j : jobs) j.run(0, j.job->w.rows, kernels_internal::scratch_of(pool, 0, own));
     return;
   }
+  const int64_t tile = gemv ? kRowTile : kGemmRowTile;
+  const int64_t parts = threads * per;
   // Claim k (in claiming order) takes part (k % threads) * per + k / threads: when the threads
   // claim in turn, thread t runs parts t * per .. t * per + per - 1, one contiguous run of rows
-  // (with 8-row INT4 tiles one sequential stream) instead of every threads-th part; a thread
-  // that falls behind still leaves its later parts to the others.
-  const int64_t per = parts / threads;
+  // (with 8-row INT4 tiles one sequential stream); the claims come in rounds of `threads` parts
+  // of one weight, so the last claims are the smallest.
   pool->parallel_for_dynamic_on_workers(parts, [&](int worker, int64_t k_begin, int64_t k_end) {
     WorkerScratch& ws = pool->scratch(worker);
     for (int64_t k = k_begin; k < k_end; ++k) {
       const int64_t p = k % threads * per + k / threads;
-      auto [j, r] = part_start(jobs, total, parts, p);
-      const auto [j_end, r_end] = part_start(jobs, total, parts, p + 1);
+      auto [j, r] = part_start(jobs, total, threads, per, tile, p);
+      const auto [j_end, r_end] = part_start(jobs, total, threads, per, tile, p + 1);
       for (; j < jobs.size() && (j < j_end || (j == j_end && r < r_end)); ++j, r = 0) {
         const int64_t stop = j == j_end ? r_end : jobs[j].job->w.rows;
         if (r < stop) jobs[j].run(r, stop, ws);
