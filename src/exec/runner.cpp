@@ -248,13 +248,15 @@ void Runner::follow(PagePool& pool, FaultInjector* fault) {
     for (int32_t r : logit_rows_) {
       if (r < 0 || static_cast<size_t>(r) >= tokens_.size()) world.abort_group("a logit row outside the batch");
     }
-    // A vocabulary-parallel lm_head: this rank's slice of the logits takes part in the sum.
+    // A vocabulary-parallel lm_head: this rank's slice of the logits takes part in the sum. A
+    // whole one: no logits here, but the leader's logit rows, so the last layer runs the same
+    // rows (and collectives) on every rank.
     const int32_t vocab = weights_.config.vocab_size;
     if (weights_.lm_head.rows != vocab) {
       logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab));
       forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_, logits_.data());
     } else {
-      forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, {}}, kv, scratch_, threads_, nullptr);
+      forward(weights_, ForwardBatch{tokens_, positions_, seq_idx_, logit_rows_}, kv, scratch_, threads_, nullptr);
     }
     ++batches_;
     if (stats_flag_[0] != 0) gather_stats();

@@ -190,6 +190,11 @@ void final_logits(const ModelWeights& w, const ForwardBatch& batch, const float*
   const int64_t H = w.config.hidden_size;
   const int64_t num_logits = static_cast<int64_t>(batch.logit_rows.size());
   if (num_logits == 0) return;
+  if (logits == nullptr) {
+    // A rank that does not sample (forward.h); a vocabulary-parallel slice would owe the sum.
+    CHECK(w.lm_head.rows == w.config.vocab_size) << "a vocabulary-parallel lm_head needs its logits computed";
+    return;
+  }
   float* rows = grow(s.final_rows, num_logits * H);
   for (int64_t j = 0; j < num_logits; ++j) {
     const int32_t r = batch.logit_rows[j];

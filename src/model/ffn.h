@@ -25,7 +25,8 @@ void ffn_sublayer(const ModelConfig& cfg, const LayerWeights& lw, int l, float* 
                   int64_t n, ForwardScratch& s, int32_t* selected, ThreadPool* pool);
 
 // The logits of the batch's logit rows from the final hidden states x [n, hidden]: final
-// RMSNorm, then lm_head. logits: [batch.logit_rows.size(), vocab].
+// RMSNorm, then lm_head. logits: [batch.logit_rows.size(), vocab], or null for none (only with a
+// whole lm_head: a vocabulary-parallel slice must take part in the group's sum).
 void final_logits(const ModelWeights& w, const ForwardBatch& batch, const float* x, int64_t n, ForwardScratch& s,
                   ThreadPool* pool, float* logits);
 

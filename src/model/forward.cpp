@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "core/check.h"
 #include "kernels/activation.h"
@@ -57,6 +58,74 @@ void embed_tokens(const ModelWeights& w, std::span<const TokenId> tokens, float*
   if (split) scratch.sum_over_tp(x, static_cast<int64_t>(tokens.size()) * H);
 }
 
+namespace {
+
+// The last decoder layer when only the batch's logit rows (m of its n tokens) go on: K and V of
+// every token are projected and stored (later steps read them), while Q, attention, the output
+// projection and the FFN run on the m rows alone, into s.last_x [m, hidden]. Every step is
+// row-wise (attention per query, matmul per row, the FFN per token), so the m rows get the bits
+// the whole layer would give them. The layer's routing record holds -1 for the other tokens.
+void last_layer_rows(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv, ForwardScratch& s,
+                     ThreadPool* pool, const float* x, int32_t* selected) {
+  const ModelConfig& cfg = w.config;
+  const LayerWeights& lw = w.layers[cfg.num_layers - 1];
+  const int64_t n = static_cast<int64_t>(batch.tokens.size()), m = static_cast<int64_t>(batch.logit_rows.size());
+  const int H = cfg.hidden_size, hd = cfg.head_dim;
+  const int q_dim = cfg.num_heads * hd;
+  const int top_k = std::max(1, cfg.num_experts_per_tok);
+  float* xn = s.xn.data();
+  float* k = s.k.data();
+  float* v = s.v.data();
+  rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
+  std::vector<int32_t>& seq = s.last_seq_idx;
+  std::vector<int32_t>& pos = s.last_positions;
+  seq.resize(static_cast<size_t>(m));
+  pos.resize(static_cast<size_t>(m));
+  for (int64_t j = 0; j < m; ++j) {
+    const int32_t r = batch.logit_rows[j];
+    CHECK(r >= 0 && r < n) << "logit row " << r << " of " << n;
+    seq[j] = batch.seq_idx[r];
+    pos[j] = batch.positions[r];
+  }
+  float* q = grow(s.q, m * q_dim);
+  const MatmulJob qkv[3] = {
+      {.w = lw.wq, .x = xn, .n = m, .y = q, .x_rows = batch.logit_rows.data(), .x_rows_of = n},
+      {lw.wk, xn, n, k},
+      {lw.wv, xn, n, v}};
+  matmul_many(m > 0 ? std::span<const MatmulJob>(qkv, 3) : std::span<const MatmulJob>(qkv + 1, 2), pool);
+  if (!lw.bq.empty()) {
+    add_bias(q, lw.bq, m);
+    add_bias(k, lw.bk, n);
+    add_bias(v, lw.bv, n);
+  }
+  if (!lw.q_norm.empty()) {
+    rmsnorm(q, lw.q_norm.data(), m * cfg.num_heads, hd, cfg.rms_norm_eps, q, pool);
+    rmsnorm(k, lw.k_norm.data(), n * cfg.num_kv_heads, hd, cfg.rms_norm_eps, k, pool);
+  }
+  rope_neox_apply(k, s.rope, cfg.num_kv_heads, pool);
+  kv_store(kv, cfg.num_layers - 1, k, v, batch.seq_idx, batch.positions, pool);
+  std::fill_n(selected, n * top_k, -1);
+  if (m == 0) return;
+  rope_table_build(s.last_rope, pos.data(), m, hd, cfg.rope_theta, cfg.rope_dim());
+  rope_neox_apply(q, s.last_rope, cfg.num_heads, pool);
+  float* attn = grow(s.attn, m * q_dim);
+  float* proj = grow(s.proj, m * H);
+  paged_attention(kv, cfg.num_layers - 1, q, cfg.num_heads, 1.0f / std::sqrt(static_cast<float>(hd)), seq, pos, attn,
+                  pool);
+  matmul(lw.wo, attn, m, proj, pool);
+  s.sum_over_tp(proj, m * H);
+  float* xl = grow(s.last_x, m * H);
+  for (int64_t j = 0; j < m; ++j) std::copy_n(x + static_cast<int64_t>(batch.logit_rows[j]) * H, H, xl + j * H);
+  add_into(xl, proj, m * H, pool);
+  int32_t* chosen = grow(s.last_selected, static_cast<size_t>(m * top_k));
+  ffn_sublayer(cfg, lw, cfg.num_layers - 1, xl, xn, proj, m, s, chosen, pool);
+  for (int64_t j = 0; j < m; ++j) {
+    std::copy_n(chosen + j * top_k, top_k, selected + static_cast<int64_t>(batch.logit_rows[j]) * top_k);
+  }
+}
+
+}  // namespace
+
 void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
              ForwardScratch& s, ThreadPool* pool, float* logits) {
   const ModelConfig& cfg = w.config;
@@ -82,8 +151,19 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
   rope_table_build(s.rope, batch.positions.data(), n, hd, cfg.rope_theta, rope_dim);
 
+  // The last layer past its K / V only for the logit rows (see forward.h), unless asked for all.
+  const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
+  const bool narrow_last = !s.full_last_layer && m < n;
   for (int l = 0; l < cfg.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
+    if (narrow_last && l + 1 == cfg.num_layers) {
+      last_layer_rows(w, batch, kv, s, pool, x, selected + static_cast<int64_t>(l) * n * top_k);
+      std::vector<int32_t>& rows = s.last_rows;  // the m rows of s.last_x, in order
+      rows.resize(static_cast<size_t>(m));
+      std::iota(rows.begin(), rows.end(), 0);
+      final_logits(w, ForwardBatch{.logit_rows = rows}, s.last_x.data(), m, s, pool, logits);
+      return;
+    }
     rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
     const MatmulJob qkv[3] = {{lw.wq, xn, n, q}, {lw.wk, xn, n, k}, {lw.wv, xn, n, v}};
     matmul_many(qkv, pool);

@@ -38,6 +38,14 @@ struct ForwardScratch {
   std::vector<int32_t> topk_ids;                  // [num_tokens, top_k]
   std::vector<float> topk_weights;                // [num_tokens, top_k]
   std::vector<float> final_rows;                  // [num_logits, hidden]
+  // The last layer for the logit rows alone (forward): their hidden states [num_logits, hidden],
+  // sequences, positions, RoPE table, routing choices [num_logits, top_k], and 0 .. num_logits - 1.
+  std::vector<float> last_x;
+  std::vector<int32_t> last_seq_idx, last_positions, last_selected, last_rows;
+  RopeTable last_rope;
+  // Run the last layer for every token, not only the logit rows: for a caller that reads the
+  // whole routing record (bench's expert-count replay). Off: the same logits, less work.
+  bool full_last_layer = false;
   std::vector<float> logits_part;                 // vocabulary-parallel: [num_logits, this rank's vocab rows]
   RopeTable rope;                                 // this batch's cos / sin, shared by all layers
   // DSA (model/arch_deepseek_v3): indexer queries, keys, head weights; the positions each
@@ -70,9 +78,16 @@ struct ForwardScratch {
 // every token's row comes from exactly one rank, so x holds the same values as one process.
 void embed_tokens(const ModelWeights& w, std::span<const TokenId> tokens, float* x, const ForwardScratch& scratch);
 
-// logits: [batch.logit_rows.size(), vocab] fp32 (may be null when there are no logit rows).
+// logits: [batch.logit_rows.size(), vocab] fp32, or null for none: the logit rows still choose
+// the rows the last layer runs for (below), so a rank that does not sample passes its leader's
+// rows and every rank runs the same collectives (a vocabulary-parallel lm_head needs logits).
 // With a vocabulary-parallel lm_head (model/shard.h) every rank of the tp group must run the
 // same logit rows: the slices are summed over the group. Stores K/V of every token of the batch.
+// The last layer runs past its K/V projections only for the logit rows (no later step reads the
+// other tokens' outputs of that layer; a prefill chunk without logits stops at its K/V), with the
+// logits the whole layer would give, bit for bit; its routing record holds -1 for the other
+// tokens. scratch.full_last_layer runs it for every token. (GQA layers; the MLA path,
+// forward_deepseek_v3, runs its last layer for every token.)
 // Precondition: every token's page is mapped in kv, and all positions before a token's
 // position in its sequence are already stored (earlier steps or earlier in this batch).
 void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,

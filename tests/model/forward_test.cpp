@@ -143,6 +143,7 @@ TEST(ForwardRouting, MixtralSelectedExpertsMatchGolden) {
     const int32_t last = n - 1;
     ContiguousKvCache cache(w.config.num_layers, w.config.num_kv_heads, w.config.head_dim, n, 1, DType::kF32);
     ForwardScratch scratch;
+    scratch.full_last_layer = true;  // the last layer's record for every position, not only the logit row
     std::vector<float> logits(1024);
     forward(w, ForwardBatch{tokens, positions, seq, std::span<const int32_t>(&last, 1)}, cache.view(),
             scratch, nullptr, logits.data());
@@ -162,6 +163,82 @@ TEST(ForwardRouting, MixtralSelectedExpertsMatchGolden) {
       }
     }
     EXPECT_EQ(mismatches, 0);
+  }
+}
+
+// The last layer run for the logit rows alone (the default) gives the logits of the whole layer
+// bit for bit and stores the same K/V, for two sequences in one batch and any set of logit rows
+// (the last of each, scattered ones, none, all), on one thread and on two; its routing record
+// keeps each logit row's experts and -1 for the other tokens, every earlier layer's unchanged.
+TEST(ForwardLastLayer, LogitRowsAloneGiveTheWholeLayersBits) {
+  ThreadPool two(2);
+  for (const char* model : {"tinystories-llama-1m", "tinystories-mixtral-3.6m"}) {
+    auto loaded = load_model(model_dir(model) / "hf");
+    ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+    const ModelWeights& w = loaded.value();
+    const ModelConfig& c = w.config;
+    std::vector<TokenId> tokens = testing::validation_ids(model);
+    ASSERT_GE(tokens.size(), 70u);
+    tokens.resize(70);
+    // Sequence 0: tokens 0..39 at positions 0..39; sequence 1: tokens 40..69 at 0..29.
+    const int n = 70;
+    std::vector<int32_t> positions(n), seq(n);
+    for (int i = 0; i < n; ++i) {
+      seq[i] = i < 40 ? 0 : 1;
+      positions[i] = i < 40 ? i : i - 40;
+    }
+    std::vector<int32_t> all(n);
+    for (int i = 0; i < n; ++i) all[i] = i;
+    const std::vector<std::vector<int32_t>> row_sets = {{39, 69}, {0, 7, 39, 52, 69}, {}, all, {5}};
+    const int K = std::max(1, c.num_experts_per_tok);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+      for (const std::vector<int32_t>& rows : row_sets) {
+        SCOPED_TRACE(std::string(model) + ", " + std::to_string(rows.size()) + " logit rows, " +
+                     (pool != nullptr ? "2 threads" : "1 thread"));
+        std::vector<float> logits[2];
+        std::vector<int32_t> record[2];
+        ContiguousKvCache cache_full(c.num_layers, c.num_kv_heads, c.head_dim, 40, 2, DType::kBF16);
+        ContiguousKvCache cache_rows(c.num_layers, c.num_kv_heads, c.head_dim, 40, 2, DType::kBF16);
+        for (int full = 0; full < 2; ++full) {
+          ForwardScratch scratch;
+          scratch.full_last_layer = full == 1;
+          logits[full].assign(rows.size() * c.vocab_size, -1.0f);
+          forward(w, ForwardBatch{tokens, positions, seq, rows}, (full ? cache_full : cache_rows).view(), scratch, pool,
+                  logits[full].data());
+          record[full].assign(scratch.selected_experts.begin(),
+                              scratch.selected_experts.begin() + static_cast<int64_t>(c.num_layers) * n * K);
+        }
+        ASSERT_EQ(0, std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)));
+        const KvView kf = cache_full.view(), kr = cache_rows.view();
+        const size_t row_bytes = static_cast<size_t>(c.head_dim * kf.layout.elem_bytes());
+        for (int sq = 0; sq < 2; ++sq) {
+          for (int pos = 0; pos < (sq == 0 ? 40 : 30); ++pos) {
+            for (int l = 0; l < c.num_layers; ++l) {
+              for (int which = 0; which < 2; ++which) {
+                for (int h = 0; h < c.num_kv_heads; ++h) {
+                  const int64_t off = kf.layout.data_offset(l, which, h, pos);
+                  ASSERT_EQ(0, std::memcmp(kf.page_ptr(kf.page_of(sq, pos)) + off, kr.page_ptr(kr.page_of(sq, pos)) + off,
+                                           row_bytes))
+                      << "the stored K/V: sequence " << sq << " position " << pos << " layer " << l;
+                }
+              }
+            }
+          }
+        }
+        const int64_t last = static_cast<int64_t>(c.num_layers - 1) * n * K;
+        EXPECT_TRUE(std::equal(record[0].begin(), record[0].begin() + last, record[1].begin())) << "earlier layers";
+        for (int t = 0; t < n; ++t) {
+          const bool logit_row = std::find(rows.begin(), rows.end(), t) != rows.end();
+          for (int k = 0; k < K; ++k) {
+            const int32_t got = record[0][last + t * K + k], full = record[1][last + t * K + k];
+            ASSERT_EQ(got, logit_row ? full : -1) << "token " << t;
+          }
+        }
+        if (c.num_experts > 0 && !rows.empty()) {
+          EXPECT_GE(record[0][last + rows.back() * K], 0) << "a routed row";
+        }
+      }
+    }
   }
 }
 

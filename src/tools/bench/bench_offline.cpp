@@ -116,6 +116,7 @@ std::vector<std::vector<int>> routed_experts_per_step(const ModelWeights& w,
       std::vector<std::vector<uint8_t>>(static_cast<size_t>(c.num_layers), std::vector<uint8_t>(c.num_experts, 0)));
   ThreadPool pool(num_threads);
   ForwardScratch scratch;
+  scratch.full_last_layer = true;  // the last layer's routing for every token, not only logit rows
   const int group = std::max(1, 4096 / std::max(len, 1));
   for (int first = 0; first < b; first += group) {
     const int n_seq = std::min(group, b - first);
