@@ -197,6 +197,9 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
   const std::vector<double> inv_freq = mla_rope_inv_freq(cfg);
   const float attn_factor = mla_rope_attn_factor(cfg), scale = mla_softmax_scale(cfg);
 
+  // The last layer's FFN only for the logit rows (forward.h), unless asked for all. Its attention
+  // still runs for every token: its latents are stored with it.
+  const bool narrow_last = !s.full_last_layer && static_cast<int64_t>(batch.logit_rows.size()) < n;
   for (int l = 0; l < cfg.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
@@ -204,6 +207,10 @@ void forward_deepseek_v3(const ModelWeights& w, const ForwardBatch& batch, const
     s.sum_over_tp(proj, n * H);
     add_into(x, proj, n * H, pool);
 
+    if (narrow_last && l + 1 == cfg.num_layers) {
+      return last_layer_ffn_and_logits(w, batch, gather_logit_rows(batch, x, H, s), xn, proj, s,
+                                       selected + static_cast<int64_t>(l) * n * top_k, pool, logits);
+    }
     ffn_sublayer(cfg, lw, l, x, xn, proj, n, s, selected + static_cast<int64_t>(l) * n * top_k, pool);
   }
 

@@ -1,6 +1,7 @@
 #include "model/ffn.h"
 
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cmath>
 
@@ -183,6 +184,31 @@ void ffn_sublayer(const ModelConfig& cfg, const LayerWeights& lw, int l, float* 
     s.sum_over_tp(proj, n * H);
   }
   add_into(x, proj, n * H, pool);
+}
+
+float* gather_logit_rows(const ForwardBatch& batch, const float* x, int64_t H, ForwardScratch& s) {
+  const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
+  float* xl = grow(s.last_x, m * H);
+  for (int64_t j = 0; j < m; ++j) std::copy_n(x + static_cast<int64_t>(batch.logit_rows[j]) * H, H, xl + j * H);
+  return xl;
+}
+
+void last_layer_ffn_and_logits(const ModelWeights& w, const ForwardBatch& batch, float* xl, float* xn, float* proj,
+                               ForwardScratch& s, int32_t* selected, ThreadPool* pool, float* logits) {
+  const ModelConfig& cfg = w.config;
+  const int64_t n = static_cast<int64_t>(batch.tokens.size()), m = static_cast<int64_t>(batch.logit_rows.size());
+  const int top_k = std::max(1, cfg.num_experts_per_tok);
+  std::fill_n(selected, n * top_k, -1);
+  if (m == 0) return;
+  int32_t* chosen = grow(s.last_selected, static_cast<size_t>(m * top_k));
+  ffn_sublayer(cfg, w.layers[cfg.num_layers - 1], cfg.num_layers - 1, xl, xn, proj, m, s, chosen, pool);
+  for (int64_t j = 0; j < m; ++j) {
+    std::copy_n(chosen + j * top_k, top_k, selected + static_cast<int64_t>(batch.logit_rows[j]) * top_k);
+  }
+  std::vector<int32_t>& rows = s.last_rows;  // the m rows of xl, in order
+  rows.resize(static_cast<size_t>(m));
+  std::iota(rows.begin(), rows.end(), 0);
+  final_logits(w, ForwardBatch{.logit_rows = rows}, xl, m, s, pool, logits);
 }
 
 void final_logits(const ModelWeights& w, const ForwardBatch& batch, const float* x, int64_t n, ForwardScratch& s,

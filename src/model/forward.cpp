@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "core/check.h"
 #include "kernels/activation.h"
@@ -60,19 +59,19 @@ void embed_tokens(const ModelWeights& w, std::span<const TokenId> tokens, float*
 
 namespace {
 
-// The last decoder layer when only the batch's logit rows (m of its n tokens) go on: K and V of
-// every token are projected and stored (later steps read them), while Q, attention, the output
-// projection and the FFN run on the m rows alone, into s.last_x [m, hidden]. Every step is
-// row-wise (attention per query, matmul per row, the FFN per token), so the m rows get the bits
-// the whole layer would give them. The layer's routing record holds -1 for the other tokens.
-void last_layer_rows(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv, ForwardScratch& s,
-                     ThreadPool* pool, const float* x, int32_t* selected) {
+// The attention half of the last decoder layer when only the batch's logit rows (m of its n
+// tokens) go on: K and V of every token are projected and stored (later steps read them), while
+// Q, attention and the output projection run on the m rows alone, whose hidden states plus the
+// attention output land in s.last_x [m, hidden] (last_layer_ffn_and_logits goes on from there).
+// Every step is row-wise (attention per query, matmul per row), so the m rows get the bits the
+// whole layer would give them.
+void last_layer_attention_rows(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv, ForwardScratch& s,
+                               ThreadPool* pool, const float* x) {
   const ModelConfig& cfg = w.config;
   const LayerWeights& lw = w.layers[cfg.num_layers - 1];
   const int64_t n = static_cast<int64_t>(batch.tokens.size()), m = static_cast<int64_t>(batch.logit_rows.size());
   const int H = cfg.hidden_size, hd = cfg.head_dim;
   const int q_dim = cfg.num_heads * hd;
-  const int top_k = std::max(1, cfg.num_experts_per_tok);
   float* xn = s.xn.data();
   float* k = s.k.data();
   float* v = s.v.data();
@@ -104,7 +103,6 @@ void last_layer_rows(const ModelWeights& w, const ForwardBatch& batch, const KvV
   }
   rope_neox_apply(k, s.rope, cfg.num_kv_heads, pool);
   kv_store(kv, cfg.num_layers - 1, k, v, batch.seq_idx, batch.positions, pool);
-  std::fill_n(selected, n * top_k, -1);
   if (m == 0) return;
   rope_table_build(s.last_rope, pos.data(), m, hd, cfg.rope_theta, cfg.rope_dim());
   rope_neox_apply(q, s.last_rope, cfg.num_heads, pool);
@@ -114,14 +112,7 @@ void last_layer_rows(const ModelWeights& w, const ForwardBatch& batch, const KvV
                   pool);
   matmul(lw.wo, attn, m, proj, pool);
   s.sum_over_tp(proj, m * H);
-  float* xl = grow(s.last_x, m * H);
-  for (int64_t j = 0; j < m; ++j) std::copy_n(x + static_cast<int64_t>(batch.logit_rows[j]) * H, H, xl + j * H);
-  add_into(xl, proj, m * H, pool);
-  int32_t* chosen = grow(s.last_selected, static_cast<size_t>(m * top_k));
-  ffn_sublayer(cfg, lw, cfg.num_layers - 1, xl, xn, proj, m, s, chosen, pool);
-  for (int64_t j = 0; j < m; ++j) {
-    std::copy_n(chosen + j * top_k, top_k, selected + static_cast<int64_t>(batch.logit_rows[j]) * top_k);
-  }
+  add_into(gather_logit_rows(batch, x, H, s), proj, m * H, pool);
 }
 
 }  // namespace
@@ -157,11 +148,9 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
   for (int l = 0; l < cfg.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     if (narrow_last && l + 1 == cfg.num_layers) {
-      last_layer_rows(w, batch, kv, s, pool, x, selected + static_cast<int64_t>(l) * n * top_k);
-      std::vector<int32_t>& rows = s.last_rows;  // the m rows of s.last_x, in order
-      rows.resize(static_cast<size_t>(m));
-      std::iota(rows.begin(), rows.end(), 0);
-      final_logits(w, ForwardBatch{.logit_rows = rows}, s.last_x.data(), m, s, pool, logits);
+      last_layer_attention_rows(w, batch, kv, s, pool, x);
+      last_layer_ffn_and_logits(w, batch, s.last_x.data(), xn, proj, s,
+                                selected + static_cast<int64_t>(l) * n * top_k, pool, logits);
       return;
     }
     rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);

@@ -86,8 +86,8 @@ void embed_tokens(const ModelWeights& w, std::span<const TokenId> tokens, float*
 // The last layer runs past its K/V projections only for the logit rows (no later step reads the
 // other tokens' outputs of that layer; a prefill chunk without logits stops at its K/V), with the
 // logits the whole layer would give, bit for bit; its routing record holds -1 for the other
-// tokens. scratch.full_last_layer runs it for every token. (GQA layers; the MLA path,
-// forward_deepseek_v3, runs its last layer for every token.)
+// tokens. scratch.full_last_layer runs it for every token. (The MLA path, forward_deepseek_v3,
+// runs its last layer's attention for every token and its FFN for the logit rows.)
 // Precondition: every token's page is mapped in kv, and all positions before a token's
 // position in its sequence are already stored (earlier steps or earlier in this batch).
 void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "exec/runner.h"
+#include "kv/contiguous_kv_cache.h"
 #include "kv/page_pool.h"
 #include "model/arch_deepseek_v3.h"
 #include "model/model_loader.h"
@@ -368,6 +369,48 @@ TEST(DeepseekV3StaticFp8, CalibratedScalesStayCloseToReference) {
     EXPECT_GT(worst_fp8, 0.0) << "fp8 rounding left no trace: were the scales used?";
     EXPECT_LE(over, 0.5 * total);
     EXPECT_GE(agree, 0.75 * total);
+  }
+}
+
+// The last layer's FFN run for the logit rows alone (the default) gives the logits of the whole
+// layer bit for bit, for any set of logit rows, on one thread and on two; its routing record
+// keeps each logit row's experts and -1 for the other tokens (forward.h).
+TEST(DeepseekV3LastLayer, LogitRowsAloneGiveTheWholeLayersBits) {
+  const ModelWeights& w = model("deepseek_v3");
+  const ModelConfig& c = w.config;
+  const Golden g = golden("deepseek_v3");
+  const std::vector<TokenId>& tokens = g.tokens[0];
+  const int n = static_cast<int>(tokens.size());
+  ASSERT_GE(n, 12);
+  std::vector<int32_t> positions(n), seq(n, 0);
+  for (int i = 0; i < n; ++i) positions[i] = i;
+  const int K = std::max(1, c.num_experts_per_tok);
+  const int64_t last = static_cast<int64_t>(c.num_layers - 1) * n * K;
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool()}) {
+    for (const std::vector<int32_t>& rows : std::vector<std::vector<int32_t>>{{n - 1}, {0, 5, n - 1}, {}}) {
+      SCOPED_TRACE(std::to_string(rows.size()) + " logit rows");
+      std::vector<float> logits[2];
+      std::vector<int32_t> record[2];
+      for (int full = 0; full < 2; ++full) {
+        const ContiguousKvCache cache(kv_layout_for(c, n, DType::kBF16), 1);
+        ForwardScratch scratch;
+        scratch.full_last_layer = full == 1;
+        logits[full].assign(rows.size() * c.vocab_size, -1.0f);
+        forward(w, ForwardBatch{tokens, positions, seq, rows}, cache.view(), scratch, p, logits[full].data());
+        record[full].assign(scratch.selected_experts.begin(), scratch.selected_experts.begin() + last + n * K);
+      }
+      EXPECT_EQ(logits[0], logits[1]);
+      EXPECT_TRUE(std::equal(record[0].begin(), record[0].begin() + last, record[1].begin())) << "earlier layers";
+      for (int t = 0; t < n; ++t) {
+        const bool logit_row = std::find(rows.begin(), rows.end(), t) != rows.end();
+        for (int k = 0; k < K; ++k) {
+          ASSERT_EQ(record[0][last + t * K + k], logit_row ? record[1][last + t * K + k] : -1) << "token " << t;
+        }
+      }
+      if (!rows.empty()) {
+        EXPECT_GE(record[0][last + rows.back() * K], 0) << "the last layer is not a MoE layer";
+      }
+    }
   }
 }
 
