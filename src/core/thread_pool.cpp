@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "core/halving_split.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define DENSA_CPU_RELAX() _mm_pause()
@@ -78,16 +80,13 @@ void parallel_for_elems(ThreadPool* pool, int64_t count, int64_t work, const std
   // the round before (the last two rounds alike), while the smallest keeps kMinElemsPerThread
   // elements: a thread that falls behind leaves the small last parts to the others.
   const int64_t threads = pool->num_threads();
-  int64_t rounds = 1;
-  while (rounds < kElemRoundsMax && count * work / (threads << rounds) >= kMinElemsPerThread) ++rounds;
-  const int64_t all = int64_t{1} << (rounds - 1);  // a round's weight: 2^(rounds-2), ..., 1, 1
-  auto weight = [&](int64_t r) { return r + 1 >= rounds ? int64_t{1} : int64_t{1} << (rounds - 2 - r); };
-  // Item where claim k starts: claims before it weigh `before` of threads * all.
+  const int64_t rounds = halving_rounds(count * work, threads, kMinElemsPerThread, kElemRoundsMax);
+  // Item where claim k starts: claims before it weigh `before` of threads * halving_total(rounds).
   auto start = [&](int64_t k) {
     int64_t before = 0;
-    for (int64_t r = 0; r < k / threads; ++r) before += threads * weight(r);
-    if (k / threads < rounds) before += k % threads * weight(k / threads);
-    return static_cast<int64_t>(static_cast<__int128>(count) * before / (threads * all));
+    for (int64_t r = 0; r < k / threads; ++r) before += threads * halving_weight(rounds, r);
+    if (k / threads < rounds) before += k % threads * halving_weight(rounds, k / threads);
+    return static_cast<int64_t>(static_cast<__int128>(count) * before / (threads * halving_total(rounds)));
   };
   pool->parallel_for_dynamic(threads * rounds, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/halving_split.h"
 #include "core/thread_pool.h"
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/internal/matmul_quant_avx2.h"
@@ -24,8 +25,8 @@ namespace {
 // A thread task should cost at least this many byte-equivalents (see row_cost below) so that
 // the hand-off cost of the pool stays small next to the work.
 constexpr int64_t kMinTaskBytes = 256 * 1024;
-// A GEMM splits each thread's share into up to this many parts whose sizes halve (see
-// part_weight), so the parts claimed last are small.
+// A GEMM splits each thread's share into up to this many parts whose sizes halve
+// (core/halving_split.h), so the parts claimed last are small.
 constexpr int64_t kPartsPerThread = 5;
 // Parts are whole row tiles: 16 rows (INT4 8-row and INT8 16-row tiles) for a decode GEMV's
 // one part per thread, 32 rows for a GEMM's parts (the VNNI GEMM runs 16-row tiles in pairs,
@@ -127,21 +128,16 @@ struct RowsJob {
   }
 };
 
-// The parts of one thread's share: `per` parts weighing 2^(per-2), ..., 2, 1, 1 (a lone part
-// weighs 1), out of part_weights_total(per) = 2^(per-1).
-int64_t part_weight(int64_t per, int64_t i) { return i + 1 >= per ? 1 : int64_t{1} << (per - 2 - i); }
-int64_t part_weights_total(int64_t per) { return int64_t{1} << (per - 1); }
-
 // Where part p starts: (job, row). Thread t's share is the t-th of `threads` equal shares of the
 // jobs' total cost, and its parts t * per .. t * per + per - 1 follow in row order with the
-// weights of part_weight. Rows are rounded to whole multiples of `tile` inside a job. Monotone in
+// weights of halving_weight. Rows are rounded to whole multiples of `tile` inside a job. Monotone in
 // p, so the parts tile all rows once.
 std::pair<size_t, int64_t> part_start(const std::vector<RowsJob>& jobs, int64_t total, int64_t threads, int64_t per,
                                       int64_t tile, int64_t p) {
   if (p >= threads * per) return {jobs.size(), 0};
   int64_t before = 0;  // weight of thread p / per's parts before p
-  for (int64_t i = 0; i < p % per; ++i) before += part_weight(per, i);
-  const int64_t all = part_weights_total(per);
+  for (int64_t i = 0; i < p % per; ++i) before += halving_weight(per, i);
+  const int64_t all = halving_total(per);
   // total * (p / per * all + before) / (threads * all) without overflow for any realistic total.
   int64_t target = static_cast<int64_t>(static_cast<__int128>(total) * (p / per * all + before) / (threads * all));
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -173,10 +169,7 @@ void run_jobs(const std::vector<RowsJob>& jobs, ThreadPool* pool) {
   // faster than with four parts).
   bool gemv = true;
   for (const RowsJob& j : jobs) gemv = gemv && j.job->n == 1;
-  int64_t per = 1;
-  if (threads > 1 && !gemv) {
-    while (per < kPartsPerThread && total / (threads * part_weights_total(per + 1)) >= kMinTaskBytes) ++per;
-  }
+  const int64_t per = threads > 1 && !gemv ? halving_rounds(total, threads, kMinTaskBytes, kPartsPerThread) : 1;
   if (threads == 1 || total < 2 * kMinTaskBytes) {
     for (const RowsJob& j : jobs) j.run(0, j.job->w.rows, kernels_internal::scratch_of(pool, 0, own));
     return;
