@@ -59,60 +59,69 @@ void embed_tokens(const ModelWeights& w, std::span<const TokenId> tokens, float*
 
 namespace {
 
-// The attention half of the last decoder layer when only the batch's logit rows (m of its n
-// tokens) go on: K and V of every token are projected and stored (later steps read them), while
-// Q, attention and the output projection run on the m rows alone, whose hidden states plus the
-// attention output land in s.last_x [m, hidden] (last_layer_ffn_and_logits goes on from there).
-// Every step is row-wise (attention per query, matmul per row), so the m rows get the bits the
-// whole layer would give them.
-void last_layer_attention_rows(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv, ForwardScratch& s,
-                               ThreadPool* pool, const float* x) {
+// The attention half of GQA layer l. K and V of every token are projected and stored (later
+// steps read them). Q, attention and the output projection run for every token, the residual
+// added into x (logit_rows_only false), or for the batch's m logit rows alone (the last layer,
+// forward.h), whose hidden states plus the attention output land in s.last_x [m, hidden]. Every
+// step is row-wise (attention per query, matmul per row), so a row gets the same bits either
+// way. Returns the rows updated: x, or s.last_x.
+float* attention_sublayer(const ModelWeights& w, int l, const ForwardBatch& batch, const KvView& kv, ForwardScratch& s,
+                          ThreadPool* pool, float* x, bool logit_rows_only) {
   const ModelConfig& cfg = w.config;
-  const LayerWeights& lw = w.layers[cfg.num_layers - 1];
-  const int64_t n = static_cast<int64_t>(batch.tokens.size()), m = static_cast<int64_t>(batch.logit_rows.size());
+  const LayerWeights& lw = w.layers[l];
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  const int64_t m = logit_rows_only ? static_cast<int64_t>(batch.logit_rows.size()) : n;
   const int H = cfg.hidden_size, hd = cfg.head_dim;
   const int q_dim = cfg.num_heads * hd;
   float* xn = s.xn.data();
   float* k = s.k.data();
   float* v = s.v.data();
   rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
-  std::vector<int32_t>& seq = s.last_seq_idx;
-  std::vector<int32_t>& pos = s.last_positions;
-  seq.resize(static_cast<size_t>(m));
-  pos.resize(static_cast<size_t>(m));
-  for (int64_t j = 0; j < m; ++j) {
-    const int32_t r = batch.logit_rows[j];
-    CHECK(r >= 0 && r < n) << "logit row " << r << " of " << n;
-    seq[j] = batch.seq_idx[r];
-    pos[j] = batch.positions[r];
+  std::span<const int32_t> seq = batch.seq_idx, pos = batch.positions;
+  if (logit_rows_only) {
+    s.last_seq_idx.resize(static_cast<size_t>(m));
+    s.last_positions.resize(static_cast<size_t>(m));
+    for (int64_t j = 0; j < m; ++j) {
+      const int32_t r = batch.logit_rows[j];
+      CHECK(r >= 0 && r < n) << "logit row " << r << " of " << n;
+      s.last_seq_idx[j] = batch.seq_idx[r];
+      s.last_positions[j] = batch.positions[r];
+    }
+    seq = s.last_seq_idx;
+    pos = s.last_positions;
   }
   float* q = grow(s.q, m * q_dim);
-  const MatmulJob qkv[3] = {
-      {.w = lw.wq, .x = xn, .n = m, .y = q, .x_rows = batch.logit_rows.data(), .x_rows_of = n},
-      {lw.wk, xn, n, k},
-      {lw.wv, xn, n, v}};
+  const MatmulJob qkv[3] = {{.w = lw.wq,
+                             .x = xn,
+                             .n = m,
+                             .y = q,
+                             .x_rows = logit_rows_only ? batch.logit_rows.data() : nullptr,
+                             .x_rows_of = logit_rows_only ? n : 0},
+                            {lw.wk, xn, n, k},
+                            {lw.wv, xn, n, v}};
   matmul_many(m > 0 ? std::span<const MatmulJob>(qkv, 3) : std::span<const MatmulJob>(qkv + 1, 2), pool);
   if (!lw.bq.empty()) {
     add_bias(q, lw.bq, m);
     add_bias(k, lw.bk, n);
     add_bias(v, lw.bv, n);
   }
-  if (!lw.q_norm.empty()) {
+  if (!lw.q_norm.empty()) {  // per-head RMSNorm: rows of head_dim
     rmsnorm(q, lw.q_norm.data(), m * cfg.num_heads, hd, cfg.rms_norm_eps, q, pool);
     rmsnorm(k, lw.k_norm.data(), n * cfg.num_kv_heads, hd, cfg.rms_norm_eps, k, pool);
   }
   rope_neox_apply(k, s.rope, cfg.num_kv_heads, pool);
-  kv_store(kv, cfg.num_layers - 1, k, v, batch.seq_idx, batch.positions, pool);
-  if (m == 0) return;
-  rope_table_build(s.last_rope, pos.data(), m, hd, cfg.rope_theta, cfg.rope_dim());
-  rope_neox_apply(q, s.last_rope, cfg.num_heads, pool);
+  kv_store(kv, l, k, v, batch.seq_idx, batch.positions, pool);
+  if (m == 0) return logit_rows_only ? s.last_x.data() : x;
+  if (logit_rows_only) rope_table_build(s.last_rope, pos.data(), m, hd, cfg.rope_theta, cfg.rope_dim());
+  rope_neox_apply(q, logit_rows_only ? s.last_rope : s.rope, cfg.num_heads, pool);
   float* attn = grow(s.attn, m * q_dim);
   float* proj = grow(s.proj, m * H);
-  paged_attention(kv, cfg.num_layers - 1, q, cfg.num_heads, 1.0f / std::sqrt(static_cast<float>(hd)), seq, pos, attn,
-                  pool);
+  paged_attention(kv, l, q, cfg.num_heads, 1.0f / std::sqrt(static_cast<float>(hd)), seq, pos, attn, pool);
   matmul(lw.wo, attn, m, proj, pool);
   s.sum_over_tp(proj, m * H);
-  add_into(gather_logit_rows(batch, x, H, s), proj, m * H, pool);
+  float* rows = logit_rows_only ? gather_logit_rows(batch, x, H, s) : x;
+  add_into(rows, proj, m * H, pool);
+  return rows;
 }
 
 }  // namespace
@@ -129,56 +138,35 @@ void forward(const ModelWeights& w, const ForwardBatch& batch, const KvView& kv,
 
   float* x = grow(s.x, n * H);
   float* xn = grow(s.xn, n * H);
-  float* q = grow(s.q, n * q_dim);
-  float* k = grow(s.k, n * kv_dim);
-  float* v = grow(s.v, n * kv_dim);
-  float* attn = grow(s.attn, n * q_dim);
+  grow(s.q, n * q_dim);
+  grow(s.k, n * kv_dim);
+  grow(s.v, n * kv_dim);
+  grow(s.attn, n * q_dim);
   float* proj = grow(s.proj, n * H);
   const int top_k = std::max(1, cfg.num_experts_per_tok);
   int32_t* selected = grow(s.selected_experts, static_cast<size_t>(cfg.num_layers) * n * top_k);
   s.expert_seconds = 0;
 
   embed_tokens(w, batch.tokens, x, s);
-  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
   rope_table_build(s.rope, batch.positions.data(), n, hd, cfg.rope_theta, rope_dim);
 
   // The last layer past its K / V only for the logit rows (see forward.h), unless asked for all.
-  const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
-  const bool narrow_last = !s.full_last_layer && m < n;
+  const bool narrow_last = !s.full_last_layer && static_cast<int64_t>(batch.logit_rows.size()) < n;
   for (int l = 0; l < cfg.num_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
+    int32_t* layer_selected = selected + static_cast<int64_t>(l) * n * top_k;
     if (narrow_last && l + 1 == cfg.num_layers) {
-      last_layer_attention_rows(w, batch, kv, s, pool, x);
-      last_layer_ffn_and_logits(w, batch, s.last_x.data(), xn, proj, s,
-                                selected + static_cast<int64_t>(l) * n * top_k, pool, logits);
-      return;
+      float* rows = attention_sublayer(w, l, batch, kv, s, pool, x, true);
+      return last_layer_ffn_and_logits(w, batch, rows, xn, proj, s, layer_selected, pool, logits);
     }
-    rmsnorm(x, lw.attn_norm.data(), n, H, cfg.rms_norm_eps, xn, pool);
-    const MatmulJob qkv[3] = {{lw.wq, xn, n, q}, {lw.wk, xn, n, k}, {lw.wv, xn, n, v}};
-    matmul_many(qkv, pool);
-    if (!lw.bq.empty()) {
-      add_bias(q, lw.bq, n);
-      add_bias(k, lw.bk, n);
-      add_bias(v, lw.bv, n);
-    }
-    if (!lw.q_norm.empty()) {  // per-head RMSNorm: rows of head_dim
-      rmsnorm(q, lw.q_norm.data(), n * cfg.num_heads, hd, cfg.rms_norm_eps, q, pool);
-      rmsnorm(k, lw.k_norm.data(), n * cfg.num_kv_heads, hd, cfg.rms_norm_eps, k, pool);
-    }
-    rope_neox_apply(q, s.rope, cfg.num_heads, pool);
-    rope_neox_apply(k, s.rope, cfg.num_kv_heads, pool);
-    kv_store(kv, l, k, v, batch.seq_idx, batch.positions, pool);
-    paged_attention(kv, l, q, cfg.num_heads, attn_scale, batch.seq_idx, batch.positions, attn, pool);
-    matmul(lw.wo, attn, n, proj, pool);
-    s.sum_over_tp(proj, n * H);
-    add_into(x, proj, n * H, pool);
+    attention_sublayer(w, l, batch, kv, s, pool, x, false);
 
     // The next layer's K / V rows, asked for now so they arrive while this FFN's weights stream
     // (at short context attention otherwise waits on DRAM for each page in turn).
     if (l + 1 < cfg.num_layers) {
       paged_attention_prefetch(kv, l + 1, batch.seq_idx, batch.positions, kKvPrefetchBytes);
     }
-    ffn_sublayer(cfg, lw, l, x, xn, proj, n, s, selected + static_cast<int64_t>(l) * n * top_k, pool);
+    ffn_sublayer(cfg, lw, l, x, xn, proj, n, s, layer_selected, pool);
   }
 
   final_logits(w, batch, x, n, s, pool, logits);
