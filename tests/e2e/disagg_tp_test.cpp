@@ -172,11 +172,9 @@ TEST(DisaggTpErrors, ASinglePeerIsRefusedAndADeadRankFailsTheRequestInTime) {
 
   // The prefill group loses a rank (SIGKILL, as the other MPI tests find it): mpirun ends that
   // group, and the decode request fails instead of waiting.
-  const std::string pid = run_command(
-      "for p in $(pgrep -f '" DENSA_BINARY " serve.*--role prefill'); do if tr '\\0' '\\n' < /proc/$p/environ "
-      "2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then echo $p; fi; done | head -1");
-  ASSERT_FALSE(pid.empty()) << prefill.log();
-  run_command("kill -9 " + pid);
+  const pid_t rank1 = prefill.rank_pid(1);
+  ASSERT_GT(rank1, 0) << prefill.log();
+  ASSERT_EQ(kill(rank1, SIGKILL), 0);
   const auto start = std::chrono::steady_clock::now();
   const CurlResponse dead = decode.post("/v1/completions", body, prefill_header(prefill) + " --max-time 60");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);

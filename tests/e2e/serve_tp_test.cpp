@@ -91,11 +91,9 @@ TEST(ServeParallelFailure, AKilledRankEndsTheGroupAndNoClientIsLeftHanging) {
   ServerProcess group({"--tp", "2", "--comm-timeout-ms", "5000", "--max-running-requests", "1"},
                       testing::fixture_model_path(), kMpirun);
   ASSERT_TRUE(group.wait_ready(std::chrono::seconds(120)));
-  // Rank 1: the densa process whose environment says OMPI_COMM_WORLD_RANK=1.
-  const std::string pid = testing::run_command(
-      "for p in $(pgrep -f '" DENSA_BINARY " serve'); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | "
-      "grep -qx OMPI_COMM_WORLD_RANK=1; then echo $p; fi; done | head -1");
-  ASSERT_FALSE(pid.empty()) << group.log();
+  const pid_t rank1 = group.rank_pid(1);
+  ASSERT_GT(rank1, 0) << group.log();
+  const std::string pid = std::to_string(rank1);
   const nlohmann::json req = {{"prompt", "Once upon a time"}, {"max_tokens", 200}, {"temperature", 0},
                               {"stream", true}, {"ignore_eos", true}};
   const std::string dir = testing::child_log_path("tp-kill");

@@ -218,6 +218,48 @@ class ServerProcess {
   // SIGKILL, no goodbye (a worker dying mid-request); waits for the process to be gone.
   void kill_hard() { stop_child(pid_, SIGKILL); }
 
+  // The pid of this group's rank `rank` (a launcher's child whose environment says
+  // OMPI_COMM_WORLD_RANK=rank), searched among this process's own descendants only: under
+  // ctest -j2 another test's group runs the same command line, and a pid found by command
+  // line alone was once that group's rank (its kill failed both tests). -1 if none.
+  pid_t rank_pid(int rank) const {
+    namespace fs = std::filesystem;
+    if (pid_ <= 0) return -1;
+    auto parent_of = [](pid_t p) -> pid_t {
+      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+      std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+      const size_t close = all.rfind(')');  // the command name may hold spaces and parentheses
+      if (close == std::string::npos) return -1;
+      char state = 0;
+      int ppid = -1;
+      return std::sscanf(all.c_str() + close + 1, " %c %d", &state, &ppid) == 2 ? ppid : -1;
+    };
+    const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t p = static_cast<pid_t>(std::stol(name));
+      bool ours = false;
+      for (pid_t a = parent_of(p), hops = 0; a > 1 && hops < 64; a = parent_of(a), ++hops) {
+        if (a == pid_) {
+          ours = true;
+          break;
+        }
+      }
+      if (!ours) continue;
+      std::ifstream env_file(entry.path() / "environ");
+      std::string var;
+      bool is_rank = false;
+      while (std::getline(env_file, var, '\0')) is_rank |= var == want;
+      std::ifstream cmd_file(entry.path() / "cmdline");
+      std::string argv0;
+      std::getline(cmd_file, argv0, '\0');
+      if (is_rank && argv0 == DENSA_BINARY) return p;
+    }
+    return -1;
+  }
+
   std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port()) + path; }
   // The bound port (waits for the server to print it; 0 if it exited first).
   int port() const { return port_.get(pid_, log_path_); }
