@@ -58,7 +58,7 @@ std::string kernels_lines() {
        : avx512 ? "row-major, AVX-512 VNNI, x as int8"
                 : "exact fallback";
   s += "\n  gguf k-quant / iq4 / mxfp4 weights: ";
-  s += matmul_prefers_affine_tiles() && avx512 ? "affine rows in 16-row tiles, " + tiles16_units
+  s += matmul_prefers_affine_tiles() && (avx512 || avx2) ? "affine rows in 16-row tiles, " + tiles16_units
        : avx512                                ? "affine rows, AVX-512 VNNI, x as int8"
                                                : "exact fallback (the file's values)";
   s += "\n  int4 / q4_0 weights: ";

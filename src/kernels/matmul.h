@@ -60,8 +60,8 @@ bool matmul_runs_int4_layout(WeightLayout layout);
 // differ in rounding from the row-major kernel's; each layout gives one result for every n.
 bool matmul_prefers_int8_tiles();
 // The same for affine-row matrices (GGUF K-quants, IQ4, MXFP4; WeightLayout::kAffineTiles16,
-// quant/affine_tiles.h): where the AVX-512 VNNI tile kernels run (there is no AVX2 kernel for
-// them; the fallback reads the rows).
+// quant/affine_tiles.h): where the AVX-512 VNNI or the AVX2 tile kernels read that layout. On
+// AVX2 the row-major matrices run the tiles' arithmetic too (the same bits in either layout).
 bool matmul_prefers_affine_tiles();
 
 // Whether FP8 matrices whose WeightView::amx is `use` run on AMX tiles in this process

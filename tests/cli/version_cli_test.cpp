@@ -58,6 +58,10 @@ TEST(VersionCli, KernelLinesFollowTheDispatch) {
         << avx2.output;
     EXPECT_NE(avx2.output.find("int8 / q8_0 weights: 16-row tiles, exact group sums, x as int8; AVX2"), std::string::npos)
         << avx2.output;
+    EXPECT_NE(avx2.output.find("gguf k-quant / iq4 / mxfp4 weights: affine rows in 16-row tiles, exact group sums, "
+                               "x as int8; AVX2"),
+              std::string::npos)
+        << avx2.output;
   }
 
   const RunResult no_amx = run("--version", "DENSA_AMX=0");

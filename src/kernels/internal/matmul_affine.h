@@ -73,4 +73,12 @@ void affine_tiles_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out)
 void affine_tiles_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y,
                               int64_t r_begin, int64_t r_end);
 
+// The AVX2 kernels of the same arithmetic (kernels/matmul/matmul_affine_avx2.cpp), for CPUs
+// without AVX-512: affine_tiles_prepare_x's bytes for one x row, and y[i, r] for x rows [0, n)
+// and weight rows [r_begin, r_end) of w in the tile layout (whole 16-row tiles) or row-major.
+// Both layouts give the tile kernels' bits (ref::matmul_affine_groups_fp32).
+void affine_tiles_prepare_x_avx2(const float* x, int64_t cols, DType t, uint8_t* out);
+void affine_rows_avx2(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_t n, float* y, int64_t r_begin,
+                      int64_t r_end);
+
 }  // namespace densa::matmul_internal

@@ -1,7 +1,8 @@
 #pragma once
 // AVX2 kernels for INT8 and INT4 g32 weights in 16-row tiles (WeightLayout::kInt8Tiles16: GGUF
 // Q8_0 repacked; kInt4Tiles16: GGUF Q4_0 and INT4 g32 checkpoints), and for the same formats
-// row-major (matrices the tiles do not take, --int4-layout / --int8-layout rows), for CPUs without AVX-512
+// row-major (the GGUF affine rows take kernels/matmul/matmul_affine_avx2.cpp through the same
+// entry points) (matrices the tiles do not take, --int4-layout / --int8-layout rows), for CPUs without AVX-512
 // (AMD Zen 2 / Zen 3, Intel before Ice Lake) and for tests on any CPU with AVX2. They read the
 // tiles and the prepared activations (kernels/internal/int8t_x.h) the AVX-512 kernels read, and
 // compute the same arithmetic: per output (x row i, weight row r) and per 32-column group g in
@@ -15,9 +16,13 @@
 
 namespace densa::matmul_internal {
 
-// True when w is INT8 or INT4 with one scale per 32 columns (INT4: f16 or bf16; INT8: f16), in
-// kInt8Tiles16 / kInt4Tiles16 or row-major, and the CPU has AVX2 with FMA and F16C.
+// True when the CPU has AVX2 with FMA and F16C and w is INT8 or INT4 with one scale per 32
+// columns (INT4: f16 or bf16; INT8: f16), in kInt8Tiles16 / kInt4Tiles16 or row-major, or affine
+// rows (GGUF K-quants / IQ4 / MXFP4, kernels/internal/matmul_affine.h) in kAffineTiles16 or
+// row-major.
 bool matmul_quant_avx2_supports(const WeightView& w);
+// Whether products of a and b may share one preparation of the same x.
+bool matmul_quant_avx2_same_x_layout(const WeightView& a, const WeightView& b);
 // Whether this CPU runs the 16-row tile layouts on AVX2.
 bool matmul_quant_avx2_tiles_supported();
 

@@ -274,7 +274,10 @@ bool matmul_prefers_int8_tiles() {
          matmul_internal::matmul_quant_avx2_tiles_supported();
 }
 
-bool matmul_prefers_affine_tiles() { return matmul_internal::matmul_quant_avx512_int8_tiles_supported(); }
+bool matmul_prefers_affine_tiles() {
+  return matmul_internal::matmul_quant_avx512_int8_tiles_supported() ||
+         matmul_internal::matmul_quant_avx2_tiles_supported();
+}
 
 bool matmul_fp8_on_amx(AmxUse use) {
   return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx(use);
@@ -386,7 +389,8 @@ struct Fp32Copies {
 int64_t plan_preparations(std::vector<RowsJob>& run, std::vector<PrepareJob>& prepare, std::vector<PrepareJob>& gather) {
   int64_t bytes = 0;
   auto same_layout = [](const PrepareJob& p, const RowsJob& r, bool avx2) {
-    return p.avx2 == avx2 && (avx2 ? p.w->cols == r.job->w.cols : matmul_quant_avx512_same_x_layout(*p.w, r.job->w));
+    return p.avx2 == avx2 && (avx2 ? matmul_quant_avx2_same_x_layout(*p.w, r.job->w)
+                                   : matmul_quant_avx512_same_x_layout(*p.w, r.job->w));
   };
   for (RowsJob& r : run) {
     const bool avx2 = r.kind == RowsJob::Kind::kQuantAvx2;

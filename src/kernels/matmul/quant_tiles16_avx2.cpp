@@ -30,9 +30,12 @@
 #include "core/check.h"
 #include "core/cpu_features.h"
 #include "kernels/internal/int8t_x.h"
+#include "kernels/internal/matmul_affine.h"
 #include "kernels/internal/matmul_quant_avx2.h"
 #include "kernels/internal/target.h"
 #include "quant/activation_q8.h"
+#include "quant/affine_rows.h"
+#include "quant/affine_tiles.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
 
@@ -364,7 +367,12 @@ bool matmul_quant_avx2_tiles_supported() {
 }
 
 bool matmul_quant_avx2_supports(const WeightView& w) {
-  if (!matmul_quant_avx2_tiles_supported() || (w.dtype != DType::kI8 && w.dtype != DType::kI4)) return false;
+  if (!matmul_quant_avx2_tiles_supported()) return false;
+  if (is_affine_rows(w.dtype)) {  // GGUF K-quants / IQ4 / MXFP4 (kernels/matmul/matmul_affine_avx2.cpp)
+    return w.cols % kAffineBlock == 0 &&
+           (w.layout == WeightLayout::kRows || (w.layout == WeightLayout::kAffineTiles16 && w.rows % kAffineTileRows == 0));
+  }
+  if (w.dtype != DType::kI8 && w.dtype != DType::kI4) return false;
   if ((w.scales_bf16 == nullptr) == (w.scales_f16 == nullptr) || w.scale_cols != 32 || w.cols % 32 != 0) return false;
   if (w.dtype == DType::kI8 && w.scales_f16 == nullptr) return false;  // INT8 (Q8_0) keeps f16 scales
   if (w.layout == WeightLayout::kRows) return w.scale_rows == 1;
@@ -372,16 +380,37 @@ bool matmul_quant_avx2_supports(const WeightView& w) {
   return w.layout == (w.dtype == DType::kI8 ? WeightLayout::kInt8Tiles16 : WeightLayout::kInt4Tiles16);
 }
 
-int64_t matmul_quant_avx2_x_bytes(const WeightView& w, int64_t n) { return int8t_x_bytes(w.cols, n); }
+int64_t matmul_quant_avx2_x_bytes(const WeightView& w, int64_t n) {
+  if (is_affine_rows(w.dtype)) return n * affine_tiles_x_stride(w.dtype, w.cols);
+  return int8t_x_bytes(w.cols, n);
+}
+
+bool matmul_quant_avx2_same_x_layout(const WeightView& a, const WeightView& b) {
+  if (a.cols != b.cols || is_affine_rows(a.dtype) != is_affine_rows(b.dtype)) return false;
+  // The affine preparation depends on the dtype through its weight group only.
+  return !is_affine_rows(a.dtype) || affine_group(a.dtype) == affine_group(b.dtype);
+}
 
 void matmul_quant_avx2_prepare_rows(const WeightView& w, const float* x, int64_t n, int64_t i_begin, int64_t i_end,
                                     uint8_t* xp) {
   CHECK(i_begin >= 0 && i_end <= n && w.cols % 32 == 0) << "prepare: rows " << i_begin << ".." << i_end;
+  if (is_affine_rows(w.dtype)) {
+    const int64_t stride = affine_tiles_x_stride(w.dtype, w.cols);
+    for (int64_t i = i_begin; i < i_end; ++i) affine_tiles_prepare_x_avx2(x + i * w.cols, w.cols, w.dtype, xp + i * stride);
+    return;
+  }
   for (int64_t i = i_begin; i < i_end; ++i) prepare_row(x + i * w.cols, w.cols, xp, i);
 }
 
 void matmul_quant_avx2_gather_rows(const WeightView& w, const uint8_t* src, const int32_t* rows, int64_t n,
                                    int64_t i_begin, int64_t i_end, uint8_t* dst) {
+  if (is_affine_rows(w.dtype)) {  // whole rows of one stride
+    const int64_t stride = affine_tiles_x_stride(w.dtype, w.cols);
+    for (int64_t i = i_begin; i < i_end; ++i) {
+      std::memcpy(dst + i * stride, src + rows[i] * stride, static_cast<size_t>(stride));
+    }
+    return;
+  }
   int8t_x_gather(src, w.cols, rows, n, i_begin, i_end, dst);
 }
 
@@ -394,6 +423,9 @@ void matmul_quant_avx2_rows(const WeightView& w, const uint8_t* xp, int64_t n, f
                             int64_t r_end) {
   CHECK(matmul_quant_avx2_supports(w)) << "matmul avx2: " << dtype_name(w.dtype) << " " << w.rows << "x" << w.cols;
   if (n <= 0 || r_begin >= r_end) return;
+  if (is_affine_rows(w.dtype)) {
+    return affine_rows_avx2(w, xp, affine_tiles_x_stride(w.dtype, w.cols), n, y, r_begin, r_end);
+  }
   if (w.layout == WeightLayout::kRows) return row_major_rows(w, xp, n, y, r_begin, r_end);
   if (w.dtype == DType::kI8) return layout_rows<Int8Tiles>(w, xp, n, y, r_begin, r_end);
   if (w.scales_f16 != nullptr) return layout_rows<Int4Tiles<true>>(w, xp, n, y, r_begin, r_end);
