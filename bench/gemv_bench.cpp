@@ -10,6 +10,7 @@
 //   ./build/gemv_bench --benchmark_filter='gemv/(fp8|int4)'  # FP8 / INT4 (bytes include scales)
 //   ./build/gemv_bench --benchmark_filter='gemm/n:512'  # prefill GEMM, FP8 vs INT4 vs bf16
 //   ./build/gemv_bench --benchmark_filter='bf16'  # BF16 on AMX (x rounded) vs bf16_x32 (fp32 x, FMAs)
+//   ./build/gemv_bench --benchmark_filter='affine/'  # GGUF K-quants in 16-row tiles: fallback vs AVX2 vs AVX-512
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "kernels/internal/matmul_isa.h"
 #include "kernels/matmul.h"
 #include "quant/affine_rows.h"
+#include "quant/affine_tiles.h"
 #include "quant/int4_group.h"
 #include "quant/int8_group.h"
 
@@ -296,6 +298,62 @@ void register_quant(const std::vector<int>& thread_counts) {
   }
 }
 
+// GGUF affine rows (K-quants, IQ4) in the 16-row tile layout the loader gives them, at one ISA
+// level: the exact fallback (scalar), the AVX2 kernels and the AVX-512 ones on the same tiles.
+void run_affine_tiles(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, int64_t n, int threads) {
+  WeightSet ws(dtype, shape);
+  std::vector<std::unique_ptr<uint8_t[]>> tiles;
+  for (WeightView& v : ws.views) {
+    tiles.emplace_back(new uint8_t[static_cast<size_t>(v.bytes() + 64)]);
+    uint8_t* at = tiles.back().get() + (64 - reinterpret_cast<uintptr_t>(tiles.back().get()) % 64) % 64;
+    v = affine_tile16(v, std::span<uint8_t>(at, static_cast<size_t>(v.bytes())));
+  }
+  ws.copies.clear();  // only the tiles stay
+  std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
+  uint32_t seed = 7;
+  for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
+  ThreadPool pool(threads);
+  size_t c = 0;
+  for (auto _ : state) {
+    matmul_internal::matmul_with_isa(isa, ws.views[c], x.data(), n, y.data(), &pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    c = (c + 1) % ws.views.size();
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["weight_GB"] =
+      benchmark::Counter(iters * static_cast<double>(ws.views[0].bytes()) * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP"] = benchmark::Counter(
+      iters * 2.0 * static_cast<double>(n * shape.rows * shape.cols) * 1e-9, benchmark::Counter::kIsRate);
+}
+
+void register_affine(const std::vector<int>& thread_counts) {
+  struct AffineCase {
+    DType dtype;
+    const char* name;
+  };
+  constexpr AffineCase kCases[] = {{DType::kA4K, "q4_k"}, {DType::kA8K32, "q5_k"}, {DType::kA8K16, "q6_k"},
+                                   {DType::kA4KIQ4, "iq4_xs"}};
+  constexpr Shape kGemm{2048, 2048, "2048x2048"};
+  for (const AffineCase& a : kCases) {
+    for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512Bf16}) {
+      if (static_cast<int>(isa) > static_cast<int>(cpu_isa_hardware())) continue;
+      const std::string level = isa == CpuIsa::kScalar ? std::string("fallback") : std::string(cpu_isa_name(isa));
+      for (int t : thread_counts) {
+        const std::string tail = std::string(a.name) + "/threads:" + std::to_string(t);
+        const std::string gemv = "affine/" + level + "/gemv/" + kShapes[0].note + "/" + tail;
+        benchmark::RegisterBenchmark(gemv.c_str(), run_affine_tiles, isa, a.dtype, kShapes[0], 1, t)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+        const std::string gemm = "affine/" + level + "/gemm/n:64/" + kGemm.note + "/" + tail;
+        benchmark::RegisterBenchmark(gemm.c_str(), run_affine_tiles, isa, a.dtype, kGemm, 64, t)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+}
+
 void register_all() {
   const CpuIsa best = cpu_isa();
   const int all = ThreadPool(0).num_threads();
@@ -322,6 +380,7 @@ void register_all() {
     }
   }
   register_quant(thread_counts);
+  register_affine(thread_counts);
   for (int t : thread_counts) {
     for (bool exact : {false, true}) {
       const std::string name = std::string("gemm/n:512/") + (exact ? "bf16_x32/" : "bf16/") + kShapes[2].note +
