@@ -29,7 +29,7 @@ void add_weight_options(CLI::App* cmd, WeightArgs& args) {
                   "W8A8 matrices (GGUF Q8_0, and the K-quant / IQ4 / MXFP4 forms of --ggml-blocks) in memory: "
                   "tiles (16-row tiles: exact sums per group on AVX-512 VNNI or AVX2, GEMMs on AMX-INT8 where the "
                   "CPU has it) | rows (row-major, the per-lane kernels: results differ in rounding; on AVX2 without "
-                  "AVX-512 Q8_0 rows run the tiles' arithmetic)")
+                  "AVX-512 rows run the tiles' arithmetic)")
       ->check(CLI::IsMember({"tiles", "rows"}))
       ->capture_default_str();
   cmd->add_option("--ggml-blocks", args.ggml_blocks,
