@@ -14,7 +14,10 @@
 // (at most 30,480: no saturation), then widened by vpmaddwd against 1 (lo) and 16 (hi):
 // S = sum(lo * q) + 16 * sum(hi * q), exact. Types whose codes are the nibbles themselves
 // (kA4G32, kA4K: 0..15) need the low plane only; the other 4-bit types look their two planes up
-// from the nibble (two vpshufb per nibble vector).
+// from the nibble (two vpshufb per nibble vector). The tiles' 8-bit codes take the cheapest
+// exact form their range allows, per group and half (byte_sums): below 16 one plane, below 64
+// (every Q6_K, Q5_K, Q5_0 and Q5_1 code) the codes themselves over pairs of steps, else the
+// two planes.
 //
 // Tiles: a 16-row tile's 64-byte vectors hold rows 0-7 in their low 32 bytes and rows 8-15 in
 // their high 32 bytes (lane = weight row), so each half is an 8-row problem. GEMMs run 4 x rows
@@ -169,6 +172,75 @@ DENSA_TARGET_AVX2_F16C_INLINE void finish_group(const uint8_t* blk, int g, int h
   }
 }
 
+// The exact int32 sums of steps [s0, s0 + S) of one half of an 8-bit group (step s's vector at
+// v + 64 s) against NT x rows. The codes' range picks the cheapest exact form, which changes no
+// sum: all below 16, one plane added in int16 over every step (pairs of at most 2 * 15 * 127,
+// 8 steps at most 30,480); all below 64 (every Q6_K, Q5_K, Q5_0 / Q5_1 code), the codes
+// themselves added in int16 over two steps (at most 4 * 63 * 127 = 32,004) and widened per two;
+// else the two planes.
+DENSA_TARGET_AVX2_F16C_INLINE __m256i step_codes(const uint8_t* v, int s) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 64 * s));
+}
+
+template <int NT, int S>
+DENSA_TARGET_AVX2_F16C_INLINE void byte_sums(const uint8_t* v, const int32_t* const (&x4)[NT], int s0,
+                                             __m256i (&out)[NT]) {
+  __m256i any = step_codes(v, s0);
+#pragma GCC unroll 8
+  for (int s = s0 + 1; s < s0 + S; ++s) any = _mm256_or_si256(any, step_codes(v, s));
+  const __m256i ones = _mm256_set1_epi16(1);
+  if (_mm256_testz_si256(any, _mm256_set1_epi8(static_cast<char>(0xf0)))) {
+    __m256i a[NT];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) a[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int s = s0; s < s0 + S; ++s) {
+      const __m256i c = step_codes(v, s);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) a[t] = _mm256_adds_epi16(a[t], _mm256_maddubs_epi16(c, _mm256_set1_epi32(x4[t][s])));
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) out[t] = _mm256_madd_epi16(a[t], ones);
+  } else if (_mm256_testz_si256(any, _mm256_set1_epi8(static_cast<char>(0xc0)))) {
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) out[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int s = s0; s < s0 + S; s += 2) {
+      const __m256i c0 = step_codes(v, s), c1 = step_codes(v, s + 1);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const __m256i pair = _mm256_adds_epi16(_mm256_maddubs_epi16(c0, _mm256_set1_epi32(x4[t][s])),
+                                               _mm256_maddubs_epi16(c1, _mm256_set1_epi32(x4[t][s + 1])));
+        out[t] = _mm256_add_epi32(out[t], _mm256_madd_epi16(pair, ones));
+      }
+    }
+  } else {
+    Partial<true> p[NT];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) p[t].clear();
+#pragma GCC unroll 8
+    for (int s = s0; s < s0 + S; ++s) {
+      __m256i lo, hi;
+      byte_planes(step_codes(v, s), lo, hi);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) p[t].add(lo, hi, _mm256_set1_epi32(x4[t][s]));
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) out[t] = p[t].widen();
+  }
+}
+
+// Group g's step into acc[t][slot] for half h of the tile from the NT rows' exact sums.
+template <DType T, int NT, int H>
+DENSA_TARGET_AVX2_F16C_INLINE void finish_half(const uint8_t* blk, int g, int h, const __m256i (&sums)[NT],
+                                               const float (&xs)[NT], const float* const (&term)[NT],
+                                               __m256 (&acc)[NT][H], int slot) {
+  __m256 ws, mins;
+  tile_scales<T>(blk, g, h, ws, mins);
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) acc[t][slot] = group_fma(acc[t][slot], sums[t], ws, xs[t], mins, term[t][g]);
+}
+
 // 32-column group j of tile block blk against NT x rows (x4[t]: the rows' q of the group as 4-byte
 // steps) for halves h0 .. h0 + H - 1: the finished group steps into acc[t][h].
 template <DType T, int NT, int H>
@@ -176,14 +248,14 @@ DENSA_TARGET_AVX2_F16C_INLINE void tile_group(const uint8_t* blk, int j, int h0,
                                               const int32_t* const (&x4)[NT], const float (&xs)[NT],
                                               const float* const (&term)[NT], __m256 (&acc)[NT][H]) {
   using F = Fmt<T>;
-  constexpr bool kTwo = !F::kOnePlane;
-  Partial<kTwo> p[NT][H];
-#pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) {
-#pragma GCC unroll 2
-    for (int h = 0; h < H; ++h) p[t][h].clear();
-  }
   if constexpr (F::kNibbles) {
+    constexpr bool kTwo = !F::kOnePlane;
+    Partial<kTwo> p[NT][H];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+#pragma GCC unroll 2
+      for (int h = 0; h < H; ++h) p[t][h].clear();
+    }
     // Vector m: low nibbles are step m (columns 4m .. 4m + 3), high nibbles step m + 4.
 #pragma GCC unroll 4
     for (int m = 0; m < 4; ++m) {
@@ -203,21 +275,22 @@ DENSA_TARGET_AVX2_F16C_INLINE void tile_group(const uint8_t* blk, int j, int h0,
     }
     finish_group<T, NT, H, kTwo>(blk, j, h0, p, xs, term, acc);
   } else {
-    // Vector s: step s (columns 4s .. 4s + 3); groups of 16 end after steps 3 and 7.
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
+    // Vector s: step s (columns 4s .. 4s + 3); groups of 16 end after steps 3 and 7. Each half
+    // finishes its own groups (the fp32 chains of the two halves are independent).
 #pragma GCC unroll 2
-      for (int h = 0; h < H; ++h) {
-        __m256i lo, hi;
-        byte_planes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 512 * j + 64 * s + 32 * (h0 + h))), lo, hi);
-#pragma GCC unroll 4
-        for (int t = 0; t < NT; ++t) p[t][h].add(lo, hi, _mm256_set1_epi32(x4[t][s]));
-      }
+    for (int h = 0; h < H; ++h) {
+      const uint8_t* v = blk + 512 * j + 32 * (h0 + h);
+      __m256i sums[NT];
       if constexpr (F::kG16) {
-        if (s == 3) finish_group<T, NT, H, kTwo>(blk, 2 * j, h0, p, xs, term, acc);
+        byte_sums<NT, 4>(v, x4, 0, sums);
+        finish_half<T, NT>(blk, 2 * j, h0 + h, sums, xs, term, acc, h);
+        byte_sums<NT, 4>(v, x4, 4, sums);
+        finish_half<T, NT>(blk, 2 * j + 1, h0 + h, sums, xs, term, acc, h);
+      } else {
+        byte_sums<NT, 8>(v, x4, 0, sums);
+        finish_half<T, NT>(blk, j, h0 + h, sums, xs, term, acc, h);
       }
     }
-    finish_group<T, NT, H, kTwo>(blk, F::kG16 ? 2 * j + 1 : j, h0, p, xs, term, acc);
   }
 }
 
