@@ -77,6 +77,8 @@ if want kernels; then
   run gemv_bf16 'gemm/n:512/bf16' "$BUILD/gemv_bench" --benchmark_filter='^gemm/n:512/bf16' --benchmark_min_time=0.01
   run gemv_int8 'int8_g32_tiles' "$BUILD/gemv_bench" --benchmark_filter='^gemv_hot/int8_g32' --benchmark_min_time=0.01
   run gemv_fp8 'fp8_b128' env DENSA_AMX=0 "$BUILD/gemv_bench" --benchmark_filter='^gemv_hot/fp8' --benchmark_min_time=0.01
+  run gemv_affine 'affine/avx2/gemv/4096x4096/q4_k' "$BUILD/gemv_bench" \
+    --benchmark_filter='^affine/avx2/gemv/.*/q4_k/threads:1' --benchmark_min_time=0.01
   run mla_absorb 'deepseek-v3' "$BUILD/mla_absorb_bench" --rounds 1
   run dsa_decode '^ +4096 ' "$BUILD/dsa_decode_bench" --rounds 1 --max-context 4096 --threads 2
   run dsa_decode_avx2 '^ +4096 ' env DENSA_ISA=avx2 "$BUILD/dsa_decode_bench" --rounds 1 --max-context 4096
