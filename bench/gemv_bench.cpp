@@ -131,28 +131,34 @@ struct WeightSet {
   }
 };
 
-// exact_bf16: BF16 matrices keep fp32 activations (WeightView::amx = kOff) for this benchmark,
-// so the AMX path ("bf16") and the FMA path ("bf16_x32") run in one process.
-void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, int64_t n, int threads,
-                bool exact_bf16) {
-  WeightSet ws(dtype, shape);
-  for (WeightView& v : ws.views) v.amx = exact_bf16 ? AmxUse::kOff : AmxUse::kAuto;
+// Times matmul of x (n rows of random values) against `views` in turn, one view per call, and
+// reports weight_GB (`bytes` per call) and GFLOP as rates.
+void time_products(benchmark::State& state, CpuIsa isa, const std::vector<WeightView>& views, Shape shape, int64_t n,
+                   int threads, int64_t bytes) {
   std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
   uint32_t seed = 7;
   for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
   ThreadPool pool(threads);
   size_t c = 0;
   for (auto _ : state) {
-    matmul_internal::matmul_with_isa(isa, ws.views[c], x.data(), n, y.data(), &pool);
+    matmul_internal::matmul_with_isa(isa, views[c], x.data(), n, y.data(), &pool);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
-    c = (c + 1) % ws.views.size();
+    c = (c + 1) % views.size();
   }
   const double iters = static_cast<double>(state.iterations());
-  state.counters["weight_GB"] =
-      benchmark::Counter(iters * static_cast<double>(ws.views[0].bytes()) * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["weight_GB"] = benchmark::Counter(iters * static_cast<double>(bytes) * 1e-9, benchmark::Counter::kIsRate);
   state.counters["GFLOP"] = benchmark::Counter(
       iters * 2.0 * static_cast<double>(n * shape.rows * shape.cols) * 1e-9, benchmark::Counter::kIsRate);
+}
+
+// exact_bf16: BF16 matrices keep fp32 activations (WeightView::amx = kOff) for this benchmark,
+// so the AMX path ("bf16") and the FMA path ("bf16_x32") run in one process.
+void run_matmul(benchmark::State& state, CpuIsa isa, DType dtype, Shape shape, int64_t n, int threads,
+                bool exact_bf16) {
+  WeightSet ws(dtype, shape);
+  for (WeightView& v : ws.views) v.amx = exact_bf16 ? AmxUse::kOff : AmxUse::kAuto;
+  time_products(state, isa, ws.views, shape, n, threads, ws.views[0].bytes());
 }
 
 // FP8 e4m3 with 128x128 block scales (fp32), or INT4 with group scales (bf16; group = 32 or
@@ -212,22 +218,7 @@ struct QuantWeightSet {
 void run_quant_matmul(benchmark::State& state, CpuIsa isa, DType dtype, int64_t group, Shape shape, int64_t n,
                       int threads, bool f16, int tiled, bool hot) {
   QuantWeightSet ws(dtype, group, shape, f16, tiled, hot);
-  std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
-  uint32_t seed = 7;
-  for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
-  ThreadPool pool(threads);
-  size_t c = 0;
-  for (auto _ : state) {
-    matmul_internal::matmul_with_isa(isa, ws.views[c], x.data(), n, y.data(), &pool);
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-    c = (c + 1) % ws.views.size();
-  }
-  const double iters = static_cast<double>(state.iterations());
-  state.counters["weight_GB"] =
-      benchmark::Counter(iters * static_cast<double>(ws.bytes) * 1e-9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP"] = benchmark::Counter(
-      iters * 2.0 * static_cast<double>(n * shape.rows * shape.cols) * 1e-9, benchmark::Counter::kIsRate);
+  time_products(state, isa, ws.views, shape, n, threads, ws.bytes);
 }
 
 void register_quant(const std::vector<int>& thread_counts) {
@@ -309,22 +300,7 @@ void run_affine_tiles(benchmark::State& state, CpuIsa isa, DType dtype, Shape sh
     v = affine_tile16(v, std::span<uint8_t>(at, static_cast<size_t>(v.bytes())));
   }
   ws.copies.clear();  // only the tiles stay
-  std::vector<float> x(static_cast<size_t>(n * shape.cols)), y(static_cast<size_t>(n * shape.rows));
-  uint32_t seed = 7;
-  for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_random(seed))) * 0x1p-31f;
-  ThreadPool pool(threads);
-  size_t c = 0;
-  for (auto _ : state) {
-    matmul_internal::matmul_with_isa(isa, ws.views[c], x.data(), n, y.data(), &pool);
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-    c = (c + 1) % ws.views.size();
-  }
-  const double iters = static_cast<double>(state.iterations());
-  state.counters["weight_GB"] =
-      benchmark::Counter(iters * static_cast<double>(ws.views[0].bytes()) * 1e-9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP"] = benchmark::Counter(
-      iters * 2.0 * static_cast<double>(n * shape.rows * shape.cols) * 1e-9, benchmark::Counter::kIsRate);
+  time_products(state, isa, ws.views, shape, n, threads, ws.views[0].bytes());
 }
 
 void register_affine(const std::vector<int>& thread_counts) {

@@ -29,6 +29,7 @@
 #include <type_traits>
 
 #include "core/tensor_view.h"
+#include "quant/activation_q8.h"
 
 namespace densa::matmul_internal {
 
@@ -65,6 +66,19 @@ void affine_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride
 
 // The tile layout's prepared x row: cols int8 q, then cols / 32 fp32 x scales, then one fp32
 // term per weight group, padded to 64 bytes.
+struct AffineXRow {
+  const int8_t* q;
+  const float* xs;    // per 32 columns
+  const float* term;  // per weight group
+};
+
+// Row i of prepared x rows of `x_stride` bytes (affine_tiles_x_stride) for `cols` columns.
+inline AffineXRow affine_x_row(const uint8_t* xp, int64_t x_stride, int64_t cols, int64_t i) {
+  const uint8_t* p = xp + i * x_stride;
+  return {reinterpret_cast<const int8_t*>(p), reinterpret_cast<const float*>(p + cols),
+          reinterpret_cast<const float*>(p + cols + 4 * (cols / kActQ8Block))};
+}
+
 int64_t affine_tiles_x_stride(DType t, int64_t cols);
 void affine_tiles_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out);
 

@@ -62,17 +62,6 @@ struct Fmt {
   static constexpr int kGroups = static_cast<int>(affine_groups_per_block(T));
 };
 
-struct XRow {
-  const int8_t* q;
-  const float* xs;    // per 32 columns
-  const float* term;  // per weight group
-};
-
-inline XRow x_row(const uint8_t* xp, int64_t x_stride, int64_t cols, int64_t i) {
-  const uint8_t* p = xp + i * x_stride;
-  return {reinterpret_cast<const int8_t*>(p), reinterpret_cast<const float*>(p + cols),
-          reinterpret_cast<const float*>(p + cols + 4 * (cols / kActQ8Block))};
-}
 
 // The two 16-entry tables of a looked-up type's codes: low 4 bits and high 4 bits, in both lanes.
 struct Luts {
@@ -305,11 +294,11 @@ DENSA_TARGET_AVX2_F16C_INLINE void tile_body(const WeightView& w, const uint8_t*
   using F = Fmt<T>;
   const uint8_t* base = tile_base(w, tile, F::kTileBlockBytes);
   const Luts luts = make_luts<T>();
-  XRow xr[NT];
+  AffineXRow xr[NT];
   __m256 acc[NT][H];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) {
-    xr[t] = x_row(xp, x_stride, w.cols, i0 + t);
+    xr[t] = affine_x_row(xp, x_stride, w.cols, i0 + t);
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) acc[t][h] = _mm256_setzero_ps();
   }
@@ -418,7 +407,7 @@ template <DType T, int R>
 DENSA_AFFINE_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void rows_block(const WeightView& w, const uint8_t* xp,
                                                                     int64_t x_stride, float* y, int64_t r0, int64_t i) {
   using F = Fmt<T>;
-  const XRow x = x_row(xp, x_stride, w.cols, i);
+  const AffineXRow x = affine_x_row(xp, x_stride, w.cols, i);
   const Luts luts = make_luts<T>();
   const __m256i ones = _mm256_set1_epi16(1), sixteens = _mm256_set1_epi16(16);
   __m256 acc = _mm256_setzero_ps();

@@ -40,18 +40,6 @@ struct Fmt {
   static constexpr int64_t kGroupCols = affine_group(T);
 };
 
-// Where a prepared x row's parts start (layout in matmul_affine.h).
-struct XRow {
-  const int8_t* q;
-  const float* xs;    // per 32 columns
-  const float* term;  // per weight group
-};
-
-inline XRow x_row(const uint8_t* xp, int64_t x_stride, int64_t cols, int64_t i) {
-  const uint8_t* p = xp + i * x_stride;
-  return {reinterpret_cast<const int8_t*>(p), reinterpret_cast<const float*>(p + cols),
-          reinterpret_cast<const float*>(p + cols + 4 * (cols / kActQ8Block))};
-}
 
 // Group g's scale and min for the tile's 16 rows (lane = row): fp32 as stored, or D * s and
 // M * m (exact products).
@@ -117,9 +105,9 @@ DENSA_TARGET_AVX512_VNNI_INLINE void vnni_tile(const WeightView& w, const uint8_
   const int64_t blocks = w.cols / kAffineBlock;
   const uint8_t* base = tile_base(w, tile, F::kTileBlockBytes);
   const __m512i lut = nibble_lut<T>();
-  XRow xr[NT];
+  AffineXRow xr[NT];
 #pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) xr[t] = x_row(xp, x_stride, w.cols, i0 + t);
+  for (int t = 0; t < NT; ++t) xr[t] = affine_x_row(xp, x_stride, w.cols, i0 + t);
   __m512 acc[NT];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
@@ -237,7 +225,7 @@ DENSA_TARGET_AVX512_VNNI_AMX_INT8 void amx_tile(const WeightView& w, const uint8
       __m512 acc[16];
 #pragma GCC unroll 16
       for (int t = 0; t < 16; ++t) acc[t] = c0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(yt + t * w.rows);
-      const XRow x0 = x_row(xp, x_stride, w.cols, i0);
+      const AffineXRow x0 = affine_x_row(xp, x_stride, w.cols, i0);
       const int8_t* xq = x0.q + c0 * kAffineBlock;
       const float* xs = x0.xs + c0 * 4;
       const float* term = x0.term + c0 * kPerBlock;
