@@ -52,7 +52,9 @@ void matmul_many(std::span<const MatmulJob> jobs, ThreadPool* pool);
 // kRows and kInt4Tiles8 give the same results; kInt4Tiles16 rounds differently (one fp32 fma
 // per group, ref::matmul_int8_groups_fp32), and gives one result for every n.
 WeightLayout matmul_int4_layout();
-// Whether this CPU runs INT4 g32 in `layout` (kRows: always).
+// Whether this CPU runs INT4 g32 in `layout` (kRows: always). This and the two below answer at
+// this process's level, cpu_isa(): a process capped by DENSA_ISA lays weights out as a CPU of
+// that level would.
 bool matmul_runs_int4_layout(WeightLayout layout);
 // Whether INT8 (GGUF Q8_0) matrices run here in 16-row tiles (WeightLayout::kInt8Tiles16,
 // quant/int8_group.h): where the AVX-512 VNNI or the AVX2 tile kernels read that layout. They

@@ -252,6 +252,18 @@ void prepare_x(const std::vector<PrepareJob>& jobs, ThreadPool* pool) {
 
 }  // namespace matmul_internal
 
+namespace {
+
+// Whether the 16-row tile layouts run at this process's level (cpu_isa(): the hardware's,
+// capped by DENSA_ISA, so a capped process lays weights out as a CPU of that level would).
+bool tiles16_run_here() {
+  const int level = static_cast<int>(cpu_isa());
+  return (matmul_internal::matmul_quant_avx512_int8_tiles_supported() && level >= static_cast<int>(CpuIsa::kAvx512Bf16)) ||
+         (matmul_internal::matmul_quant_avx2_tiles_supported() && level >= static_cast<int>(CpuIsa::kAvx2));
+}
+
+}  // namespace
+
 WeightLayout matmul_int4_layout() {
   if (matmul_runs_int4_layout(WeightLayout::kInt4Tiles16)) return WeightLayout::kInt4Tiles16;
   return matmul_runs_int4_layout(WeightLayout::kInt4Tiles8) ? WeightLayout::kInt4Tiles8 : WeightLayout::kRows;
@@ -260,24 +272,16 @@ WeightLayout matmul_int4_layout() {
 bool matmul_runs_int4_layout(WeightLayout layout) {
   switch (layout) {
     case WeightLayout::kRows: return true;
-    case WeightLayout::kInt4Tiles8: return matmul_internal::matmul_quant_avx512_int4_tiles_supported();
-    case WeightLayout::kInt4Tiles16:
-      return matmul_internal::matmul_quant_avx512_int8_tiles_supported() ||
-             matmul_internal::matmul_quant_avx2_tiles_supported();
+    case WeightLayout::kInt4Tiles8:
+      return matmul_internal::matmul_quant_avx512_int4_tiles_supported() && cpu_isa() == CpuIsa::kAvx512Bf16;
+    case WeightLayout::kInt4Tiles16: return tiles16_run_here();
     default: return false;
   }
 }
 
+bool matmul_prefers_int8_tiles() { return tiles16_run_here(); }
 
-bool matmul_prefers_int8_tiles() {
-  return matmul_internal::matmul_quant_avx512_int8_tiles_supported() ||
-         matmul_internal::matmul_quant_avx2_tiles_supported();
-}
-
-bool matmul_prefers_affine_tiles() {
-  return matmul_internal::matmul_quant_avx512_int8_tiles_supported() ||
-         matmul_internal::matmul_quant_avx2_tiles_supported();
-}
+bool matmul_prefers_affine_tiles() { return tiles16_run_here(); }
 
 bool matmul_fp8_on_amx(AmxUse use) {
   return cpu_isa() == CpuIsa::kAvx512Bf16 && matmul_internal::matmul_quant_fp8_amx(use);
