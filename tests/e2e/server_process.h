@@ -141,11 +141,23 @@ inline CurlResponse curl_request(const std::string& method, const std::string& u
   return r;
 }
 
+// Where an mpirun started for the child logging to `log_path` keeps its session directory.
+inline std::string mpi_session_base(const std::string& log_path) { return log_path + ".ompi"; }
+
 // A child process running DENSA_BINARY with `args`, stdout+stderr to `log_path`; with a
 // `launcher` (mpirun and its flags, looked up on PATH) the child is the launcher running it.
+// An mpirun gets a session directory base of its own (mpi_session_base): Open MPI's default,
+// /tmp/ompi.<host>.<uid>, is shared by every job of the user, and under ctest -j2 one mpirun
+// removing it as it ended while another created it failed the second's start ("mkdir ...
+// File exists", orte_session_dir failed).
 inline pid_t spawn_densa(const std::vector<std::string>& args, const std::string& log_path,
                          const std::vector<std::string>& launcher = {}) {
   std::vector<std::string> argv_s = launcher;
+  if (!launcher.empty() && launcher[0] == "mpirun") {
+    const std::string base = mpi_session_base(log_path);
+    std::filesystem::create_directories(base);
+    argv_s.insert(argv_s.begin() + 1, {"--mca", "orte_tmpdir_base", base});
+  }
   argv_s.push_back(DENSA_BINARY);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   // Empty before the child exists: the parent reads the log for the port as soon as fork returns.
@@ -193,7 +205,11 @@ class ServerProcess {
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     pid_ = spawn_densa(args, log_path_, launcher);
   }
-  ~ServerProcess() { stop(); }
+  ~ServerProcess() {
+    stop();
+    std::error_code ec;
+    std::filesystem::remove_all(mpi_session_base(log_path_), ec);
+  }
 
   // Waits for GET /health == 200. False (with the server log) on timeout or early exit.
   bool wait_ready(std::chrono::seconds timeout = std::chrono::seconds(60)) {

@@ -42,10 +42,11 @@ printf '%s slots=1\n%s slots=1\n' "$a" "$b" >"$dir/hosts"
 # rtc_hwloc_vmhole none: the far namespace's orted (the only daemon a one-host run starts) would
 # otherwise map hwloc's topology into a hole it picks in its address space, and now and then
 # segfaults writing it (hwloc_shmem_topology_write, seen once in a few parallel ctest runs);
-# the ranks do not need that shared copy.
+# the ranks do not need that shared copy. orte_tmpdir_base: a session directory of this run's
+# own, not the /tmp one every mpirun of the user shares (tests/e2e/server_process.h says why).
 MPI=(ip netns exec "$a" mpirun --allow-run-as-root --hostfile "$dir/hosts" -n 2 --mca plm_rsh_agent "$dir/agent"
      --mca btl self,tcp --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24"
-     --mca rtc_hwloc_vmhole none)
+     --mca rtc_hwloc_vmhole none --mca orte_tmpdir_base "$dir")
 # Each rank in its own namespace: rank r sees only its own end of the link.
 where=$("${MPI[@]}" sh -c 'echo "$OMPI_COMM_WORLD_RANK $(ip -4 -o addr show | grep -o "'"$net"'\.[0-9]*")"' 2>"$dir/where.err" | sort) || {
   echo "netns_world2: mpirun across the namespaces failed:" >&2
