@@ -65,7 +65,7 @@ void affine_rows_avx512(const WeightView& w, const uint8_t* xp, int64_t x_stride
                          int64_t r_begin, int64_t r_end);
 
 // The tile layout's prepared x row: cols int8 q, then cols / 32 fp32 x scales, then one fp32
-// term per weight group, padded to 64 bytes.
+// term per weight group, padded to 64 bytes (affine_tiles_x_stride). Where a row's parts start:
 struct AffineXRow {
   const int8_t* q;
   const float* xs;    // per 32 columns
@@ -79,6 +79,7 @@ inline AffineXRow affine_x_row(const uint8_t* xp, int64_t x_stride, int64_t cols
           reinterpret_cast<const float*>(p + cols + 4 * (cols / kActQ8Block))};
 }
 
+// The stride of those rows, and one x row prepared into it.
 int64_t affine_tiles_x_stride(DType t, int64_t cols);
 void affine_tiles_prepare_x(const float* x, int64_t cols, DType t, uint8_t* out);
 

@@ -16,6 +16,12 @@
 
 namespace densa::matmul_internal {
 
+// x rows per x block of the AVX2 tile GEMMs: the prepared rows of one block (~256 KB) stay in L2
+// while the thread's weight tiles stream past them once per block. A multiple of 16 (the
+// prepared layout's blocks) and of the 4-row register tile.
+inline constexpr int64_t kAvx2XBlockBytes = 256 * 1024;
+inline constexpr int64_t kAvx2TileX = 48;
+
 // True when the CPU has AVX2 with FMA and F16C and w is INT8 or INT4 with one scale per 32
 // columns (INT4: f16 or bf16; INT8: f16), in kInt8Tiles16 / kInt4Tiles16 or row-major, or affine
 // rows (GGUF K-quants / IQ4 / MXFP4, kernels/internal/matmul_affine.h) in kAffineTiles16 or

@@ -58,6 +58,14 @@
 #define DENSA_TARGET_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
 #define DENSA_TARGET_AVX2_F16C_INLINE DENSA_TARGET_AVX2_F16C __attribute__((always_inline)) inline
 
+// The AVX2 tile kernels' GEMMs: GCC otherwise reassociates a group's chain of integer adds into
+// a tree over all its products, which keeps them all live and spilled most of them.
+#if defined(__clang__)
+#define DENSA_NO_TREE_REASSOC
+#else
+#define DENSA_NO_TREE_REASSOC __attribute__((optimize("no-tree-reassoc")))
+#endif
+
 // AVX2 with FMA: the DSA indexer's AVX2 scores.
 #define DENSA_TARGET_AVX2 __attribute__((target("avx2,fma")))
 

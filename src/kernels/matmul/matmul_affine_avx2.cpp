@@ -45,11 +45,6 @@
 namespace densa::matmul_internal {
 namespace {
 
-// x rows per x block of a GEMM (~256 KB of prepared rows stay in L2 while the thread's tiles
-// stream past them), a multiple of the 4-row register tile.
-constexpr int64_t kXBlockBytes = 256 * 1024;
-constexpr int64_t kTileX = 48;
-
 template <DType T>
 struct Fmt {
   static constexpr bool kNibbles = is_affine_nibbles(T), kSuper = is_affine_super(T), kG16 = T == DType::kA8K16;
@@ -144,20 +139,28 @@ DENSA_TARGET_AVX2_F16C_INLINE void tile_scales(const uint8_t* blk, int g, int h,
   }
 }
 
-// Finishes the partial sums of weight group g (of the block) into acc[t][h], and clears them.
+// Group g's step into acc[t][slot] for half h of the tile from the NT rows' exact sums.
+template <DType T, int NT, int H>
+DENSA_TARGET_AVX2_F16C_INLINE void finish_half(const uint8_t* blk, int g, int h, const __m256i (&sums)[NT],
+                                               const float (&xs)[NT], const float* const (&term)[NT],
+                                               __m256 (&acc)[NT][H], int slot) {
+  __m256 ws, mins;
+  tile_scales<T>(blk, g, h, ws, mins);
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) acc[t][slot] = group_fma(acc[t][slot], sums[t], ws, xs[t], mins, term[t][g]);
+}
+
+// Finishes weight group g from its partial sums, halves h0 .. h0 + H - 1, into acc[t][h].
 template <DType T, int NT, int H, bool kTwo>
-DENSA_TARGET_AVX2_F16C_INLINE void finish_group(const uint8_t* blk, int g, int h0, Partial<kTwo> (&p)[NT][H],
+DENSA_TARGET_AVX2_F16C_INLINE void finish_group(const uint8_t* blk, int g, int h0, const Partial<kTwo> (&p)[NT][H],
                                                 const float (&xs)[NT], const float* const (&term)[NT],
                                                 __m256 (&acc)[NT][H]) {
 #pragma GCC unroll 2
   for (int h = 0; h < H; ++h) {
-    __m256 ws, mins;
-    tile_scales<T>(blk, g, h0 + h, ws, mins);
+    __m256i sums[NT];
 #pragma GCC unroll 4
-    for (int t = 0; t < NT; ++t) {
-      acc[t][h] = group_fma(acc[t][h], p[t][h].widen(), ws, xs[t], mins, term[t][g]);
-      p[t][h].clear();
-    }
+    for (int t = 0; t < NT; ++t) sums[t] = p[t][h].widen();
+    finish_half<T, NT, H>(blk, g, h0 + h, sums, xs, term, acc, h);
   }
 }
 
@@ -217,17 +220,6 @@ DENSA_TARGET_AVX2_F16C_INLINE void byte_sums(const uint8_t* v, const int32_t* co
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) out[t] = p[t].widen();
   }
-}
-
-// Group g's step into acc[t][slot] for half h of the tile from the NT rows' exact sums.
-template <DType T, int NT, int H>
-DENSA_TARGET_AVX2_F16C_INLINE void finish_half(const uint8_t* blk, int g, int h, const __m256i (&sums)[NT],
-                                               const float (&xs)[NT], const float* const (&term)[NT],
-                                               __m256 (&acc)[NT][H], int slot) {
-  __m256 ws, mins;
-  tile_scales<T>(blk, g, h, ws, mins);
-#pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) acc[t][slot] = group_fma(acc[t][slot], sums[t], ws, xs[t], mins, term[t][g]);
 }
 
 // 32-column group j of tile block blk against NT x rows (x4[t]: the rows' q of the group as 4-byte
@@ -327,23 +319,16 @@ DENSA_TARGET_AVX2_F16C_INLINE void tile_body(const WeightView& w, const uint8_t*
   }
 }
 
-// no-tree-reassoc: GCC otherwise reassociates a group's chain of int16 adds into a tree over all
-// its products, keeping them live (see quant_tiles16_avx2.cpp).
-#if defined(__clang__)
-#define DENSA_AFFINE_NO_TREE_REASSOC
-#else
-#define DENSA_AFFINE_NO_TREE_REASSOC __attribute__((optimize("no-tree-reassoc")))
-#endif
-
+// DENSA_NO_TREE_REASSOC: kernels/internal/target.h.
 template <DType T, int NT>
-DENSA_AFFINE_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void tile_gemm(const WeightView& w, const uint8_t* xp,
+DENSA_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void tile_gemm(const WeightView& w, const uint8_t* xp,
                                                                    int64_t x_stride, float* y, int64_t tile, int h,
                                                                    int64_t i0) {
   tile_body<T, NT, 1>(w, xp, x_stride, y, tile, h, i0);
 }
 
 template <DType T>
-DENSA_AFFINE_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void tile_gemv(const WeightView& w, const uint8_t* xp,
+DENSA_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void tile_gemv(const WeightView& w, const uint8_t* xp,
                                                                    int64_t x_stride, float* y, int64_t tile) {
   tile_body<T, 1, 2>(w, xp, x_stride, y, tile, 0, 0);
 }
@@ -356,7 +341,7 @@ void tiles_rows(const WeightView& w, const uint8_t* xp, int64_t x_stride, int64_
     for (int64_t tile = t_begin; tile < t_end; ++tile) tile_gemv<T>(w, xp, x_stride, y, tile);
     return;
   }
-  const int64_t block = std::max<int64_t>(kTileX, kXBlockBytes / x_stride / kTileX * kTileX);
+  const int64_t block = std::max<int64_t>(kAvx2TileX, kAvx2XBlockBytes / x_stride / kAvx2TileX * kAvx2TileX);
   for (int64_t b0 = 0; b0 < n; b0 += block) {
     const int64_t b1 = std::min(n, b0 + block);
     for (int64_t tile = t_begin; tile < t_end; ++tile) {
@@ -404,7 +389,7 @@ inline void row_scales(const uint8_t* blk, int g, float& scale, float& min) {
 // sums (lanes 0-3: columns 0-15, lanes 4-7: columns 16-31), reduced to one exact sum per row
 // and 16-column half by a transpose.
 template <DType T, int R>
-DENSA_AFFINE_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void rows_block(const WeightView& w, const uint8_t* xp,
+DENSA_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void rows_block(const WeightView& w, const uint8_t* xp,
                                                                     int64_t x_stride, float* y, int64_t r0, int64_t i) {
   using F = Fmt<T>;
   const AffineXRow x = affine_x_row(xp, x_stride, w.cols, i);

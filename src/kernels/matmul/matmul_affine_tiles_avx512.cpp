@@ -40,7 +40,6 @@ struct Fmt {
   static constexpr int64_t kGroupCols = affine_group(T);
 };
 
-
 // Group g's scale and min for the tile's 16 rows (lane = row): fp32 as stored, or D * s and
 // M * m (exact products).
 template <DType T>

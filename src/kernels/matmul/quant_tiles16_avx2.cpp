@@ -42,12 +42,6 @@
 namespace densa::matmul_internal {
 namespace {
 
-// x rows per x block of a GEMM: the prepared rows of one block (~256 KB) stay in L2 while the
-// thread's weight tiles stream past them once per block. A multiple of 16 (the prepared layout's
-// blocks) and of the 4-row register tile.
-constexpr int64_t kXBlockBytes = 256 * 1024;
-constexpr int64_t kTileX = 48;
-
 // 8 row scales (f16, or bf16 for INT4 checkpoints) as fp32, exact.
 template <bool kF16>
 DENSA_TARGET_AVX2_F16C_INLINE __m256 load_scales8(const uint8_t* p) {
@@ -205,13 +199,7 @@ DENSA_TARGET_AVX2_F16C_INLINE void tile_body(const WeightView& w, const uint8_t*
   }
 }
 
-// The GEMM's blocks. no-tree-reassoc: GCC otherwise turns a group's chain of int32 adds (INT8)
-// into a tree over all its products, which keeps them all live and spilled most of them.
-#if defined(__clang__)
-#define DENSA_NO_TREE_REASSOC
-#else
-#define DENSA_NO_TREE_REASSOC __attribute__((optimize("no-tree-reassoc")))
-#endif
+// The GEMM's blocks (DENSA_NO_TREE_REASSOC: kernels/internal/target.h).
 template <class L, int T>
 DENSA_NO_TREE_REASSOC DENSA_TARGET_AVX2_F16C void tile_gemm(
     const WeightView& w, const uint8_t* xp, int64_t x_stride, float* y, int64_t t16, int h, int64_t i0) {
@@ -233,7 +221,7 @@ DENSA_TARGET_AVX2_F16C void layout_rows(const WeightView& w, const uint8_t* xp, 
     for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) tile_gemv<L>(w, xp, stride, y, t16);
     return;
   }
-  const int64_t block = std::max<int64_t>(kTileX, kXBlockBytes / stride / kTileX * kTileX);
+  const int64_t block = std::max<int64_t>(kAvx2TileX, kAvx2XBlockBytes / stride / kAvx2TileX * kAvx2TileX);
   for (int64_t b0 = 0; b0 < n; b0 += block) {
     const int64_t b1 = std::min(n, b0 + block);
     for (int64_t t16 = r_begin / 16; t16 < r_end / 16; ++t16) {
